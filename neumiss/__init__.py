@@ -1,0 +1,2 @@
+"""NeuMiss networks."""
+__version__ = "0.1.0"
