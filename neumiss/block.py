@@ -1,0 +1,212 @@
+"""The NeuMiss block: unrolled Neumann iterations with the mask as nonlinearity.
+
+Paper: Le Morvan, Josse, Moreau, Scornet, Varoquaux, "NeuMiss networks:
+differentiable programming for supervised learning with missing values",
+NeurIPS 2020, Section 3 and Figure 1.
+
+For a sample with missingness pattern ``m`` (1 = missing) the Bayes predictor
+of a linear model under M(C)AR Gaussian data needs
+
+    E[X_mis | X_obs] = mu_mis + Sigma_mis,obs (Sigma_obs)^-1 (X_obs - mu_obs).
+
+The block approximates ``(Sigma_obs)^-1 (X_obs - mu_obs)`` for every pattern at
+once by the Neumann recursion ``S_l = (Id - Sigma_obs) S_{l-1} + Id`` (paper
+eq. 6), where restricting a matrix to the observed rows and columns is done by
+multiplying its input and output by ``1 - m`` (paper Section 3.3:
+``(W * mbar mbar^T) v = (W (v * mbar)) * mbar``). The only nonlinearities of the
+network are therefore elementwise products by the mask or its complement.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+WEIGHT_MODES = ("independent", "shared")
+
+
+class NeuMissBlock(nn.Module):
+    r"""NeuMiss block (paper Figure 1), mapping ``(x, mask)`` to an imputed ``x``.
+
+    Depth convention (the authors' reference code, used for the paper's
+    "best depth" figures): ``depth`` is the number of ``d x d`` matrices applied
+    before ``W_mix``, that is ``S^(0)`` followed by ``depth - 1`` Neumann
+    iterations. ``depth=0`` applies no matrix: ``W_mix`` then sees the centred
+    observed values directly (order-0 approximation with ``S^(0) = Id``).
+
+    With ``obs = 1 - mask`` and row vectors (``h @ W``)::
+
+        c   = (x - mu) * obs                      # X_obs - mu_obs, 0 elsewhere
+        h   = (c @ S0) * obs                      # if depth >= 1
+        h   = (h @ W_k) * obs [+ c if residual]   # k = 1 .. depth-1
+        out = (h @ W_mix) * mask + x * obs + mu * mask
+
+    With ``S0 = Id``, ``W_k = Id - Sigma``, ``residual=True`` and ``W_mix = Sigma``
+    the output on missing entries is exactly the order-``depth - 1`` Neumann
+    approximation of ``E[X_mis | X_obs]`` (see :mod:`neumiss.analytic`).
+
+    Parameters
+    ----------
+    n_features : int
+        Number of features ``d``.
+    depth : int, default=3
+        Number of matrices before ``W_mix`` (``S^(0)`` plus ``depth - 1`` iterations).
+    weights : {"independent", "shared"}, default="independent"
+        ``"independent"``: each Neumann iteration has its own matrix (paper 2020).
+        ``"shared"``: every iteration reuses one matrix, as a literal Neumann
+        series does (the authors' 2021 follow-up); ``S^(0)`` stays separate.
+    residual : bool, default=False
+        Add ``c`` after each Neumann iteration (the ``+ Id`` term of eq. 6).
+
+    Shapes
+    ------
+    x : (batch, d) float, missing entries set to 0.
+    mask : (batch, d) float, 1.0 = missing, 0.0 = observed.
+    output : (batch, d): ``x`` on observed entries, the estimate of
+        ``E[X_mis | X_obs]`` on missing ones.
+    """
+
+    def __init__(
+        self,
+        n_features: int,
+        depth: int = 3,
+        weights: str = "independent",
+        residual: bool = False,
+    ) -> None:
+        super().__init__()
+        if int(n_features) < 1:
+            raise ValueError(f"n_features must be >= 1, got {n_features!r}")
+        if int(depth) < 0:
+            raise ValueError(f"depth must be >= 0, got {depth!r}")
+        if weights not in WEIGHT_MODES:
+            raise ValueError(f"weights must be one of {WEIGHT_MODES}, got {weights!r}")
+        self.n_features = int(n_features)
+        self.depth = int(depth)
+        self.weights = weights
+        self.residual = bool(residual)
+        d = self.n_features
+        self.mu = nn.Parameter(torch.empty(d))
+        self.S0 = nn.Parameter(torch.empty(d, d)) if self.depth >= 1 else None
+        n_matrices = self.depth - 1 if weights == "independent" else min(self.depth - 1, 1)
+        self.neumann_layers = nn.ParameterList(
+            [nn.Parameter(torch.empty(d, d)) for _ in range(max(n_matrices, 0))]
+        )
+        self.W_mix = nn.Parameter(torch.empty(d, d))
+        self.reset_parameters()
+
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Initialise ``mu`` at 0 and every matrix as ``Id + N(0, 0.1/d)``.
+
+        Starting near the identity keeps the products of the unrolled iterations
+        well scaled at any depth, so deep blocks train as fast as shallow ones.
+        """
+        std = 0.1 / math.sqrt(self.n_features)
+        eye = torch.eye(self.n_features)
+        with torch.no_grad():
+            self.mu.zero_()
+            for matrix in self._matrices():
+                matrix.copy_(eye + std * torch.randn(matrix.shape, generator=generator))
+
+    def _matrices(self) -> list[nn.Parameter]:
+        first = [self.S0] if self.S0 is not None else []
+        return [*first, *self.neumann_layers, self.W_mix]
+
+    def iteration_weights(self) -> list[torch.Tensor]:
+        """The ``depth - 1`` matrices of the Neumann iterations, in order of use."""
+        if self.depth <= 1:
+            return []
+        if self.weights == "shared":
+            return [self.neumann_layers[0]] * (self.depth - 1)
+        return list(self.neumann_layers)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Impute the missing entries of ``x``.
+
+        Parameters
+        ----------
+        x : Tensor of shape (batch, d)
+            Features with missing entries set to 0.
+        mask : Tensor of shape (batch, d)
+            1.0 where the entry is missing, 0.0 where observed.
+
+        Returns
+        -------
+        Tensor of shape (batch, d)
+        """
+        obs = 1.0 - mask
+        centred = (x - self.mu) * obs
+        h = centred
+        if self.S0 is not None:
+            h = (h @ self.S0) * obs
+        for weight in self.iteration_weights():
+            h = (h @ weight) * obs
+            if self.residual:
+                h = h + centred
+        return (h @ self.W_mix) * mask + x * obs + self.mu * mask
+
+    def forward_nan(self, x: torch.Tensor) -> torch.Tensor:
+        """Convenience: ``forward`` on a tensor whose missing entries are NaN.
+
+        Parameters
+        ----------
+        x : Tensor of shape (batch, d) with NaN for missing entries.
+
+        Returns
+        -------
+        Tensor of shape (batch, d), with no NaN.
+        """
+        mask = torch.isnan(x)
+        return self.forward(torch.where(mask, torch.zeros_like(x), x), mask.to(x.dtype))
+
+    def extra_repr(self) -> str:
+        return (
+            f"n_features={self.n_features}, depth={self.depth}, "
+            f"weights={self.weights!r}, residual={self.residual}"
+        )
+
+
+class NeuMissNetwork(nn.Module):
+    """A :class:`NeuMissBlock` followed by a head: optional ReLU MLP, then Linear.
+
+    ``mlp_depth = 0`` gives the paper's NeuMiss network (the head is the linear
+    ``W_beta``); ``mlp_depth >= 1`` gives NeuMiss+MLP for nonlinear targets.
+
+    Shapes: ``x`` and ``mask`` (batch, d) -> output (batch, n_outputs).
+    """
+
+    def __init__(
+        self,
+        n_features: int,
+        n_outputs: int = 1,
+        depth: int = 3,
+        weights: str = "independent",
+        residual: bool = False,
+        mlp_depth: int = 0,
+        mlp_width: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.block = NeuMissBlock(n_features, depth=depth, weights=weights, residual=residual)
+        width = int(mlp_width) if mlp_width is not None else n_features
+        layers: list[nn.Module] = []
+        in_dim = n_features
+        for _ in range(int(mlp_depth)):
+            layers += [nn.Linear(in_dim, width), nn.ReLU()]
+            in_dim = width
+        layers.append(nn.Linear(in_dim, int(n_outputs)))
+        self.head = nn.Sequential(*layers)
+
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Re-draw every parameter from ``generator`` (repeatable initialisation)."""
+        self.block.reset_parameters(generator)
+        for layer in self.head:
+            if isinstance(layer, nn.Linear):
+                bound = 1.0 / math.sqrt(layer.in_features)
+                with torch.no_grad():
+                    layer.weight.uniform_(-bound, bound, generator=generator)
+                    layer.bias.uniform_(-bound, bound, generator=generator)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Shapes: (batch, d), (batch, d) -> (batch, n_outputs)."""
+        return self.head(self.block(x, mask))

@@ -1,0 +1,166 @@
+"""Mini-batch training of a network on ``(x, mask) -> target`` with early stopping."""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+OPTIMIZERS = ("adam", "sgd")
+
+
+@dataclass
+class TrainingData:
+    """Tensors of one split, all on the training device.
+
+    x : (n, d) float32, missing entries 0; mask : (n, d) float32, 1 = missing;
+    target : (n,) float32 (regression, binary) or int64 (multiclass).
+    """
+
+    x: torch.Tensor
+    mask: torch.Tensor
+    target: torch.Tensor
+
+    def __len__(self) -> int:
+        return self.x.shape[0]
+
+
+@dataclass
+class TrainingConfig:
+    """Optimisation settings (see the estimators' docstrings for their meaning)."""
+
+    optimizer: str = "adam"
+    learning_rate: float = 1e-3
+    batch_size: int = 256
+    max_epochs: int = 100
+    patience: int = 10
+    lr_patience: int = 3
+    lr_factor: float = 0.2
+    min_learning_rate: float = 1e-6
+    weight_decay: float = 0.0
+
+
+@dataclass
+class TrainingResult:
+    """What :func:`train` learned: per-epoch curves and the best epoch."""
+
+    history: dict[str, list[float]] = field(default_factory=dict)
+    best_epoch: int = 0
+    best_val_loss: float = math.inf
+    n_epochs: int = 0
+
+
+def _make_optimizer(network: nn.Module, config: TrainingConfig) -> torch.optim.Optimizer:
+    params = network.parameters()
+    if config.optimizer == "adam":
+        return torch.optim.Adam(
+            params, lr=config.learning_rate, weight_decay=config.weight_decay
+        )
+    if config.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=config.learning_rate, weight_decay=config.weight_decay)
+    raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {config.optimizer!r}")
+
+
+@torch.no_grad()
+def evaluate_loss(
+    network: nn.Module,
+    data: TrainingData,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    chunk: int = 65536,
+) -> float:
+    """Mean loss of ``network`` over ``data``, evaluated in chunks of rows."""
+    network.eval()
+    total = 0.0
+    for start in range(0, len(data), chunk):
+        stop = start + chunk
+        out = network(data.x[start:stop], data.mask[start:stop])
+        total += float(loss_fn(out, data.target[start:stop])) * out.shape[0]
+    return total / max(len(data), 1)
+
+
+def train(
+    network: nn.Module,
+    train_data: TrainingData,
+    val_data: TrainingData | None,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    config: TrainingConfig,
+    generator: torch.Generator,
+    score_fn: Callable[[float], float] | None = None,
+    verbose: int = 0,
+    description: str = "NeuMiss",
+) -> TrainingResult:
+    """Train ``network`` in place; on return it holds the best validation weights.
+
+    Each epoch shuffles the training rows with ``generator`` (repeatable on
+    CPU), takes mini-batch steps, then evaluates the validation loss.
+    The learning rate is divided by ``1 / lr_factor`` when the validation loss
+    has not improved for ``lr_patience`` epochs (ReduceLROnPlateau); training
+    stops after ``patience`` epochs without improvement, when the learning
+    rate falls below ``min_learning_rate`` or at ``max_epochs``. Without
+    validation data, the training loss plays its role.
+
+    ``loss_fn(output, target)`` returns a mean loss. ``score_fn`` maps a
+    validation loss to a score shown in the progress bar and history (e.g. R²).
+    """
+    optimizer = _make_optimizer(network, config)
+    scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
+        optimizer, mode="min", factor=config.lr_factor, patience=config.lr_patience
+    )
+    result = TrainingResult(history={"train_loss": [], "val_loss": [], "val_score": [], "lr": []})
+    best_state = copy.deepcopy(network.state_dict())
+    n = len(train_data)
+    batch_size = max(1, min(int(config.batch_size), n))
+    bar = tqdm(
+        range(1, config.max_epochs + 1),
+        desc=description,
+        disable=verbose <= 0,
+        leave=verbose > 1,
+        unit="epoch",
+    )
+    for epoch in bar:
+        network.train()
+        order = torch.randperm(n, generator=generator).to(train_data.x.device)
+        running = 0.0
+        for start in range(0, n, batch_size):
+            idx = order[start : start + batch_size]
+            optimizer.zero_grad(set_to_none=True)
+            loss = loss_fn(network(train_data.x[idx], train_data.mask[idx]), train_data.target[idx])
+            loss.backward()
+            optimizer.step()
+            running += float(loss.detach()) * idx.shape[0]
+        train_loss = running / n
+        if not math.isfinite(train_loss):
+            raise FloatingPointError(
+                f"training diverged at epoch {epoch} (loss {train_loss}); "
+                "lower learning_rate or use optimizer='adam'"
+            )
+        val_loss = evaluate_loss(network, val_data, loss_fn) if val_data is not None else train_loss
+        lr = optimizer.param_groups[0]["lr"]
+        history = result.history
+        history["train_loss"].append(train_loss)
+        history["val_loss"].append(val_loss)
+        history["val_score"].append(score_fn(val_loss) if score_fn is not None else -val_loss)
+        history["lr"].append(lr)
+        result.n_epochs = epoch
+        if val_loss < result.best_val_loss:
+            result.best_val_loss = val_loss
+            result.best_epoch = epoch
+            best_state = copy.deepcopy(network.state_dict())
+        bar.set_postfix(
+            train_loss=f"{train_loss:.4g}", val_loss=f"{val_loss:.4g}",
+            val_score=f"{history['val_score'][-1]:.4g}",
+        )
+        scheduler.step(val_loss)
+        if epoch - result.best_epoch >= config.patience:
+            break
+        if optimizer.param_groups[0]["lr"] < config.min_learning_rate:
+            break
+    bar.close()
+    network.load_state_dict(best_state)
+    network.eval()
+    return result
