@@ -294,7 +294,9 @@ def _spd_inverse(mats):
 def _check_mask(mask):
     mask = np.asarray(mask)
     if mask.ndim != 2:
-        raise ValueError(f"mask must be a 2D array (n_samples, n_features), got shape {mask.shape}.")
+        raise ValueError(
+            f"mask must be a 2D array (n_samples, n_features), got shape {mask.shape}."
+        )
     if mask.dtype != bool:
         if not np.isin(mask, (0, 1)).all():
             raise ValueError("mask must be boolean or contain only 0 (observed) and 1 (missing).")
