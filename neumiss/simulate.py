@@ -43,6 +43,8 @@ from sklearn.base import BaseEstimator
 from sklearn.metrics import r2_score
 from sklearn.utils.validation import check_is_fitted
 
+from neumiss.bayes import bayes_predict
+
 LINKS = ("linear", "square", "cube", "stairs")
 
 
@@ -535,8 +537,6 @@ class SimulationTruth:
         Available for the linear link and the MCAR, MAR and Gaussian
         self-masking mechanisms. Shape (n, d) with NaN -> (n,).
         """
-        from neumiss.bayes import bayes_predict
-
         if self.link != "linear":
             raise NotImplementedError(
                 f"the Bayes predictor is only implemented for link='linear', not {self.link!r}"
