@@ -1,0 +1,150 @@
+"""Tests of neumiss.analytic: NeuMiss weights set to the Neumann iterates (paper Prop. 3)."""
+
+import numpy as np
+import pytest
+import torch
+
+from neumiss import NeuMissBlock
+from neumiss.analytic import analytic_network, set_analytic_weights
+from neumiss.bayes import bayes_predict
+
+D = 6
+
+
+@pytest.fixture(scope="module")
+def problem():
+    """SPD covariance rescaled to spectral radius 0.9, MCAR data, random coefficients."""
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((D, D))
+    cov = A @ A.T + D * np.eye(D)
+    cov *= 0.9 / np.linalg.eigvalsh(cov)[-1]
+    mean = rng.standard_normal(D)
+    X = rng.multivariate_normal(mean, cov, size=4_000)
+    X[rng.random(X.shape) < 0.5] = np.nan
+    return {"X": X, "mean": mean, "cov": cov, "coef": rng.standard_normal(D), "intercept": 0.3}
+
+
+def _predict(network, X):
+    mask = np.isnan(X)
+    with torch.no_grad():
+        out = network(torch.as_tensor(np.where(mask, 0.0, X)), torch.as_tensor(mask, dtype=float))
+    return out.numpy()[:, 0]
+
+
+def _neumann_per_row(x, mean, cov, coef, intercept, order, S0):
+    """Paper eq. 4 for one row, iterating eq. 6 explicitly."""
+    mis, obs = np.flatnonzero(np.isnan(x)), np.flatnonzero(~np.isnan(x))
+    cov_obs = cov[np.ix_(obs, obs)]
+    S = S0[np.ix_(obs, obs)]
+    for _ in range(order):
+        S = (np.eye(obs.size) - cov_obs) @ S + np.eye(obs.size)
+    imputed = mean[mis] + cov[np.ix_(mis, obs)] @ S @ (x[obs] - mean[obs])
+    return intercept + coef[obs] @ x[obs] + coef[mis] @ imputed
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2, 5])
+@pytest.mark.parametrize("start", ["identity", "inverse_diagonal"])
+def test_network_computes_neumann_approximation(problem, depth, start):
+    p = problem
+    X = p["X"][:300]
+    S0 = np.eye(D) if start == "identity" else np.diag(1 / np.diag(p["cov"]))
+    network = analytic_network(
+        p["mean"],
+        p["cov"],
+        p["coef"],
+        p["intercept"],
+        depth=depth,
+        S0=None if start == "identity" or depth == 0 else S0,
+    )
+    if depth == 0:
+        S0 = np.eye(D)
+    expected = [
+        _neumann_per_row(x, p["mean"], p["cov"], p["coef"], p["intercept"], max(depth - 1, 0), S0)
+        for x in X
+    ]
+    np.testing.assert_allclose(_predict(network, X), expected, rtol=1e-10, atol=1e-10)
+
+
+def test_error_decays_geometrically_below_proposition_3_bound(problem):
+    p = problem
+    X = p["X"]
+    bayes = bayes_predict(X, p["mean"], p["cov"], p["coef"], p["intercept"])
+    nu = np.linalg.eigvalsh(p["cov"])[0]
+    # E_M ||Id - S0_obs cov_obs||_2^2 with S0 = Id, over the patterns of the sample.
+    start_error = np.mean(
+        [
+            np.linalg.norm(np.eye(obs.sum()) - p["cov"][np.ix_(obs, obs)], 2) ** 2
+            if obs.any()
+            else 0
+            for obs in ~np.isnan(X)
+        ]
+    )
+    errors = []
+    for order in range(1, 16):
+        network = analytic_network(p["mean"], p["cov"], p["coef"], p["intercept"], depth=order + 1)
+        errors.append(np.mean((_predict(network, X) - bayes) ** 2))
+        bound = (1 - nu) ** (2 * order) * (p["coef"] @ p["coef"]) / nu * start_error
+        assert errors[-1] <= bound
+    errors = np.array(errors)
+    ratios = errors[1:] / errors[:-1]
+    assert np.all(ratios < 1)
+    # Each eigen-direction of cov_obs shrinks by (1 - lambda)^2 <= (1 - nu)^2 per iteration.
+    assert np.all(ratios <= (1 - nu) ** 2 * 1.02)
+    assert errors[-1] < 1e-3 * errors[0]
+
+
+def test_deep_analytic_network_matches_bayes_predictor(problem):
+    p = problem
+    bayes = bayes_predict(p["X"], p["mean"], p["cov"], p["coef"], p["intercept"])
+    network = analytic_network(p["mean"], p["cov"], p["coef"], p["intercept"], depth=120)
+    np.testing.assert_allclose(_predict(network, p["X"]), bayes, rtol=0, atol=1e-6)
+
+
+def test_normalize_makes_large_covariances_converge(problem):
+    p = problem
+    cov = 5.0 * p["cov"]  # spectral radius 4.5: plain Neumann iterations diverge
+    bayes = bayes_predict(p["X"], p["mean"], cov, p["coef"], p["intercept"])
+    normalized = analytic_network(
+        p["mean"], cov, p["coef"], p["intercept"], depth=120, normalize=True
+    )
+    np.testing.assert_allclose(_predict(normalized, p["X"]), bayes, rtol=0, atol=1e-6)
+    plain = analytic_network(p["mean"], cov, p["coef"], p["intercept"], depth=20)
+    assert np.max(np.abs(_predict(plain, p["X"]) - bayes)) > 1.0
+
+
+def test_shared_weights_block_gives_same_output(problem):
+    p = problem
+    X = torch.as_tensor(p["X"][:200])
+    blocks = [
+        NeuMissBlock(D, depth=4, weights=weights, residual=True).double()
+        for weights in ("independent", "shared")
+    ]
+    outputs = [set_analytic_weights(b, p["mean"], p["cov"]).forward_nan(X) for b in blocks]
+    torch.testing.assert_close(outputs[0], outputs[1])
+    # Observed entries pass through, missing ones get the order-3 conditional mean.
+    observed = ~torch.isnan(X)
+    torch.testing.assert_close(outputs[0][observed], X[observed])
+
+
+def test_float32_block_keeps_its_dtype(problem):
+    block = NeuMissBlock(D, depth=2, residual=True)
+    set_analytic_weights(block, problem["mean"], problem["cov"])
+    assert block.W_mix.dtype == torch.float32
+    np.testing.assert_allclose(block.W_mix.detach().numpy(), problem["cov"].T, rtol=1e-6)
+    np.testing.assert_allclose(block.mu.detach().numpy(), problem["mean"], rtol=1e-6)
+
+
+def test_bad_arguments(problem):
+    mean, cov = problem["mean"], problem["cov"]
+    with pytest.raises(ValueError, match="residual=True"):
+        set_analytic_weights(NeuMissBlock(D, depth=3, residual=False), mean, cov)
+    with pytest.raises(ValueError, match="cov must have shape"):
+        set_analytic_weights(NeuMissBlock(D, depth=1), mean, cov[:-1, :-1])
+    with pytest.raises(ValueError, match="symmetric"):
+        set_analytic_weights(NeuMissBlock(D, depth=1), mean, cov + np.triu(cov, 1))
+    with pytest.raises(ValueError, match="depth-0 block has no S0"):
+        set_analytic_weights(NeuMissBlock(D, depth=0), mean, cov, S0=np.eye(D))
+    with pytest.raises(TypeError, match="NeuMissBlock"):
+        set_analytic_weights(torch.nn.Linear(D, D), mean, cov)
+    with pytest.raises(ValueError, match="coef must have shape"):
+        analytic_network(mean, cov, np.ones(D + 1))
