@@ -1,0 +1,324 @@
+"""Export fitted NeuMiss estimators to ONNX, with the missingness mask as a second input.
+
+The graph is written node by node with :mod:`onnx.helper` from the fitted
+weights, so it mirrors :class:`~neumiss.block.NeuMissBlock` line for line: the
+estimator's standardization, the block (``MatMul`` by each weight matrix, then
+an ordinary ``Mul`` by ``1 - M`` or by ``M`` for every mask product), the head
+(``Gemm`` and ``Relu``) and the map back to targets, classes and probabilities.
+Scoring the exported file needs ONNX Runtime only (see ``export/README.md``).
+
+Inputs (N is dynamic):
+
+* ``X`` float32 (N, d): raw feature values, **0 where missing**;
+* ``M`` float32 (N, d): 1 = missing, 0 = observed.
+
+Outputs: ``y`` float64 (N,) for a regressor; ``label`` (N,) and
+``probabilities`` float32 (N, n_classes) for a classifier.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from sklearn.utils.validation import check_is_fitted
+from torch import nn
+
+from . import __version__
+
+#: Opset written by default: ONNX 1.12 / ONNX Runtime >= 1.12 support it.
+DEFAULT_OPSET = 17
+#: Oldest opset with the operator signatures used here (``Squeeze`` axes as input).
+MIN_OPSET = 13
+#: ``producer_name`` of every exported model; the scorer refuses other producers.
+PRODUCER = "neumiss"
+#: Version of the input/output contract below, stored as metadata ``format_version``.
+FORMAT_VERSION = 1
+
+INPUT_CONTRACT = (
+    "X: float32 [N, d], raw feature values in the training units and order "
+    "(metadata feature_names), with every missing entry set to 0 (never NaN: the "
+    "graph multiplies missing entries by 0 and NaN * 0 is NaN). "
+    "M: float32 [N, d], 1 where the entry is missing, 0 where it is observed. "
+    "Outputs: regressor y float64 [N]; classifier label [N] (the class, metadata classes) "
+    "and probabilities float32 [N, n_classes] (columns in the order of metadata classes)."
+)
+
+
+class _Graph:
+    """Nodes and initializers of a graph under construction, with readable names."""
+
+    def __init__(self) -> None:
+        self.nodes: list[onnx.NodeProto] = []
+        self.initializers: dict[str, onnx.TensorProto] = {}
+
+    def constant(self, name: str, value, dtype=np.float32) -> str:
+        """Name of an initializer holding ``value``; added on first use of ``name``."""
+        if name not in self.initializers:
+            array = np.asarray(value, dtype=dtype)
+            self.initializers[name] = numpy_helper.from_array(array, name)
+        return name
+
+    def strings(self, name: str, values) -> str:
+        """Add a 1-D string initializer and return its name."""
+        data = [str(v).encode("utf-8") for v in values]
+        self.initializers[name] = helper.make_tensor(name, TensorProto.STRING, [len(data)], data)
+        return name
+
+    def op(self, op_type: str, inputs: list[str], output: str, **attributes) -> str:
+        """Add one node computing ``output`` and return ``output``."""
+        self.nodes.append(
+            helper.make_node(op_type, inputs, [output], name=output, **attributes)
+        )
+        return output
+
+
+def _array(parameter) -> np.ndarray:
+    return parameter.detach().cpu().numpy().astype(np.float32)
+
+
+def _standardize(g: _Graph, estimator, obs: str) -> str:
+    """``((X - x_mean_) / x_scale_) * (1 - M)``: the network's input, 0 where missing."""
+    centred = g.op("Sub", ["X", g.constant("x_mean", estimator.x_mean_)], "x_centred")
+    scaled = g.op("Div", [centred, g.constant("x_scale", estimator.x_scale_)], "x_scaled")
+    return g.op("Mul", [scaled, obs], "x")
+
+
+def _block(g: _Graph, block, x: str, obs: str) -> str:
+    """The NeuMiss block (see :meth:`NeuMissBlock.forward`), output (N, d)."""
+    mu = g.constant("block.mu", _array(block.mu))
+    centred = g.op("Mul", [g.op("Sub", [x, mu], "block.x_minus_mu"), obs], "block.c")
+    h = centred
+    if block.S0 is not None:
+        product = g.op("MatMul", [h, g.constant("block.S0", _array(block.S0))], "block.h0_S0")
+        h = g.op("Mul", [product, obs], "block.h0")
+    names = {}
+    for i, weight in enumerate(block.iteration_weights(), start=1):
+        # Shared weights appear once in the file, used by every iteration.
+        if id(weight) not in names:
+            label = "block.W_shared" if block.weights == "shared" else f"block.W{i}"
+            names[id(weight)] = g.constant(label, _array(weight))
+        product = g.op("MatMul", [h, names[id(weight)]], f"block.h{i}_W")
+        h = g.op("Mul", [product, obs], f"block.h{i}" + ("_masked" if block.residual else ""))
+        if block.residual:
+            h = g.op("Add", [h, centred], f"block.h{i}")
+    # (h @ W_mix) * M + x * (1 - M) + mu * M, with x already 0 where missing.
+    mixed = g.op("MatMul", [h, g.constant("block.W_mix", _array(block.W_mix))], "block.h_Wmix")
+    estimate = g.op("Add", [mixed, mu], "block.estimate")
+    return g.op("Add", [g.op("Mul", [estimate, "M"], "block.estimate_missing"), x], "block.out")
+
+
+def _head(g: _Graph, head, h: str) -> str:
+    """The head: ``Gemm`` per ``nn.Linear`` (weight used as stored, ``transB=1``), ``Relu``."""
+    for i, layer in enumerate(head):
+        if isinstance(layer, nn.Linear):
+            weight = g.constant(f"head.{i}.weight", _array(layer.weight))
+            bias = g.constant(f"head.{i}.bias", _array(layer.bias))
+            h = g.op("Gemm", [h, weight, bias], f"head.{i}.out", transB=1)
+        elif isinstance(layer, nn.ReLU):
+            h = g.op("Relu", [h], f"head.{i}.out")
+        else:
+            raise ValueError(f"cannot export head layer {i} of type {type(layer).__name__}")
+    return h
+
+
+def _regressor_outputs(g: _Graph, estimator, raw: str) -> list[onnx.ValueInfoProto]:
+    """``y = raw * y_scale_ + y_mean_`` in float64, as ``predict`` computes it."""
+    z = g.op("Squeeze", [raw, g.constant("axis_1", [1], np.int64)], "z")
+    z64 = g.op("Cast", [z], "z_double", to=TensorProto.DOUBLE)
+    scaled = g.op("Mul", [z64, g.constant("y_scale", estimator.y_scale_, np.float64)], "y_scaled")
+    g.op("Add", [scaled, g.constant("y_mean", estimator.y_mean_, np.float64)], "y")
+    return [helper.make_tensor_value_info("y", TensorProto.DOUBLE, ["N"])]
+
+
+def _classes_constant(g: _Graph, classes: np.ndarray) -> int:
+    """Store ``classes_`` as initializer ``classes``; return its ONNX element type."""
+    if classes.dtype.kind == "b":
+        g.constant("classes", classes, np.bool_)
+        return TensorProto.BOOL
+    if classes.dtype.kind in "iu":
+        g.constant("classes", classes, np.int64)
+        return TensorProto.INT64
+    if classes.dtype.kind == "f":
+        g.constant("classes", classes, np.float64)
+        return TensorProto.DOUBLE
+    if classes.dtype.kind == "U" or all(isinstance(c, str) for c in classes):
+        g.strings("classes", classes)
+        return TensorProto.STRING
+    raise ValueError(
+        f"cannot export class labels of dtype {classes.dtype}: labels must be integers, "
+        "floats, booleans or strings"
+    )
+
+
+def _classifier_outputs(g: _Graph, estimator, raw: str) -> list[onnx.ValueInfoProto]:
+    """``label`` and ``probabilities`` exactly as ``predict`` / ``predict_proba`` decide."""
+    n_classes = len(estimator.classes_)
+    label_type = _classes_constant(g, estimator.classes_)
+    if n_classes == 2:
+        # One logit: class 1 when logit > 0 (not argmax of the rounded probabilities).
+        logit = g.op("Squeeze", [raw, g.constant("axis_1", [1], np.int64)], "logit")
+        positive = g.op("Greater", [logit, g.constant("zero", 0.0)], "logit_positive")
+        index = g.op("Cast", [positive], "class_index", to=TensorProto.INT64)
+        p1 = g.op("Sigmoid", [raw], "p1")
+        p0 = g.op("Sub", [g.constant("one", 1.0), p1], "p0")
+        g.op("Concat", [p0, p1], "probabilities", axis=1)
+    else:
+        index = g.op("ArgMax", [raw], "class_index", axis=1, keepdims=0)
+        g.op("Softmax", [raw], "probabilities", axis=1)
+    g.op("Gather", ["classes", index], "label", axis=0)
+    return [
+        helper.make_tensor_value_info("label", label_type, ["N"]),
+        helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, ["N", n_classes]),
+    ]
+
+
+def _json_labels(values) -> list:
+    return [v.item() if isinstance(v, np.generic) else v for v in values]
+
+
+def _metadata(estimator, task: str) -> dict[str, str]:
+    block = estimator.network_.block
+    names = getattr(estimator, "feature_names_in_", None)
+    classes = _json_labels(estimator.classes_) if task == "classification" else None
+    return {
+        "producer": PRODUCER,
+        "neumiss_version": __version__,
+        "format_version": str(FORMAT_VERSION),
+        "estimator": type(estimator).__name__,
+        "task": task,
+        "n_features": str(estimator.n_features_in_),
+        "feature_names": json.dumps(_json_labels(names) if names is not None else None),
+        "classes": json.dumps(classes),
+        "depth": str(block.depth),
+        "weights": block.weights,
+        "residual": json.dumps(block.residual),
+        "mlp_depth": str(estimator.mlp_depth),
+        "input_contract": INPUT_CONTRACT,
+    }
+
+
+def _check_estimator(estimator) -> str:
+    """The task of a fitted NeuMiss estimator; clear errors for anything else."""
+    # Imported here so that estimators.py may import this module at its top.
+    from .estimators import NeuMissClassifier, NeuMissRegressor
+
+    if isinstance(estimator, NeuMissRegressor):
+        task = "regression"
+    elif isinstance(estimator, NeuMissClassifier):
+        task = "classification"
+    else:
+        raise TypeError(
+            "export_onnx expects a fitted NeuMissRegressor or NeuMissClassifier, got "
+            f"{type(estimator).__module__}.{type(estimator).__name__}"
+        )
+    check_is_fitted(estimator, "network_")
+    return task
+
+
+def export_onnx(estimator, path=None, *, opset: int = DEFAULT_OPSET) -> onnx.ModelProto:
+    """Export a fitted NeuMiss estimator to an ONNX model with inputs ``X`` and ``M``.
+
+    The graph computes the estimator's ``predict`` (regressor) or
+    ``predict_proba`` and ``predict`` (classifier) from raw feature values:
+    standardization, NeuMiss block, head and output mapping are all inside.
+
+    Parameters
+    ----------
+    estimator : fitted NeuMissRegressor or NeuMissClassifier
+    path : str or path-like, optional
+        Where to write the model; nothing is written when omitted.
+    opset : int, default=17
+        ONNX opset of the default domain, from 13 to the installed ``onnx``'s newest.
+
+    Returns
+    -------
+    onnx.ModelProto
+        Inputs ``X`` and ``M``, float32 of shape (N, d), N dynamic; ``X`` holds
+        0 where ``M`` is 1. Outputs: ``y`` float64 (N,) for a regressor;
+        ``label`` (N,) (dtype of ``classes_``: int64, float64, bool or string)
+        and ``probabilities`` float32 (N, n_classes) for a classifier.
+        ``metadata_props`` record the producer, version, feature names, classes,
+        depth, weights mode, residual option, MLP depth and the input contract.
+
+    Raises
+    ------
+    TypeError
+        If ``estimator`` is not a NeuMiss estimator.
+    sklearn.exceptions.NotFittedError
+        If it is not fitted.
+    ValueError
+        For an unsupported ``opset`` or class labels that ONNX cannot hold.
+    """
+    task = _check_estimator(estimator)
+    newest = onnx.defs.onnx_opset_version()
+    if isinstance(opset, bool) or not isinstance(opset, (int, np.integer)) or not (
+        MIN_OPSET <= opset <= newest
+    ):
+        raise ValueError(f"opset must be an integer from {MIN_OPSET} to {newest}, got {opset!r}")
+
+    d = int(estimator.n_features_in_)
+    g = _Graph()
+    obs = g.op("Sub", [g.constant("one", 1.0), "M"], "one_minus_M")
+    x = _standardize(g, estimator, obs)
+    raw = _head(g, estimator.network_.head, _block(g, estimator.network_.block, x, obs))
+    if task == "regression":
+        outputs = _regressor_outputs(g, estimator, raw)
+    else:
+        outputs = _classifier_outputs(g, estimator, raw)
+
+    inputs = [
+        helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", d], "raw values, 0 if missing"),
+        helper.make_tensor_value_info("M", TensorProto.FLOAT, ["N", d], "1 if missing, else 0"),
+    ]
+    graph = helper.make_graph(
+        g.nodes, type(estimator).__name__, inputs, outputs,
+        initializer=list(g.initializers.values()),
+    )
+    opset_ids = [helper.make_opsetid("", int(opset))]
+    model = helper.make_model(
+        graph,
+        opset_imports=opset_ids,
+        ir_version=helper.find_min_ir_version_for(opset_ids),
+        producer_name=PRODUCER,
+        producer_version=__version__,
+        doc_string=f"NeuMiss {task} model exported by neumiss {__version__}. {INPUT_CONTRACT}",
+    )
+    helper.set_model_props(model, _metadata(estimator, task))
+    onnx.checker.check_model(model, full_check=True)
+    if path is not None:
+        onnx.save_model(model, os.fspath(path))
+    return model
+
+
+# ---------------------------------------------------------------------- command line
+def configure_parser(parser) -> None:
+    """Arguments of ``neumiss export``."""
+    parser.add_argument("model", help="model file written by NeuMissRegressor/Classifier.save()")
+    parser.add_argument("output", help="ONNX file to write (e.g. model.onnx)")
+    parser.add_argument(
+        "--opset", type=int, default=DEFAULT_OPSET,
+        help=f"ONNX opset (default {DEFAULT_OPSET}, at least {MIN_OPSET})",
+    )
+
+
+def run(args) -> int:
+    """``neumiss export MODEL OUTPUT``: exit status 0 on success, 1 with a message otherwise."""
+    from .persistence import load
+
+    try:
+        estimator = load(args.model)
+        model = export_onnx(estimator, args.output, opset=args.opset)
+    except (OSError, ValueError, TypeError) as exc:
+        print(f"neumiss export: error: {exc}", file=sys.stderr)
+        return 1
+    meta = {p.key: p.value for p in model.metadata_props}
+    print(
+        f"wrote {args.output}: {meta['estimator']}, {meta['n_features']} features, "
+        f"depth {meta['depth']}, opset {args.opset}, {os.path.getsize(args.output)} bytes"
+    )
+    return 0
