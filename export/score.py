@@ -1,0 +1,286 @@
+#!/usr/bin/env python
+"""Score a CSV table with a NeuMiss ONNX model, using only numpy and onnxruntime.
+
+Usage::
+
+    python export/score.py model.onnx input.csv > predictions.csv
+
+Empty cells, ``NA`` and ``nan`` (any case) are missing values. The first line is
+a header when none of its cells is a number (``--header yes/no`` forces it); if
+both the header and the model carry feature names they must match, in order.
+Output: one column ``prediction`` for a regressor; ``label`` and one
+``proba_<class>`` column per class for a classifier.
+
+As a library (``importlib`` on this file): :class:`NeuMissOnnxModel` scores
+arrays, :func:`build_inputs` turns a table with NaN, or an explicit ``(X, M)``
+pair, into the model's float32 inputs and rejects NaN in observed entries.
+Errors are :class:`ScoringError`; the command prints them and exits with 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+
+import numpy as np
+import onnxruntime as ort
+
+PRODUCER = "neumiss"
+#: Cell texts read as missing values, compared after stripping and lower-casing.
+MISSING_TOKENS = frozenset({"", "na", "nan"})
+
+
+class ScoringError(ValueError):
+    """A model or input the scorer cannot use; the message says what and where."""
+
+
+def _parse_cell(text: str) -> float | None:
+    """The cell's number, NaN when it is a missing token, None when it is not a number."""
+    stripped = text.strip()
+    if stripped.lower() in MISSING_TOKENS:
+        return float("nan")
+    try:
+        value = float(stripped)
+    except ValueError:
+        return None
+    # float() also reads "inf", "infinity" and "1_000": not numbers in a data table.
+    if not np.isfinite(value) or "_" in stripped:
+        return None
+    return value
+
+
+class NeuMissOnnxModel:
+    """An ONNX model exported by ``neumiss.export_onnx``, ready to score.
+
+    Parameters
+    ----------
+    path : str
+        The ``.onnx`` file.
+    session_options : onnxruntime.SessionOptions, optional
+
+    Attributes
+    ----------
+    task : {"regression", "classification"}
+    n_features : int
+    feature_names : list of str or None
+    classes : list or None
+        Class labels in the order of the probability columns (classifier).
+
+    Raises
+    ------
+    ScoringError
+        If the file is not an ONNX model, or not one exported by neumiss.
+    """
+
+    def __init__(self, path: str, session_options: ort.SessionOptions | None = None) -> None:
+        if not os.path.isfile(path):
+            raise ScoringError(f"{path}: no such model file")
+        try:
+            self.session = ort.InferenceSession(
+                path, sess_options=session_options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # onnxruntime raises its own classes for bad files
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ScoringError(f"{path} is not a readable ONNX model ({reason})") from None
+        meta = self.session.get_modelmeta()
+        props = meta.custom_metadata_map
+        inputs = [i.name for i in self.session.get_inputs()]
+        if meta.producer_name != PRODUCER or "task" not in props or inputs != ["X", "M"]:
+            raise ScoringError(
+                f"{path} is an ONNX model but not one exported by neumiss "
+                f"(producer {meta.producer_name!r}, inputs {inputs})"
+            )
+        self.task = props["task"]
+        self.n_features = int(props["n_features"])
+        self.feature_names = json.loads(props["feature_names"])
+        self.classes = json.loads(props["classes"])
+
+    def predict(self, X, M=None) -> dict[str, np.ndarray]:
+        """Run the model on ``X`` (NaN = missing) or on an explicit ``(X, M)`` pair.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        M : array-like of shape (n_samples, n_features), optional
+            1 / True = missing. When omitted, the NaN entries of ``X`` are missing.
+
+        Returns
+        -------
+        dict
+            ``{"y": (n,) float64}`` for a regressor, ``{"label": (n,),
+            "probabilities": (n, n_classes) float32}`` for a classifier.
+        """
+        x, m = build_inputs(X, M, n_features=self.n_features)
+        names = [o.name for o in self.session.get_outputs()]
+        return dict(zip(names, self.session.run(names, {"X": x, "M": m}), strict=True))
+
+
+def build_inputs(X, M=None, *, n_features: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The model's inputs ``(X with 0 where missing, M)``, both float32 (n, d).
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+        Feature values; NaN marks a missing value when ``M`` is omitted.
+    M : array-like of shape (n, d), optional
+        1 / True = missing, 0 / False = observed. Where ``M`` says missing the
+        value of ``X`` is ignored; where it says observed ``X`` must be finite.
+    n_features : int, optional
+        Expected ``d``.
+
+    Raises
+    ------
+    ScoringError
+        Wrong shapes, a mask with values other than 0 and 1, or a NaN / infinite
+        value of ``X`` at an observed entry. The arguments are never modified.
+    """
+    try:
+        X = np.array(X, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ScoringError(f"X must be a numeric array: {exc}") from None
+    if X.ndim != 2:
+        raise ScoringError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
+    if n_features is not None and X.shape[1] != n_features:
+        raise ScoringError(f"X has {X.shape[1]} columns, the model expects {n_features}")
+    if M is None:
+        missing = np.isnan(X)
+    else:
+        M = np.asarray(M)
+        if M.shape != X.shape:
+            raise ScoringError(f"M has shape {M.shape}, X has shape {X.shape}: they must match")
+        if M.dtype != np.bool_ and not np.isin(M, (0, 1)).all():
+            raise ScoringError("M must hold only 0 / 1 (or False / True); 1 = missing")
+        missing = M.astype(bool)
+    x = np.where(missing, 0.0, X).astype(np.float32)
+    bad = ~np.isfinite(x)
+    if bad.any():
+        row, col = np.argwhere(bad)[0]
+        kind = "NaN" if np.isnan(X[row, col]) else "an infinite (or float32-overflowing) value"
+        raise ScoringError(
+            f"X has {kind} at row {row}, column {col} where M says observed "
+            f"({int(bad.sum())} such entries); mark missing values in M (1) instead"
+        )
+    return x, missing.astype(np.float32)
+
+
+def _is_header(cells: list[str]) -> bool:
+    numbers = [_parse_cell(c) for c in cells]
+    return all(v is None or np.isnan(v) for v in numbers) and any(v is None for v in numbers)
+
+
+def _check_header(header: list[str], model: NeuMissOnnxModel) -> None:
+    names = [h.strip() for h in header]
+    if len(names) != model.n_features:
+        raise ScoringError(
+            f"line 1 (header): expected {model.n_features} columns, got {len(names)}"
+        )
+    expected = model.feature_names
+    if expected is None or names == [str(e) for e in expected]:
+        return
+    expected = [str(e) for e in expected]
+    if sorted(names) == sorted(expected):
+        raise ScoringError(
+            f"the columns are in a different order than the model's features: "
+            f"expected {expected}, got {names}"
+        )
+    missing = [e for e in expected if e not in names]
+    unexpected = [n for n in names if n not in expected]
+    raise ScoringError(
+        f"the columns differ from the model's features: missing {missing}, "
+        f"unexpected {unexpected} (expected, in order: {expected})"
+    )
+
+
+def read_table(path: str, model: NeuMissOnnxModel, header: str = "auto") -> np.ndarray:
+    """Read a CSV file into a float64 array (n, d) with NaN for missing cells.
+
+    Parameters
+    ----------
+    path : str, or "-" for standard input
+    model : NeuMissOnnxModel
+        Gives the expected number of columns and, if any, the feature names.
+    header : {"auto", "yes", "no"}
+        Whether the first line holds column names; "auto": when none of its
+        cells is a number.
+
+    Raises
+    ------
+    ScoringError
+        Wrong number of columns, a non-numeric cell, bad column names (each
+        message gives the line and column), or an empty table.
+    """
+    d = model.n_features
+    rows = []
+    handle = sys.stdin if path == "-" else open(path, newline="", encoding="utf-8-sig")
+    with handle:
+        for line_number, cells in enumerate(csv.reader(handle), start=1):
+            if not cells:  # blank line
+                continue
+            if line_number == 1 and (header == "yes" or (header == "auto" and _is_header(cells))):
+                _check_header(cells, model)
+                continue
+            if len(cells) != d:
+                raise ScoringError(f"line {line_number}: expected {d} columns, got {len(cells)}")
+            values = [_parse_cell(c) for c in cells]
+            if None in values:
+                col = values.index(None)
+                name = f" ({model.feature_names[col]})" if model.feature_names else ""
+                raise ScoringError(
+                    f"line {line_number}, column {col + 1}{name}: {cells[col]!r} is not a number "
+                    "(missing values are empty cells, NA or nan)"
+                )
+            rows.append(values)
+    if not rows:
+        raise ScoringError(f"{path}: no data rows")
+    return np.array(rows, dtype=np.float64)
+
+
+def write_predictions(stream, model: NeuMissOnnxModel, outputs: dict[str, np.ndarray]) -> None:
+    """Write the predictions as CSV: ``prediction``, or ``label`` and ``proba_<class>``.
+
+    Numbers are written with the shortest text that reads back to the same
+    float64 (``y``) or float32 (probabilities).
+    """
+    writer = csv.writer(stream, lineterminator="\n")
+    if model.task == "regression":
+        writer.writerow(["prediction"])
+        writer.writerows([str(v)] for v in outputs["y"])
+        return
+    writer.writerow(["label", *(f"proba_{c}" for c in model.classes)])
+    for label, proba in zip(outputs["label"], outputs["probabilities"], strict=True):
+        writer.writerow([label, *(str(p) for p in proba)])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point; returns the exit status."""
+    parser = argparse.ArgumentParser(
+        prog="score.py", description="Score a CSV table with a NeuMiss ONNX model."
+    )
+    parser.add_argument("model", help="ONNX file written by neumiss.export_onnx / neumiss export")
+    parser.add_argument("input", help="CSV file of features ('-' for standard input)")
+    parser.add_argument("-o", "--output", help="write predictions here instead of stdout")
+    parser.add_argument(
+        "--header", choices=("auto", "yes", "no"), default="auto",
+        help="whether the first line holds column names (default: auto-detect)",
+    )
+    args = parser.parse_args(argv)
+    try:
+        model = NeuMissOnnxModel(args.model)
+        X = read_table(args.input, model, header=args.header)
+        outputs = model.predict(X)
+        if args.output is None:
+            write_predictions(sys.stdout, model, outputs)
+        else:
+            with open(args.output, "w", newline="", encoding="utf-8") as stream:
+                write_predictions(stream, model, outputs)
+    except (ScoringError, OSError) as exc:
+        print(f"score.py: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
