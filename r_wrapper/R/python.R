@@ -1,0 +1,82 @@
+# Access to the Python package, loaded lazily on first use.
+
+.state <- new.env(parent = emptyenv())
+
+.onLoad <- function(libname, pkgname) {
+  # Use the environment made by install_neumiss() unless the user chose a Python.
+  if (!nzchar(Sys.getenv("RETICULATE_PYTHON")) &&
+      reticulate::virtualenv_exists("r-neumiss")) {
+    reticulate::use_virtualenv("r-neumiss", required = FALSE)
+  }
+}
+
+.how_to_get_python <- paste(
+  "Run neumiss::install_neumiss() (then restart R), or set the environment",
+  "variable RETICULATE_PYTHON to a Python where the 'neumiss' package is installed",
+  "before loading the package."
+)
+
+#' Is the Python package available?
+#'
+#' Checks, without failing, that reticulate finds a Python in which the
+#' `neumiss` Python package can be imported. Calling it starts Python.
+#'
+#' @return `TRUE` or `FALSE`; when `FALSE`, the attribute `"reason"` says why.
+#' @examples
+#' is_neumiss_available()
+#' @export
+is_neumiss_available <- function() {
+  reason <- tryCatch({
+    .adapter()
+    NULL
+  }, error = conditionMessage)
+  structure(is.null(reason), reason = reason)
+}
+
+# The Python adapter module (inst/python/neumiss_r.py), imported once.
+.adapter <- function() {
+  if (!is.null(.state$adapter)) {
+    return(.state$adapter)
+  }
+  if (!reticulate::py_available(initialize = TRUE)) {
+    stop("Python could not be found or started by reticulate. ", .how_to_get_python,
+         call. = FALSE)
+  }
+  if (!reticulate::py_module_available("neumiss")) {
+    stop(sprintf(
+      "The Python package 'neumiss' is not installed in the Python used by reticulate (%s). %s",
+      reticulate::py_config()$python, .how_to_get_python
+    ), call. = FALSE)
+  }
+  path <- system.file("python", package = "neumiss")
+  .state$adapter <- .py_call(
+    reticulate::import_from_path("neumiss_r", path = path),
+    "could not load the Python side of the neumiss R package"
+  )
+  .state$adapter
+}
+
+# Evaluate `expr` (a Python call) and turn a Python exception into a plain R error
+# "<context>: <Python message>", without traceback.
+.py_call <- function(expr, context) {
+  tryCatch(expr, error = function(e) {
+    stop(context, ": ", .python_message(e), call. = FALSE)
+  })
+}
+
+.python_message <- function(e) {
+  msg <- conditionMessage(e)
+  msg <- sub("(?s)\\s*Detailed traceback:.*$", "", msg, perl = TRUE)
+  msg <- sub("(?s)\\s*Run `reticulate::py_last_error\\(\\)`.*$", "", msg, perl = TRUE)
+  msg <- sub("^[A-Za-z_.]*(Error|Exception|Warning): ", "", trimws(msg))
+  trimws(msg)
+}
+
+# The values of a numeric matrix for the adapter: a flat column-major vector of
+# doubles, passed with nrow(x) and ncol(x). R's NA is a signalling NaN, on which
+# NumPy arithmetic warns "invalid value encountered": it is sent as a plain NaN.
+.values <- function(x) {
+  values <- as.vector(unname(x), mode = "double")
+  values[is.na(values)] <- NaN
+  values
+}

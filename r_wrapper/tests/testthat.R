@@ -1,0 +1,4 @@
+library(testthat)
+library(neumiss)
+
+test_check("neumiss")

@@ -1,0 +1,48 @@
+# Shared helpers of the tests.
+
+skip_if_no_python_neumiss <- function() {
+  available <- is_neumiss_available()
+  skip_if_not(available, paste("Python package neumiss unavailable:",
+                               attr(available, "reason")))
+}
+
+# Gaussian predictors with MCAR missing values, a linear response. Also returns
+# the true joint Gaussian of (y, x), y first, for the Bayes predictor E[y | x_obs].
+simulate_data <- function(n = 300, d = 4, missing = 0.3, seed = 1, noise = 0.3) {
+  set.seed(seed)
+  mixing <- diag(d)
+  mixing[1, 2] <- 0.8  # correlated features: missing values are predictable
+  x <- matrix(rnorm(n * d), n, d) %*% mixing
+  colnames(x) <- paste0("v", seq_len(d))
+  beta <- seq(1, -1, length.out = d)
+  y <- drop(x %*% beta) + rnorm(n, sd = noise)
+  x[matrix(runif(n * d) < missing, n, d)] <- NA
+  sigma_x <- crossprod(mixing)
+  sigma <- rbind(c(sum(beta * (sigma_x %*% beta)) + noise^2, sigma_x %*% beta),
+                 cbind(sigma_x %*% beta, sigma_x))
+  list(x = x, y = y, mu = rep(0, d + 1), sigma = sigma)
+}
+
+r_squared <- function(truth, prediction) {
+  1 - sum((truth - prediction)^2) / sum((truth - mean(truth))^2)
+}
+
+# Run R code in a fresh Rscript process that sees the same libraries (so the
+# installed neumiss package) and environment; returns its output lines with the
+# exit status as attribute "status".
+run_rscript <- function(code, env = character()) {
+  script <- tempfile(fileext = ".R")
+  writeLines(code, script)
+  on.exit(unlink(script))
+  rscript <- file.path(R.home("bin"), "Rscript")
+  libs <- paste0("R_LIBS=", paste(.libPaths(), collapse = .Platform$path.sep))
+  out <- suppressWarnings(system2(rscript, c("--vanilla", shQuote(script)), stdout = TRUE,
+                                  stderr = TRUE, env = c(libs, env)))
+  structure(out, status = if (is.null(attr(out, "status"))) 0L else attr(out, "status"))
+}
+
+skip_if_not_installed_as_library <- function() {
+  installed <- find.package("neumiss", lib.loc = .libPaths(), quiet = TRUE)
+  skip_if(length(installed) == 0,
+          "neumiss must be installed (R CMD INSTALL) for tests in a new R session")
+}

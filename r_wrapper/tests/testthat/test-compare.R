@@ -1,0 +1,77 @@
+test_that("the R Gaussian conditional mean matches a row-by-row computation", {
+  set.seed(4)
+  a <- matrix(rnorm(16), 4)
+  sigma <- crossprod(a) + diag(4)
+  mu <- c(1, -1, 0.5, 2)
+  x <- matrix(rnorm(30), 10, 3)
+  x[matrix(runif(30) < 0.4, 10, 3)] <- NA
+  x[1, ] <- NA
+  got <- neumiss:::.gaussian_conditional_y(mu, sigma, x)
+  for (i in seq_len(nrow(x))) {
+    obs <- which(!is.na(x[i, ]))
+    expected <- if (length(obs) == 0) mu[1] else
+      mu[1] + sum(sigma[1, obs + 1] * solve(sigma[obs + 1, obs + 1], x[i, obs] - mu[obs + 1]))
+    expect_equal(got[i], expected, tolerance = 1e-12)
+  }
+})
+
+test_that("compare_methods() scores NeuMiss, both EMs and MICE on the same split", {
+  skip_if_no_python_neumiss()
+  skip_if_not_installed("norm")
+  data <- simulate_data(n = 500, d = 4, seed = 5)
+  seed_before <- .Random.seed
+  result <- compare_methods(data$x, data$y, test_fraction = 0.3, seed = 11,
+                            neumiss_args = list(max_epochs = 60),
+                            em_max_iter = 10000L, em_criterion = 1e-10)
+  expect_identical(.Random.seed, seed_before)  # the global random state is unchanged
+  expect_equal(result$method, c("NeuMiss", "EM (R norm)", "EM (Python neumiss)",
+                                "MICE + linear regression"))
+  expect_equal(result$note, rep("", 4), info = paste(result$note, collapse = "\n"))
+  expect_true(all(result$r2 > 0.7 & result$r2 < 1))
+  # the two EM implementations fit the same Gaussian: same test R²
+  expect_equal(result$r2[2], result$r2[3], tolerance = 1e-4)
+  # the norm row is E[y | x_obs] of norm's Gaussian, scored on the split made by the seed
+  set.seed(11)
+  test <- sample.int(500, 150)
+  s <- norm::prelim.norm(cbind(data$y[-test], data$x[-test, ]))
+  theta <- norm::em.norm(s, showits = FALSE, maxits = 10000L, criterion = 1e-10)
+  gaussian <- norm::getparam.norm(s, theta)
+  pred <- neumiss:::.gaussian_conditional_y(gaussian$mu, gaussian$sigma, data$x[test, ])
+  expect_equal(result$r2[2], r_squared(data$y[test], pred))
+  expect_error(compare_methods(data$x, data$y, test_fraction = 1), "test_fraction")
+  expect_error(compare_methods(data$x, factor(data$y > 0)), "numeric response")
+})
+
+test_that("without the norm package its row says so", {
+  skip_if_no_python_neumiss()
+  code <- c(
+    "library(neumiss)",
+    "data <- local({set.seed(1); x <- matrix(rnorm(400), 100);",
+    "  y <- drop(x %*% c(1, 2, 0, -1)) + rnorm(100); x[runif(400) < 0.2] <- NA;",
+    "  list(x = x, y = y)})",
+    "r <- compare_methods(data$x, data$y, seed = 1, neumiss_args = list(max_epochs = 2))",
+    "cat(sprintf('ROW|%s|%s|%s\\n', r$method, r$r2, r$note), sep = '')"
+  )
+  if (requireNamespace("norm", quietly = TRUE)) {
+    # hide norm from a new session: leave its library out of both library paths
+    norm_lib <- normalizePath(dirname(find.package("norm")))
+    keep <- function(paths) setdiff(normalizePath(paths, mustWork = FALSE), norm_lib)
+    needed <- normalizePath(c(.Library, dirname(find.package("reticulate")),
+                              dirname(find.package("neumiss"))))
+    skip_if(norm_lib %in% needed, "norm shares a library with needed packages: cannot hide it")
+    skip_if_not_installed_as_library()
+    code <- c("stopifnot(!requireNamespace('norm', quietly = TRUE))", code)
+    sep <- .Platform$path.sep
+    out <- run_rscript(code, env = c(
+      paste0("R_LIBS=", paste(keep(.libPaths()), collapse = sep)),
+      paste0("R_LIBS_SITE=", paste(c(keep(.Library.site), tempdir()), collapse = sep))
+    ))
+    expect_equal(attr(out, "status"), 0L, info = paste(out, collapse = "\n"))
+    rows <- grep("^ROW\\|", out, value = TRUE)
+  } else {
+    rows <- capture.output(eval(parse(text = code[-1])))
+  }
+  norm_row <- grep("EM \\(R norm\\)", rows, value = TRUE)
+  expect_match(norm_row, "\\|NA\\|R package 'norm' is not installed")
+  expect_length(grep("^ROW\\|NeuMiss\\|0\\.", rows), 1)
+})

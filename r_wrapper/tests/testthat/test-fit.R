@@ -1,0 +1,135 @@
+test_that("regression from a matrix: fit, predict, print, summary, coef, plot", {
+  skip_if_no_python_neumiss()
+  data <- simulate_data()
+  x_before <- data$x
+  fit <- neumiss(data$x, data$y, depth = 2, max_epochs = 40, seed = 1)
+  expect_identical(data$x, x_before)  # the user's data is untouched
+  expect_s3_class(fit, "neumiss")
+  expect_equal(fit$task, "regression")
+  expect_equal(fit$best_depth, 2L)
+  expect_equal(fit$feature_names, colnames(data$x))
+
+  pred <- predict(fit, data$x)
+  expect_type(pred, "double")
+  expect_length(pred, nrow(data$x))
+  expect_false(anyNA(pred))  # rows with missing values get predictions
+  # on new data, close to the Bayes predictor E[y | x_obs] of the true Gaussian
+  test <- simulate_data(n = 2000, seed = 2)
+  bayes <- neumiss:::.gaussian_conditional_y(test$mu, test$sigma, test$x)
+  expect_gt(r_squared(test$y, predict(fit, test$x)), r_squared(test$y, bayes) - 0.05)
+
+  # a row with every predictor missing is valid
+  all_missing <- data$x[1, , drop = FALSE]
+  all_missing[] <- NA
+  expect_false(is.na(predict(fit, all_missing)))
+
+  # the same seed gives the same model
+  again <- neumiss(data$x, data$y, depth = 2, max_epochs = 40, seed = 1)
+  expect_identical(predict(again, data$x), pred)
+
+  # history matches the epochs; summary reports it
+  expect_equal(nrow(fit$history), fit$n_epochs)
+  expect_true(all(c("epoch", "train_loss", "val_loss") %in% names(fit$history)))
+  s <- summary(fit)
+  expect_s3_class(s, "summary.neumiss")
+  expect_equal(s$depth, 2L)
+  expect_equal(s$n_epochs, fit$n_epochs)
+  expect_equal(s$validation_score, fit$history$val_score[fit$best_epoch])
+  expect_equal(s$missing_rate, mean(is.na(data$x)))
+  expect_output(print(s), "Validation R\\^2")
+  expect_output(print(s), "Training history")
+  expect_output(print(fit), "NeuMiss regression model \\(depth 2")
+
+  # coef: the block's mean, named by feature, near the observed means
+  mu <- coef(fit)
+  expect_named(mu, colnames(data$x))
+  expect_true(all(is.finite(mu)))
+
+  png_file <- tempfile(fileext = ".png")
+  grDevices::png(png_file)
+  expect_invisible(plot(fit))
+  grDevices::dev.off()
+  expect_gt(file.size(png_file), 1000)
+})
+
+test_that("data frame and formula interfaces give the same model as the matrix", {
+  skip_if_no_python_neumiss()
+  data <- simulate_data(n = 200)
+  df <- data.frame(data$x, y = data$y)
+  by_matrix <- neumiss(data$x, data$y, max_epochs = 10, seed = 3)
+  by_frame <- neumiss(df[colnames(data$x)], df$y, max_epochs = 10, seed = 3)
+  by_formula <- neumiss(y ~ ., data = df, max_epochs = 10, seed = 3)
+  expect_equal(by_formula$call[[1]], as.name("neumiss"))
+  p <- predict(by_matrix, data$x)
+  expect_identical(predict(by_frame, df[colnames(data$x)]), p)
+  # the formula picks its variables from newdata (the response column is not needed)
+  expect_identical(predict(by_formula, df[rev(colnames(data$x))]), p)
+  # columns are matched by name, in any order
+  expect_identical(predict(by_matrix, data$x[, 4:1]), p)
+})
+
+test_that("formula with transformed terms and a subset of columns", {
+  skip_if_no_python_neumiss()
+  data <- simulate_data(n = 200)
+  df <- data.frame(data$x, y = data$y)
+  fit <- neumiss(y ~ v1 + I(v2 * 2) + v3, data = df, max_epochs = 5, seed = 1)
+  expect_equal(fit$feature_names, c("v1", "I(v2 * 2)", "v3"))
+  by_matrix <- neumiss(cbind(v1 = df$v1, `I(v2 * 2)` = df$v2 * 2, v3 = df$v3), df$y,
+                       max_epochs = 5, seed = 1)
+  expect_identical(predict(fit, df), predict(by_matrix, cbind(df$v1, df$v2 * 2, df$v3)))
+  expect_error(predict(fit, df[c("v1", "v2")]), "lacks the variable\\(s\\) 'v3'")
+})
+
+test_that("estimator parameters reach Python", {
+  skip_if_no_python_neumiss()
+  data <- simulate_data(n = 200)
+  fit <- neumiss(data$x, data$y, depth = "auto", mlp_depth = 1, mlp_width = 8,
+                 weights = "shared", residual = TRUE, optimizer = "sgd",
+                 learning_rate = 0.01, batch_size = 32, max_epochs = 3, patience = 2,
+                 validation_fraction = 0.2, seed = 7, weight_decay = 1e-4)
+  expected <- list(depth = "auto", mlp_depth = 1L, mlp_width = 8L, weights = "shared",
+                   residual = TRUE, optimizer = "sgd", learning_rate = 0.01,
+                   batch_size = 32L, max_epochs = 3L, patience = 2L,
+                   validation_fraction = 0.2, random_state = 7L, weight_decay = 1e-4)
+  expect_equal(fit$params[names(expected)], expected)
+  expect_lte(fit$n_epochs, 3L)
+  expect_error(neumiss(data$x, data$y, not_a_parameter = 1),
+               "unknown parameter\\(s\\) not_a_parameter")
+  expect_error(neumiss(data$x, data$y, max_epochs = 2.5), "`max_epochs` must be a whole number")
+  expect_error(neumiss(data$x, data$y, seed = "a"), "`seed` must be a whole number")
+  expect_error(neumiss(data$x, data$y, weights = "diagonal"), "weights must be one of")
+})
+
+test_that("classification: factor response, predictions keep its levels", {
+  skip_if_no_python_neumiss()
+  data <- simulate_data(n = 400)
+  cls <- cut(data$y, c(-Inf, -1, 1, Inf), labels = c("low", "mid", "high"))
+  cls <- factor(cls, levels = c("high", "low", "mid", "unused"))
+  fit <- neumiss(data$x, cls, max_epochs = 30, seed = 2)
+  expect_equal(fit$task, "classification")
+  expect_equal(fit$classes, c("high", "low", "mid"))
+  pred <- predict(fit, data$x)
+  expect_s3_class(pred, "factor")
+  expect_equal(levels(pred), levels(cls))
+  expect_identical(predict(fit, data$x, type = "class"), pred)
+  expect_gt(mean(pred == cls), 0.6)
+  prob <- predict(fit, data$x, type = "prob")
+  expect_equal(dim(prob), c(400L, 3L))
+  expect_equal(colnames(prob), fit$classes)
+  expect_equal(rowSums(prob), rep(1, 400), tolerance = 1e-6)
+  # the predicted class is the most probable one
+  expect_equal(as.character(pred), colnames(prob)[max.col(prob, ties.method = "first")])
+  expect_output(print(fit), "Classes \\(3\\): high, low, mid")
+  expect_output(print(summary(fit)), "log-loss")
+
+  # binary from a logical response, and a numeric response forced to classification
+  fit2 <- neumiss(data$x, data$y > 0, max_epochs = 10, seed = 2)
+  expect_equal(levels(predict(fit2, data$x)), c("FALSE", "TRUE"))
+  fit3 <- neumiss(data$x, as.integer(data$y > 0), task = "classification",
+                  max_epochs = 10, seed = 2)
+  expect_equal(levels(predict(fit3, data$x)), c("0", "1"))
+  regression <- neumiss(data$x, data$y, max_epochs = 1, seed = 1)
+  expect_error(predict(regression, data$x, type = "prob"), "only for classification")
+  expect_error(neumiss(data$x, cls, task = "regression"), "needs a numeric response")
+})
+

@@ -1,0 +1,30 @@
+test_that("a Python without the neumiss package gives a message saying what to do", {
+  skip_if_not_installed_as_library()
+  python <- Sys.which("python3")
+  python <- python[nzchar(python)]
+  bare <- c("/usr/bin/python3", python)
+  bare <- bare[file.exists(bare)]
+  has_neumiss <- vapply(bare, function(p) {
+    suppressWarnings(system2(p, c("-c", shQuote("import neumiss")), stdout = FALSE,
+                             stderr = FALSE)) == 0
+  }, logical(1))
+  bare <- bare[!has_neumiss]
+  skip_if(length(bare) == 0, "no Python without the neumiss package to test with")
+  out <- run_rscript(c(
+    "library(neumiss)",
+    "print(is_neumiss_available())",
+    "x <- matrix(rnorm(40), 10); x[1, 1] <- NA",
+    "tryCatch(neumiss(x, rnorm(10)), error = function(e) cat('ERROR:', conditionMessage(e), '\\n'))"
+  ), env = c(paste0("RETICULATE_PYTHON=", bare[1]), "PYTHONPATH="))
+  expect_equal(attr(out, "status"), 0L, info = paste(out, collapse = "\n"))
+  text <- paste(out, collapse = "\n")
+  expect_match(text, "[1] FALSE", fixed = TRUE)
+  expect_match(text, "ERROR: The Python package 'neumiss' is not installed in the Python used by reticulate")
+  expect_match(text, "install_neumiss()", fixed = TRUE)
+  expect_match(text, "RETICULATE_PYTHON", fixed = TRUE)
+})
+
+test_that("install_neumiss() checks its arguments", {
+  expect_error(install_neumiss(method = "pip"), "should be one of")
+  expect_error(install_neumiss(package = c("a", "b")), "`package` must be")
+})

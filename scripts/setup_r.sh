@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Set up what the R side of neumiss needs, idempotently:
+#  - R and the R packages of the R wrapper (r_wrapper/) from Debian's packages
+#    (installed as root with apt-get when one is missing);
+#  - rpy2 3.5.17 (what works with Debian 12's R 4.2) in the Python venv given as $1
+#    (default .venv), for neumiss.rbridge.
+# R's `norm` package is on CRAN only and is not installed here: tests needing it skip.
+# Usage: bash scripts/setup_r.sh [VENV]
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+VENV="${1:-.venv}"
+DEB_PACKAGES=(r-base-core r-base-dev r-cran-reticulate r-cran-testthat)
+
+missing=()
+for pkg in "${DEB_PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "setup_r.sh: need root to install ${missing[*]} (apt-get install ${missing[*]})" >&2
+    exit 1
+  fi
+  echo "setup_r.sh: installing ${missing[*]} (apt-get)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+PYTHON="$VENV/bin/python"
+if [[ ! -x $PYTHON ]]; then
+  echo "setup_r.sh: no Python venv at $VENV (create it first)" >&2
+  exit 1
+fi
+if ! "$PYTHON" -c 'import importlib.metadata as m, sys; sys.exit(m.version("rpy2") != "3.5.17")' \
+    2>/dev/null; then
+  echo "setup_r.sh: installing rpy2==3.5.17 into $VENV"
+  "$PYTHON" -m pip install -q "rpy2==3.5.17"
+fi
