@@ -11,9 +11,12 @@ missingness pattern) is
   conditional mean ``mean_mis + cov_mis,obs cov_obs^-1 (X_obs - mean_obs)``.
 * Gaussian self-masking (eq. 5, Assumption 4 with ``D = diag(sigma_tilde^2)``):
   ``E[X_mis | X_obs, M] = (Id + D_mis S^-1)^-1 (mu_tilde_mis + D_mis S^-1 mu_mis|obs)``
-  with ``S = cov_mis|obs``. This module evaluates the equivalent form
-  ``mu_mis|obs + S (S + D_mis)^-1 (mu_tilde_mis - mu_mis|obs)``, which needs a
-  single solve with the well-conditioned ``S + D_mis`` and never inverts ``S``.
+  with ``S = cov_mis|obs``. This module evaluates the equivalent form (the
+  supplement's ``a_M``)
+  ``mu_mis|obs + (D_mis^-1 + P_mis,mis)^-1 D_mis^-1 (mu_tilde_mis - mu_mis|obs)``,
+  where ``P = cov^-1`` and ``S^-1 = P_mis,mis`` (Schur complement): on top of the
+  Gaussian conditional mean, one ``q x q`` inverse per pattern with ``q`` missing
+  entries, and no ``S`` to form or invert.
 * Probit self-masking has no closed form: a ``NotImplementedError`` is raised.
 
 Every computation is batched over missingness patterns (stacks of matrices for
@@ -137,27 +140,6 @@ def _check_vector(value, name, n_features):
     return value
 
 
-def _conditional_covariances(cov, mis, obs):
-    """``cov_mis|obs`` for a stack of patterns.
-
-    Parameters
-    ----------
-    cov : ndarray (d, d)
-    mis : int ndarray (G, q), missing indices of each pattern
-    obs : int ndarray (G, d - q), observed indices
-
-    Returns
-    -------
-    ndarray (G, q, q)
-    """
-    cov_mm = cov[mis[:, :, None], mis[:, None, :]]
-    if obs.shape[1] == 0:
-        return cov_mm
-    cov_oo = cov[obs[:, :, None], obs[:, None, :]]
-    cov_om = cov[obs[:, :, None], mis[:, None, :]]
-    return cov_mm - np.swapaxes(cov_om, 1, 2) @ np.linalg.solve(cov_oo, cov_om)
-
-
 def _chunks(indices, item_entries):
     """Split ``indices`` in slices holding at most ``_BATCH_ENTRIES`` matrix entries."""
     step = max(1, _BATCH_ENTRIES // max(1, item_entries))
@@ -166,23 +148,24 @@ def _chunks(indices, item_entries):
 
 
 def _self_masking_correction(X_filled, mask, cov, mu_tilde, d_diag):
-    """In place: ``X_mis += S (S + D_mis)^-1 (mu_tilde_mis - X_mis)`` on the missing entries.
+    """In place: ``X_mis += (D_mis^-1 + P_mis,mis)^-1 D_mis^-1 (mu_tilde_mis - X_mis)``.
 
-    ``X_filled`` holds the Gaussian conditional means on entries of ``mask``;
-    ``S = cov_mis|obs`` and ``D = diag(d_diag)`` per row pattern.
+    ``X_filled`` (n, d) holds the Gaussian conditional means on the entries of
+    ``mask``; ``P = cov^-1`` and ``D = diag(d_diag)``.
     """
+    precision = np.linalg.inv(cov)
+    precision = (precision + precision.T) / 2
+    d_inv = 1.0 / d_diag
     patterns, inverse = group_patterns(mask)
-    n_features = mask.shape[1]
     n_missing = patterns.sum(axis=1)
     local = np.empty(patterns.shape[0], dtype=np.intp)
     for q in np.unique(n_missing[n_missing > 0]):
-        for group in _chunks(np.flatnonzero(n_missing == q), n_features * n_features):
+        for group in _chunks(np.flatnonzero(n_missing == q), q * q):
             mis = np.nonzero(patterns[group])[1].reshape(group.size, q)
-            obs = np.nonzero(~patterns[group])[1].reshape(group.size, n_features - q)
-            cond_cov = _conditional_covariances(cov, mis, obs)
-            regularized = cond_cov + d_diag[mis][:, :, None] * np.eye(q)
-            # S (S + D)^-1 is the transpose of (S + D)^-1 S, both matrices being symmetric.
-            gain = np.swapaxes(np.linalg.solve(regularized, cond_cov), 1, 2)
+            mask_precision = d_inv[mis]  # diagonal of D_mis^-1, (G, q)
+            posterior_precision = precision[mis[:, :, None], mis[:, None, :]]
+            posterior_precision += mask_precision[:, :, None] * np.eye(q)
+            gain = np.linalg.inv(posterior_precision) * mask_precision[:, None, :]
             local[:] = -1
             local[group] = np.arange(group.size)
             for rows in _chunks(np.flatnonzero(local[inverse] >= 0), q * q):

@@ -453,6 +453,14 @@ def _signal(X, mean, cov, coef, intercept, link):
     return intercept + center + scale * _LINK_FUNCTIONS[link]((X @ coef - center) / scale)
 
 
+def _read_only(value):
+    """A read-only copy of an array; other values unchanged."""
+    if isinstance(value, np.ndarray):
+        value = value.copy()
+        value.setflags(write=False)
+    return value
+
+
 def _draw_gaussian(mean, cov, n_samples, rng):
     chol = np.linalg.cholesky(cov)
     return mean + rng.standard_normal((n_samples, mean.shape[0])) @ chol.T
@@ -654,7 +662,9 @@ def make_regression(
         snr=float(snr),
         link=link,
         mechanism=mechanism,
-        mechanism_params=MappingProxyType(missingness.fitted_params()),
+        mechanism_params=MappingProxyType(
+            {key: _read_only(value) for key, value in missingness.fitted_params().items()}
+        ),
         missingness=missingness,
     )
     return X, y, truth

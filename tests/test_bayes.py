@@ -89,6 +89,17 @@ def test_gaussian_self_masking_matches_paper_eq5(random_problem):
     np.testing.assert_allclose(pred[~incomplete], mcar[~incomplete])
 
 
+def test_gaussian_self_masking_on_paper_covariance():
+    """Ill-conditioned covariance of the paper (B B^T + small diagonal), d = 30."""
+    X, _, truth = make_regression(150, 30, mechanism="gaussian_sm", random_state=4)
+    p = truth.mechanism_params
+    expected = [
+        _bayes_per_row(x, truth.mean, truth.cov, truth.coef, 1.0, p["mu_tilde"], p["sigma_tilde"])
+        for x in X
+    ]
+    np.testing.assert_allclose(truth.bayes_predict(X), expected, rtol=1e-7, atol=1e-7)
+
+
 def test_conditional_expectation_keeps_observed_entries(random_problem):
     X, mean, cov, p = random_problem
     filled = conditional_expectation(

@@ -247,6 +247,8 @@ def test_truth_is_frozen_and_read_only():
         truth.cov[0, 0] = 5.0
     with pytest.raises(TypeError):
         truth.mechanism_params["k"] = 3
+    with pytest.raises(ValueError):
+        truth.mechanism_params["mu_tilde"][0] = 0.0
 
 
 @pytest.mark.parametrize(
