@@ -114,6 +114,17 @@ def test_regressor_matches_predict(regressors, name, n_rows):
         np.testing.assert_allclose(y, estimator.predict(X), rtol=0, atol=1e-5 * estimator.y_scale_)
 
 
+def test_regressor_keeps_precision_for_a_large_target_offset(train):
+    """y_mean / y_scale ~ 1e7: a float32 output could not hold 1e-5 * y_scale."""
+    X, y = train
+    estimator = NeuMissRegressor(depth=1, **FIT).fit(X, y + 3e7)
+    X_test = _scoring_sets(500)[0]
+    expected = estimator.predict(X_test)
+    assert np.spacing(np.float32(expected.max())) > 1e-5 * estimator.y_scale_
+    y_onnx = _run(export_onnx(estimator), X_test)["y"]
+    np.testing.assert_allclose(y_onnx, expected, rtol=0, atol=1e-5 * estimator.y_scale_)
+
+
 @pytest.mark.parametrize("n_rows", [1, 100_000])
 @pytest.mark.parametrize("name", CLASSIFIER_CONFIGS)
 def test_classifier_matches_predict_proba(classifiers, name, n_rows):
