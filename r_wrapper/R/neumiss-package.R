@@ -10,5 +10,7 @@
 #' when set, else the virtualenv `"r-neumiss"` made by [install_neumiss()].
 #' Python starts on first use; [is_neumiss_available()] checks it.
 #'
+#' @docType package
+#' @name neumiss-package
 #' @keywords internal
-"_PACKAGE"
+NULL
