@@ -15,7 +15,7 @@
 #'   PyPI), or the path of a source checkout of the Python package.
 #' @param torch pip requirement for PyTorch, installed first from `torch_index`
 #'   (`NULL` to let pip resolve it with the package).
-#' @param torch_index Extra package index for `torch`; the default serves the
+#' @param torch_index Package index for `torch`; the default serves the
 #'   CPU-only builds (no CUDA download).
 #' @param python_version Python version for a new environment (`NULL`: the
 #'   default Python found by reticulate); 3.10 or later.
@@ -44,7 +44,7 @@ install_neumiss <- function(envname = "r-neumiss", method = c("virtualenv", "con
   if (!is.null(torch)) {
     reticulate::py_install(torch, envname = envname, method = method, pip = TRUE,
                            python_version = python_version,
-                           pip_options = c("--extra-index-url", torch_index), ...)
+                           pip_options = c("--index-url", torch_index), ...)
   }
   reticulate::py_install(package, envname = envname, method = method, pip = TRUE,
                          python_version = python_version, ...)
