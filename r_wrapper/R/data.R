@@ -6,24 +6,25 @@
   paste0("'", x, "'", collapse = ", ")
 }
 
+.check_numeric_columns <- function(df, arg) {
+  ok <- vapply(df, function(col) is.numeric(col) || is.logical(col), logical(1))
+  if (!all(ok)) {
+    kinds <- vapply(df[!ok], function(col) class(col)[1], character(1))
+    stop(sprintf(
+      "`%s` has non-numeric column(s) %s (%s): NeuMiss needs numeric predictors, with NA for missing values. Encode them as numbers first (e.g. with model.matrix()) or drop them.",
+      arg, .quote(names(df)[!ok]), paste(kinds, collapse = ", ")
+    ), call. = FALSE)
+  }
+}
+
 # A double matrix with column names from a numeric matrix, data frame or vector.
 # Attribute "named": whether the user supplied the column names.
 .predictor_matrix <- function(x, arg = "x") {
   if (is.data.frame(x)) {
-    kinds <- vapply(x, function(col) class(col)[1], character(1))
-    ok <- vapply(x, function(col) {
-      (is.numeric(col) || is.logical(col)) && is.null(dim(col))
-    }, logical(1))
-    if (!all(ok)) {
-      bad <- names(x)[!ok]
-      stop(sprintf(
-        "`%s` has non-numeric column(s) %s (%s): NeuMiss needs numeric predictors, with NA for missing values. Encode them as numbers first (e.g. with model.matrix()) or drop them.",
-        arg, .quote(bad), paste(kinds[!ok], collapse = ", ")
-      ), call. = FALSE)
-    }
-    names_x <- names(x)
-    x <- matrix(as.numeric(unlist(x, use.names = FALSE)), nrow = nrow(x),
-                ncol = ncol(x))
+    .check_numeric_columns(x, arg)
+    x <- as.matrix(x)  # a matrix column m becomes columns m.1, m.2, ...
+    names_x <- colnames(x)
+    x <- matrix(as.numeric(x), nrow = nrow(x), ncol = ncol(x))
   } else if (is.numeric(x) || is.logical(x)) {
     if (is.null(dim(x))) {
       x <- matrix(x, ncol = 1)

@@ -35,7 +35,7 @@ predict.neumiss <- function(object, newdata, type = c("response", "prob", "class
     proba <- .py_call(adapter$predict_proba(estimator, .values(x), nrow(x), ncol(x)),
                       "prediction failed")
     return(matrix(as.numeric(proba), nrow = nrow(x), byrow = TRUE,
-                  dimnames = list(rownames(newdata), object$classes)))
+                  dimnames = list(NULL, object$classes)))
   }
   pred <- .py_call(adapter$predict(estimator, .values(x), nrow(x), ncol(x)),
                    "prediction failed")

@@ -84,7 +84,7 @@ neumiss.formula <- function(formula, data, ...) {
   if (ncol(predictors) == 0) {
     stop("the formula has no predictors.", call. = FALSE)
   }
-  .predictor_matrix(predictors, "data")  # refuses factor and character predictors
+  .check_numeric_columns(predictors, "data")  # no factor or character predictors
   terms <- stats::delete.response(terms)
   attr(terms, "intercept") <- 0L
   x <- stats::model.matrix(terms, mf)
