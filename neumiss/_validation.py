@@ -63,7 +63,8 @@ def check_training_data(estimator, X, y, *, y_numeric: bool) -> tuple[np.ndarray
     Returns fresh arrays: X float64 (n, d) with NaN, y (n,).
     """
     if y is None:
-        raise ValueError(f"{type(estimator).__name__} requires y to be passed, but y is None.")
+        name = type(estimator).__name__
+        raise ValueError(f"{name} requires y to be passed, but the target y is None.")
     if isinstance(X, pd.DataFrame):
         X = _numeric_frame(X)
     X, y = validate_data(

@@ -16,11 +16,16 @@ from sklearn.utils.validation import check_is_fitted
 from . import persistence
 from ._validation import check_features, check_training_data
 from .block import WEIGHT_MODES, NeuMissNetwork
+from .onnx_export import export_onnx
 from .training import OPTIMIZERS, TrainingConfig, TrainingData, train
 
 #: Depths tried by ``depth="auto"``, each trained on the same split; the one
 #: with the lowest validation loss is kept (the paper picks depth on validation).
 AUTO_DEPTHS = (1, 3, 5)
+
+#: Largest mini-batch of ``batch_size="auto"``, which takes ``n_train // 16``
+#: (at least 8) below it so that small data sets still get enough steps.
+AUTO_BATCH_SIZE = 256
 
 #: Rows per forward pass at prediction time (bounds memory, not results).
 PREDICT_CHUNK = 65536
@@ -53,7 +58,7 @@ class _BaseNeuMiss(BaseEstimator):
         residual=False,
         optimizer="adam",
         learning_rate=3e-3,
-        batch_size=256,
+        batch_size="auto",
         max_epochs=100,
         validation_fraction=0.1,
         patience=8,
@@ -100,7 +105,8 @@ class _BaseNeuMiss(BaseEstimator):
         integer("mlp_depth", 0)
         if self.mlp_width is not None:
             integer("mlp_width", 1)
-        integer("batch_size", 1)
+        if self.batch_size != "auto":
+            integer("batch_size", 1)
         integer("max_epochs", 1)
         integer("patience", 1)
         integer("lr_patience", 0)
@@ -217,7 +223,7 @@ class _BaseNeuMiss(BaseEstimator):
         config = TrainingConfig(
             optimizer=self.optimizer,
             learning_rate=float(self.learning_rate),
-            batch_size=int(self.batch_size),
+            batch_size=self._batch_size(train_idx.shape[0]),
             max_epochs=int(self.max_epochs),
             patience=int(self.patience),
             lr_patience=int(self.lr_patience),
@@ -228,7 +234,9 @@ class _BaseNeuMiss(BaseEstimator):
         self.depth_val_losses_ = {}
         for depth in depths:
             generator = torch.Generator().manual_seed(seed)
-            network = self._build_network(depth).to(device)
+            network = self._build_network(depth)
+            network.reset_parameters(generator)
+            network = network.to(device)
             result = train(
                 network, train_data, val_data, self._loss, config, generator,
                 score_fn=lambda loss: self._score_from_loss(loss, y_val),
@@ -245,6 +253,11 @@ class _BaseNeuMiss(BaseEstimator):
         self.best_epoch_ = result.best_epoch
         self.validation_score_ = result.history["val_score"][result.best_epoch - 1]
         return self
+
+    def _batch_size(self, n_train: int) -> int:
+        if self.batch_size == "auto":
+            return int(min(AUTO_BATCH_SIZE, max(8, n_train // 16)))
+        return int(self.batch_size)
 
     def _build_network(self, depth: int) -> NeuMissNetwork:
         network = NeuMissNetwork(
@@ -310,6 +323,10 @@ class _BaseNeuMiss(BaseEstimator):
         check_is_fitted(self, "network_")
         persistence.save_estimator(self, path)
 
+    def to_onnx(self, path=None, **kwargs):
+        """Export to ONNX (inputs ``X`` and ``M``); see :func:`neumiss.onnx_export.export_onnx`."""
+        return export_onnx(self, path, **kwargs)
+
     def __getstate__(self):
         state = self.__dict__.copy()
         network = state.pop("network_", None)
@@ -361,7 +378,8 @@ class NeuMissRegressor(RegressorMixin, _BaseNeuMiss):
     optimizer : {"adam", "sgd"}, default="adam"
     learning_rate : float, default=3e-3
         Initial learning rate (on standardized X and y).
-    batch_size : int, default=256
+    batch_size : int or "auto", default="auto"
+        Mini-batch size; ``"auto"`` is ``min(256, max(8, n_train // 16))``.
     max_epochs : int, default=100
     validation_fraction : float in [0, 1), default=0.1
         Share of rows held out for early stopping, the learning-rate schedule
@@ -475,7 +493,8 @@ class NeuMissClassifier(ClassifierMixin, _BaseNeuMiss):
 
     def _stratify(self, y):
         counts = np.bincount(y)
-        return y if counts.min() >= 2 else None
+        n_val = int(np.ceil(self.validation_fraction * y.shape[0]))
+        return y if counts.min() >= 2 and n_val >= counts.shape[0] else None
 
     def decision_function(self, X):
         """Logits: shape (n_samples,) for two classes, (n_samples, n_classes) otherwise."""

@@ -1,0 +1,122 @@
+"""NeuMissBlock: the mask trick, gradients, shapes and the depth convention."""
+
+import numpy as np
+import pytest
+import torch
+
+from neumiss import NeuMissBlock, NeuMissNetwork
+
+
+def random_mask(batch, d, seed):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.rand(batch, d, generator=g) < 0.5).float()
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_masking_weight_rows_and_columns_equals_masking_input_and_output(seed):
+    # Paper Section 3.3: (W * mbar mbar^T) v == (W (v * mbar)) * mbar, per sample.
+    g = torch.Generator().manual_seed(seed)
+    d = 7
+    W = torch.randn(d, d, generator=g, dtype=torch.float64)
+    v = torch.randn(d, generator=g, dtype=torch.float64)
+    mbar = 1.0 - random_mask(1, d, seed)[0].double()
+    left = (W * torch.outer(mbar, mbar)) @ v
+    right = (W @ (v * mbar)) * mbar
+    torch.testing.assert_close(left, right)
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2, 4])
+@pytest.mark.parametrize("weights", ["independent", "shared"])
+@pytest.mark.parametrize("residual", [False, True])
+def test_block_equals_per_sample_masked_matrices(depth, weights, residual):
+    """The batched block equals an explicit per-sample computation on obs/mis submatrices."""
+    torch.manual_seed(depth)
+    d, batch = 6, 16
+    block = NeuMissBlock(d, depth=depth, weights=weights, residual=residual).double()
+    with torch.no_grad():
+        for p in block.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+    x = torch.randn(batch, d, dtype=torch.float64)
+    mask = random_mask(batch, d, depth).double()
+    mask[0] = 0.0  # a row with nothing missing
+    mask[1] = 1.0  # a row with everything missing
+    x = x * (1 - mask)
+    out = block(x, mask)
+    mu = block.mu.detach()
+    iterations = [w.detach() for w in block.iteration_weights()]
+    for i in range(batch):
+        obs = mask[i] == 0
+        mis = ~obs
+        c = x[i, obs] - mu[obs]
+        h = c @ block.S0.detach()[np.ix_(obs, obs)] if depth >= 1 else c
+        for W in iterations:
+            h = h @ W[np.ix_(obs, obs)] + (c if residual else 0.0)
+        expected = x[i].clone()
+        expected[mis] = mu[mis] + h @ block.W_mix.detach()[np.ix_(obs, mis)]
+        torch.testing.assert_close(out[i], expected)
+
+
+def test_depth_convention_counts_matrices_before_w_mix():
+    assert NeuMissBlock(5, depth=0).S0 is None
+    assert len(NeuMissBlock(5, depth=0).iteration_weights()) == 0
+    assert len(NeuMissBlock(5, depth=1).iteration_weights()) == 0
+    assert len(NeuMissBlock(5, depth=4).iteration_weights()) == 3
+    shared = NeuMissBlock(5, depth=4, weights="shared")
+    assert len(shared.neumann_layers) == 1
+    assert all(w is shared.neumann_layers[0] for w in shared.iteration_weights())
+    n_params = sum(p.numel() for p in NeuMissBlock(5, depth=4).parameters())
+    assert n_params == 5 + 5 * 25  # mu, S0, 3 iterations, W_mix
+
+
+def test_no_gradient_flows_to_missing_inputs():
+    torch.manual_seed(0)
+    d = 8
+    net = NeuMissNetwork(d, depth=3, mlp_depth=1, mlp_width=5)
+    mask = random_mask(32, d, 1)
+    x = (torch.randn(32, d) * (1 - mask)).requires_grad_(True)
+    net(x, mask).sum().backward()
+    assert torch.all(x.grad[mask.bool()] == 0)
+    assert torch.any(x.grad[~mask.bool()] != 0)
+
+
+def test_observed_entries_pass_through_unchanged():
+    block = NeuMissBlock(4, depth=2)
+    x = torch.randn(10, 4)
+    mask = random_mask(10, 4, 3)
+    x = x * (1 - mask)
+    out = block(x, mask)
+    torch.testing.assert_close(out[mask == 0], x[mask == 0])
+
+
+def test_forward_nan_builds_mask():
+    block = NeuMissBlock(3, depth=2)
+    x = torch.tensor([[1.0, float("nan"), 2.0], [float("nan")] * 3])
+    mask = torch.isnan(x).float()
+    expected = block(torch.nan_to_num(x, nan=0.0), mask)
+    torch.testing.assert_close(block.forward_nan(x), expected)
+    assert not torch.isnan(block.forward_nan(x)).any()
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"n_features": 0}, "n_features"),
+        ({"n_features": 3, "depth": -1}, "depth"),
+        ({"n_features": 3, "weights": "tied"}, "weights"),
+    ],
+)
+def test_block_rejects_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        NeuMissBlock(**kwargs)
+
+
+def test_network_output_shape_and_repeatable_init():
+    net = NeuMissNetwork(6, n_outputs=3, depth=2, mlp_depth=2, mlp_width=4)
+    x, mask = torch.zeros(5, 6), torch.zeros(5, 6)
+    assert net(x, mask).shape == (5, 3)
+    a = NeuMissNetwork(6, depth=2)
+    b = NeuMissNetwork(6, depth=2)
+    a.reset_parameters(torch.Generator().manual_seed(1))
+    b.reset_parameters(torch.Generator().manual_seed(1))
+    for pa, pb in zip(a.parameters(), b.parameters()):
+        torch.testing.assert_close(pa, pb)

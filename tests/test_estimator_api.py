@@ -1,0 +1,159 @@
+"""scikit-learn API compliance of NeuMissRegressor and NeuMissClassifier."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from neumiss import NeuMissClassifier, NeuMissRegressor
+
+
+# Every check of scikit-learn's suite applies and passes with default settings,
+# except check_array_api_input, which scikit-learn itself skips unless
+# SCIPY_ARRAY_API is set (torch estimators take numpy input only).
+@parametrize_with_checks([NeuMissRegressor(), NeuMissClassifier()])
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
+
+
+def test_allow_nan_tag():
+    assert NeuMissRegressor().__sklearn_tags__().input_tags.allow_nan
+    assert NeuMissClassifier().__sklearn_tags__().input_tags.allow_nan
+
+
+def test_pipeline_cross_val_score_and_grid_search(small_regression):
+    X, y = small_regression
+    pipe = make_pipeline(FunctionTransformer(), NeuMissRegressor(max_epochs=20, random_state=0))
+    scores = cross_val_score(pipe, X, y, cv=3)
+    assert scores.shape == (3,) and np.all(np.isfinite(scores))
+    assert scores.mean() > 0.5
+    grid = GridSearchCV(
+        NeuMissRegressor(max_epochs=10, random_state=0), {"depth": [1, 2]}, cv=2
+    ).fit(X, y)
+    assert grid.best_params_["depth"] in (1, 2)
+
+
+def test_dataframe_feature_names_and_missing_markers():
+    rng = np.random.default_rng(0)
+    values = rng.normal(size=(200, 3))
+    y = values.sum(axis=1)
+    frame = pd.DataFrame(values, columns=["age", "bmi", "bp"])
+    frame["age"] = frame["age"].astype(object)
+    frame.loc[::3, "age"] = None
+    frame["bp"] = frame["bp"].astype("Float64")
+    frame.loc[::4, "bp"] = pd.NA
+    original = frame.copy()
+    model = NeuMissRegressor(max_epochs=5, random_state=0).fit(frame, y)
+    assert list(model.feature_names_in_) == ["age", "bmi", "bp"]
+    assert model.n_features_in_ == 3
+    pred = model.predict(frame)
+    assert pred.shape == (200,) and np.all(np.isfinite(pred))
+    pd.testing.assert_frame_equal(frame, original)  # never mutated
+    with pytest.raises(ValueError, match="feature names"):
+        model.predict(frame[["bp", "bmi", "age"]])
+
+
+def test_random_state_makes_fit_repeatable(small_regression):
+    X, y = small_regression
+    a = NeuMissRegressor(max_epochs=5, random_state=3).fit(X, y).predict(X)
+    b = NeuMissRegressor(max_epochs=5, random_state=3).fit(X, y).predict(X)
+    c = NeuMissRegressor(max_epochs=5, random_state=4).fit(X, y).predict(X)
+    np.testing.assert_array_equal(a, b)
+    assert not np.allclose(a, c)
+
+
+def test_fitted_attributes_and_history(small_regression):
+    X, y = small_regression
+    model = NeuMissRegressor(max_epochs=7, patience=100, random_state=0).fit(X, y)
+    assert model.n_epochs_ == 7
+    for key in ("train_loss", "val_loss", "val_score", "lr"):
+        assert len(model.history_[key]) == 7
+    assert model.best_epoch_ == 1 + int(np.argmin(model.history_["val_loss"]))
+    assert model.best_depth_ == 3
+    best_score = model.history_["val_score"][model.best_epoch_ - 1]
+    assert model.validation_score_ == pytest.approx(best_score)
+
+
+def test_early_stopping_restores_best_weights(small_regression):
+    X, y = small_regression
+    # A large learning rate makes the validation loss bounce: the best epoch is not the last.
+    model = NeuMissRegressor(
+        max_epochs=30, patience=5, learning_rate=0.05, validation_fraction=0.2, random_state=1
+    ).fit(X, y)
+    assert model.n_epochs_ <= 30
+    losses = model.history_["val_loss"]
+    assert min(losses) == losses[model.best_epoch_ - 1]
+    assert model.n_epochs_ - model.best_epoch_ <= 5
+    # The restored network reproduces the best validation loss, not the last one.
+    assert model.validation_score_ == pytest.approx(max(model.history_["val_score"]))
+
+
+def test_depth_auto_picks_best_validation_depth(small_regression):
+    X, y = small_regression
+    model = NeuMissRegressor(depth="auto", max_epochs=10, random_state=0).fit(X, y)
+    losses = model.depth_val_losses_
+    assert set(losses) == {1, 3, 5}
+    assert model.best_depth_ == min(losses, key=losses.get)
+    assert model.network_.block.depth == model.best_depth_
+    assert model.get_params()["depth"] == "auto"
+
+
+def test_lr_schedule_reduces_learning_rate(small_regression):
+    X, y = small_regression
+    model = NeuMissRegressor(
+        max_epochs=40, patience=40, lr_patience=0, random_state=0, learning_rate=0.01
+    ).fit(X, y)
+    lrs = model.history_["lr"]
+    assert lrs[0] == pytest.approx(0.01)
+    assert min(lrs) < 0.01
+    assert all(b <= a for a, b in zip(lrs, lrs[1:]))
+
+
+@pytest.mark.parametrize("kwargs", [{"optimizer": "sgd", "learning_rate": 0.01},
+                                    {"mlp_depth": 2, "mlp_width": 16},
+                                    {"weights": "shared", "residual": True}])
+def test_options_fit_and_predict(small_regression, kwargs):
+    X, y = small_regression
+    model = NeuMissRegressor(max_epochs=30, random_state=0, **kwargs).fit(X, y)
+    assert model.score(X, y) > 0.5
+
+
+def test_rows_with_every_feature_missing_get_a_prediction(small_regression):
+    X, y = small_regression
+    model = NeuMissRegressor(max_epochs=5, random_state=0).fit(X, y)
+    X_new = np.full((2, X.shape[1]), np.nan)
+    pred = model.predict(X_new)
+    assert np.all(np.isfinite(pred))
+    assert pred[0] == pred[1]
+
+
+def test_classifier_binary_and_multiclass():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 4))
+    score = X[:, 0] + X[:, 1]
+    y3 = np.digitize(score, [-0.7, 0.7])  # three classes
+    labels = np.array(["low", "mid", "high"])[y3]
+    X[rng.random(X.shape) < 0.2] = np.nan
+    multi = NeuMissClassifier(max_epochs=40, random_state=0).fit(X, labels)
+    assert list(multi.classes_) == ["high", "low", "mid"]
+    proba = multi.predict_proba(X)
+    assert proba.shape == (600, 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert multi.decision_function(X).shape == (600, 3)
+    assert multi.score(X, labels) > 0.7
+    binary = NeuMissClassifier(max_epochs=40, random_state=0).fit(X, score > 0)
+    assert binary.decision_function(X).shape == (600,)
+    np.testing.assert_array_equal(binary.predict(X), binary.decision_function(X) > 0)
+    assert binary.score(X, score > 0) > 0.8
+
+
+def test_impute_returns_observed_values_and_fills_missing(small_regression):
+    X, y = small_regression
+    model = NeuMissRegressor(max_epochs=5, random_state=0).fit(X, y)
+    imputed = model.impute(X)
+    observed = ~np.isnan(X)
+    np.testing.assert_allclose(imputed[observed], X[observed])
+    assert np.all(np.isfinite(imputed))

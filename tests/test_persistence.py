@@ -1,0 +1,80 @@
+"""Pickle, joblib and save/load round trips give identical predictions."""
+
+import pickle
+
+import joblib
+import numpy as np
+import pytest
+import torch
+
+import neumiss
+from neumiss import NeuMissClassifier, NeuMissRegressor
+
+
+@pytest.fixture(scope="module")
+def fitted_models():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    y = X @ np.array([1.0, -2.0, 0.5, 0.0])
+    labels = np.where(y > 0, "yes", "no")
+    X[rng.random(X.shape) < 0.3] = np.nan
+    reg = NeuMissRegressor(depth=2, mlp_depth=1, max_epochs=5, random_state=0).fit(X, y)
+    clf = NeuMissClassifier(depth="auto", max_epochs=3, random_state=0).fit(X, labels)
+    return X, reg, clf
+
+
+def predictions(model, X):
+    if isinstance(model, NeuMissClassifier):
+        return np.column_stack([model.predict_proba(X), model.predict(X) == "yes"])
+    return model.predict(X)
+
+
+@pytest.mark.parametrize("which", [1, 2])
+def test_pickle_round_trip(fitted_models, which):
+    X, *models = fitted_models
+    model = models[which - 1]
+    clone = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(predictions(clone, X), predictions(model, X))
+
+
+@pytest.mark.parametrize("which", [1, 2])
+def test_joblib_and_save_load_round_trip(fitted_models, which, tmp_path):
+    X, *models = fitted_models
+    model = models[which - 1]
+    joblib.dump(model, tmp_path / "m.joblib")
+    np.testing.assert_array_equal(
+        predictions(joblib.load(tmp_path / "m.joblib"), X), predictions(model, X)
+    )
+    model.save(tmp_path / "m.pt")
+    loaded = neumiss.load(tmp_path / "m.pt")
+    assert type(loaded) is type(model)
+    assert loaded.get_params() == model.get_params()
+    assert loaded.history_ == model.history_
+    assert loaded.best_depth_ == model.best_depth_
+    np.testing.assert_array_equal(predictions(loaded, X), predictions(model, X))
+
+
+def test_saved_file_holds_no_training_data_and_loads_weights_only(fitted_models, tmp_path):
+    X, reg, _ = fitted_models
+    reg.save(tmp_path / "m.pt")
+    payload = torch.load(tmp_path / "m.pt", weights_only=True)  # refuses arbitrary objects
+    sizes = [v.numel() for v in payload["state_dict"].values()]
+    assert sum(sizes) == sum(p.numel() for p in reg.network_.parameters())
+    flat = repr(payload["attributes"])
+    assert str(round(float(np.nanmax(X)), 6)) not in flat
+
+
+def test_load_rejects_foreign_files(tmp_path):
+    (tmp_path / "notes.txt").write_text("not a model")
+    with pytest.raises(ValueError, match="not a neumiss model file"):
+        neumiss.load(tmp_path / "notes.txt")
+    torch.save({"weights": torch.zeros(3)}, tmp_path / "other.pt")
+    with pytest.raises(ValueError, match="not a neumiss model file"):
+        neumiss.load(tmp_path / "other.pt")
+
+
+def test_save_requires_fitted_model(tmp_path):
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        NeuMissRegressor().save(tmp_path / "m.pt")
