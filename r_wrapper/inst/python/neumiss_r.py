@@ -115,10 +115,7 @@ def load(path):
 
 def export_onnx(estimator, path):
     """Export through ``neumiss.export_onnx``; ImportError if this neumiss lacks it."""
-    try:
-        from neumiss.onnx_export import export_onnx as export
-    except ImportError:
-        export = getattr(neumiss, "export_onnx", None)
+    export = getattr(neumiss, "export_onnx", None)
     if export is None:
         raise ImportError(
             f"the installed Python package neumiss {neumiss.__version__} has no export_onnx()"
