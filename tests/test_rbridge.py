@@ -168,3 +168,19 @@ def test_norm_em_regressor_predicts_conditional_mean_of_y():
     assert clone(model).get_params() == {"max_iter": 10_000, "criterion": 1e-10}
     with pytest.raises(ValueError, match="4 features"):
         model.predict(X[:, :3])
+
+
+@needs_norm
+def test_norm_em_agrees_with_the_package_em():
+    from neumiss.baselines import EMRegressor
+
+    X = _gaussian_data(n=500, d=5, seed=2)
+    rng = np.random.default_rng(2)
+    y = np.nan_to_num(X) @ rng.normal(size=5) + rng.normal(size=500)
+    X_test = _gaussian_data(n=200, d=5, seed=3)
+    # tight tolerances on both sides, no ridge: both reach the maximum-likelihood estimate
+    em = EMRegressor(max_iter=10_000, tol=1e-13, ridge=0.0).fit(X, y)
+    norm_em = rbridge.NormEMRegressor(max_iter=10_000, criterion=1e-10).fit(X, y)
+    np.testing.assert_allclose(norm_em.mean_, em.mean_, rtol=0, atol=1e-4)
+    np.testing.assert_allclose(norm_em.cov_, em.cov_, rtol=0, atol=1e-4)
+    np.testing.assert_allclose(norm_em.predict(X_test), em.predict(X_test), rtol=0, atol=1e-4)
