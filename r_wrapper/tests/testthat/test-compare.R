@@ -21,7 +21,7 @@ test_that("compare_methods() scores NeuMiss, both EMs and MICE on the same split
   data <- simulate_data(n = 500, d = 4, seed = 5)
   seed_before <- .Random.seed
   result <- compare_methods(data$x, data$y, test_fraction = 0.3, seed = 11,
-                            neumiss_args = list(max_epochs = 60),
+                            neumiss_args = list(max_epochs = 60, batch_size = 32),
                             em_max_iter = 10000L, em_criterion = 1e-10)
   expect_identical(.Random.seed, seed_before)  # the global random state is unchanged
   expect_equal(result$method, c("NeuMiss", "EM (R norm)", "EM (Python neumiss)",

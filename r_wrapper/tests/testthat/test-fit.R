@@ -2,7 +2,8 @@ test_that("regression from a matrix: fit, predict, print, summary, coef, plot", 
   skip_if_no_python_neumiss()
   data <- simulate_data()
   x_before <- data$x
-  fit <- neumiss(data$x, data$y, depth = 2, max_epochs = 40, seed = 1)
+  fit <- neumiss(data$x, data$y, depth = 2, max_epochs = 40, batch_size = 32,
+                 seed = 1)
   expect_identical(data$x, x_before)  # the user's data is untouched
   expect_s3_class(fit, "neumiss")
   expect_equal(fit$task, "regression")
@@ -24,7 +25,8 @@ test_that("regression from a matrix: fit, predict, print, summary, coef, plot", 
   expect_false(is.na(predict(fit, all_missing)))
 
   # the same seed gives the same model
-  again <- neumiss(data$x, data$y, depth = 2, max_epochs = 40, seed = 1)
+  again <- neumiss(data$x, data$y, depth = 2, max_epochs = 40, batch_size = 32,
+                   seed = 1)
   expect_identical(predict(again, data$x), pred)
 
   # history matches the epochs; summary reports it
@@ -105,7 +107,7 @@ test_that("classification: factor response, predictions keep its levels", {
   data <- simulate_data(n = 400)
   cls <- cut(data$y, c(-Inf, -1, 1, Inf), labels = c("low", "mid", "high"))
   cls <- factor(cls, levels = c("high", "low", "mid", "unused"))
-  fit <- neumiss(data$x, cls, max_epochs = 30, seed = 2)
+  fit <- neumiss(data$x, cls, max_epochs = 30, batch_size = 32, seed = 2)
   expect_equal(fit$task, "classification")
   expect_equal(fit$classes, c("high", "low", "mid"))
   pred <- predict(fit, data$x)
