@@ -17,14 +17,14 @@ from . import persistence
 from ._validation import check_features, check_training_data
 from .block import WEIGHT_MODES, NeuMissNetwork
 from .onnx_export import export_onnx
-from .training import OPTIMIZERS, TrainingConfig, TrainingData, train
+from .training import OPTIMIZERS, TrainingConfig, TrainingData, torch_threads, train
 
 #: Depths tried by ``depth="auto"``, each trained on the same split; the one
 #: with the lowest validation loss is kept (the paper picks depth on validation).
 AUTO_DEPTHS = (1, 3, 5)
 
-#: Largest mini-batch of ``batch_size="auto"``, which takes ``n_train // 16``
-#: (at least 8) below it so that small data sets still get enough steps.
+#: Largest mini-batch of ``batch_size="auto"``, which takes ``n_train // 64``
+#: (at least 8) below it: small data sets get enough (and noisier) steps.
 AUTO_BATCH_SIZE = 256
 
 #: Rows per forward pass at prediction time (bounds memory, not results).
@@ -57,7 +57,7 @@ class _BaseNeuMiss(BaseEstimator):
         weights="independent",
         residual=False,
         optimizer="adam",
-        learning_rate=3e-3,
+        learning_rate=1e-2,
         batch_size="auto",
         max_epochs=100,
         validation_fraction=0.1,
@@ -66,6 +66,7 @@ class _BaseNeuMiss(BaseEstimator):
         weight_decay=0.0,
         random_state=None,
         device="cpu",
+        n_jobs=None,
         verbose=0,
     ):
         self.depth = depth
@@ -83,6 +84,7 @@ class _BaseNeuMiss(BaseEstimator):
         self.weight_decay = weight_decay
         self.random_state = random_state
         self.device = device
+        self.n_jobs = n_jobs
         self.verbose = verbose
 
     # ------------------------------------------------------------------ checks
@@ -105,6 +107,10 @@ class _BaseNeuMiss(BaseEstimator):
         integer("mlp_depth", 0)
         if self.mlp_width is not None:
             integer("mlp_width", 1)
+        if self.n_jobs is not None and (
+            not isinstance(self.n_jobs, numbers.Integral) or self.n_jobs == 0
+        ):
+            raise ValueError(f"n_jobs must be None or a non-zero integer, got {self.n_jobs!r}")
         if self.batch_size != "auto":
             integer("batch_size", 1)
         integer("max_epochs", 1)
@@ -187,6 +193,10 @@ class _BaseNeuMiss(BaseEstimator):
         self
         """
         self._check_params()
+        with torch_threads(self.n_jobs):
+            return self._fit(X, y)
+
+    def _fit(self, X, y):
         X, y = check_training_data(self, X, y, y_numeric=self._y_numeric)
         y_encoded = self._encode_target(y)
         n_samples = X.shape[0]
@@ -256,7 +266,7 @@ class _BaseNeuMiss(BaseEstimator):
 
     def _batch_size(self, n_train: int) -> int:
         if self.batch_size == "auto":
-            return int(min(AUTO_BATCH_SIZE, max(8, n_train // 16)))
+            return int(min(AUTO_BATCH_SIZE, max(8, n_train // 64)))
         return int(self.batch_size)
 
     def _build_network(self, depth: int) -> NeuMissNetwork:
@@ -281,7 +291,7 @@ class _BaseNeuMiss(BaseEstimator):
         network.eval()
         device = next(network.parameters()).device
         out = np.empty((X.shape[0], self._n_outputs()), dtype=np.float64)
-        with torch.no_grad():
+        with torch.no_grad(), torch_threads(self.n_jobs):
             for start in range(0, X.shape[0], PREDICT_CHUNK):
                 stop = start + PREDICT_CHUNK
                 xb = torch.from_numpy(x[start:stop]).to(device)
@@ -308,7 +318,7 @@ class _BaseNeuMiss(BaseEstimator):
         x, mask = self._standardize(X)
         block = self.network_.block
         device = next(block.parameters()).device
-        with torch.no_grad():
+        with torch.no_grad(), torch_threads(self.n_jobs):
             out = block(torch.from_numpy(x).to(device), torch.from_numpy(mask).to(device))
         imputed = out.cpu().numpy().astype(np.float64) * self.x_scale_ + self.x_mean_
         return np.where(np.isnan(X), imputed, X)
@@ -376,10 +386,10 @@ class NeuMissRegressor(RegressorMixin, _BaseNeuMiss):
     residual : bool, default=False
         Residual connections in the block (the ``+ Id`` of the Neumann recursion).
     optimizer : {"adam", "sgd"}, default="adam"
-    learning_rate : float, default=3e-3
+    learning_rate : float, default=1e-2
         Initial learning rate (on standardized X and y).
     batch_size : int or "auto", default="auto"
-        Mini-batch size; ``"auto"`` is ``min(256, max(8, n_train // 16))``.
+        Mini-batch size; ``"auto"`` is ``min(256, max(8, n_train // 64))``.
     max_epochs : int, default=100
     validation_fraction : float in [0, 1), default=0.1
         Share of rows held out for early stopping, the learning-rate schedule
@@ -395,6 +405,10 @@ class NeuMissRegressor(RegressorMixin, _BaseNeuMiss):
     random_state : int, RandomState or None, default=None
         Seeds the split, the initialisation and the shuffling: repeatable on CPU.
     device : {"cpu", "cuda", "auto"}, default="cpu"
+    n_jobs : int or None, default=None
+        Torch CPU threads during fit and predict (restored afterwards); None
+        means 1, -1 all cores. NeuMiss matrices are small (d x d), so one
+        thread is usually fastest and never stalls on a busy machine.
     verbose : int, default=0
         ``>= 1`` shows a tqdm progress bar (epoch, losses, validation R²).
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import torch
@@ -12,6 +14,20 @@ from torch import nn
 from tqdm.auto import tqdm
 
 OPTIMIZERS = ("adam", "sgd")
+
+
+@contextlib.contextmanager
+def torch_threads(n_jobs: int | None) -> Iterator[None]:
+    """Run the block with ``n_jobs`` torch CPU threads (scikit-learn's convention:
+    None = 1, -1 = all cores, -2 = all but one), then restore the previous setting."""
+    n_cpus = os.cpu_count() or 1
+    n = 1 if n_jobs is None else (n_jobs if n_jobs > 0 else max(1, n_cpus + 1 + n_jobs))
+    previous = torch.get_num_threads()
+    torch.set_num_threads(int(n))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 @dataclass

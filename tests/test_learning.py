@@ -14,6 +14,6 @@ def test_r2_within_002_of_bayes_predictor():
     X_train, y_train = draw(20_000)
     X_test, y_test = draw(10_000)
     bayes_r2 = r2_score(y_test, bayes_by_inversion(X_test, mean, cov, coef))
-    model = NeuMissRegressor(depth=5, learning_rate=0.01, random_state=0).fit(X_train, y_train)
+    model = NeuMissRegressor(depth=5, random_state=0).fit(X_train, y_train)
     gap = r2_score(y_test, model.predict(X_test)) - bayes_r2
     assert -0.02 <= gap <= 0.01, f"R2 - Bayes rate = {gap:.4f}"
