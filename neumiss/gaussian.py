@@ -8,8 +8,8 @@ For a Gaussian vector ``x ~ N(mean, cov)`` observed on the entries ``obs`` and m
 
 Both only depend on the inverse of ``cov_obs``, one matrix per distinct missingness pattern.
 Rows are grouped by pattern, patterns are grouped by their number ``k`` of observed entries,
-and every group is handled with batched linear algebra (a stack of ``k x k`` Cholesky
-factorizations and inverses), so there is no Python loop over rows, nor over patterns.
+and every group is handled with batched linear algebra (a stack of ``k x k`` inverses by
+recursive block elimination), so there is no Python loop over rows, nor over patterns.
 
 Two identities keep the work per pattern to one ``k x k`` inverse. Let ``P`` be
 ``cov_obs^{-1}`` embedded in a ``d x d`` zero matrix and ``w = P (x - mean)`` (zero on the
@@ -20,10 +20,10 @@ missing entries). Then
   columns) is ``cov - cov P cov``, so its sum over rows is ``n cov - cov (sum P) cov``.
 """
 
+import itertools
 from typing import NamedTuple
 
 import numpy as np
-import torch
 
 __all__ = [
     "ConditionalMoments",
@@ -64,12 +64,23 @@ def group_patterns(mask):
     return mask[first], inverse.reshape(-1).astype(np.intp, copy=False)
 
 
+class _PatternBatch(NamedTuple):
+    """Patterns sharing ``k`` observed entries, and their rows (see :class:`PatternLayout`)."""
+
+    k: int
+    observed: np.ndarray  # (n_batch_patterns, k): indices of the observed entries
+    counts: np.ndarray  # (n_batch_patterns,): number of rows of each pattern
+    first_rows: np.ndarray  # (n_batch_patterns,): one row of each pattern, aligned
+    other_rows: list  # [(rows, local pattern index)] for the remaining rows, in chunks
+
+
 class PatternLayout:
     """Rows of a mask grouped by missingness pattern, reusable across calls.
 
-    Patterns are sorted by their number of observed entries, so that each batch of
-    patterns shares the size of its observed block. Building the layout once and passing it
-    to :func:`conditional_moments` avoids regrouping the rows at every EM iteration.
+    Patterns are grouped by their number ``k`` of observed entries into batches whose stack
+    of ``k x k`` observed covariances fits a fixed memory budget. Building the layout once
+    and passing it to :func:`conditional_moments` avoids regrouping the rows at every EM
+    iteration.
 
     Parameters
     ----------
@@ -83,44 +94,51 @@ class PatternLayout:
         Distinct patterns, sorted by increasing number of observed entries.
     inverse : ndarray of shape (n_samples,)
         Pattern index of each row (``patterns[inverse]`` equals ``mask``).
-    counts : ndarray of shape (n_patterns,)
-        Number of rows of each pattern.
-    n_observed : ndarray of shape (n_patterns,)
-        Number of observed entries of each pattern (non-decreasing).
-    row_order : ndarray of shape (n_samples,)
-        Row indices sorted by pattern; the rows of pattern ``p`` are
-        ``row_order[row_start[p]:row_start[p + 1]]``.
-    row_start : ndarray of shape (n_patterns + 1,)
+    batches : list
+        Per batch: ``k``, the observed indices of its patterns (n_batch_patterns, k), their
+        row counts, one row of each pattern (aligned with the patterns, so that the usual
+        case of distinct rows needs no gathering), and the other rows with their pattern.
+        Patterns with no observed entry are in no batch.
     """
 
     def __init__(self, mask):
         self.mask = _check_mask(mask)
         patterns, inverse = group_patterns(self.mask)
-        n_features = self.mask.shape[1]
-        n_observed = n_features - patterns.sum(axis=1)
+        n_observed = self.mask.shape[1] - patterns.sum(axis=1)
         order = np.argsort(n_observed, kind="stable")
         rank = np.empty_like(order)
         rank[order] = np.arange(order.size)
         self.patterns = patterns[order]
-        self.n_observed = n_observed[order]
         self.inverse = rank[inverse]
-        self.counts = np.bincount(self.inverse, minlength=order.size)
-        self.row_order = np.argsort(self.inverse, kind="stable")
-        self.row_start = np.concatenate([[0], np.cumsum(self.counts)])
-
-    def batches(self):
-        """Yield ``(start, stop, k)``: pattern ranges sharing ``k >= 1`` observed entries.
-
-        Ranges are capped so that a stack of their ``k x k`` observed covariances stays
-        within a fixed memory budget.
-        """
-        for k in np.unique(self.n_observed):
-            if k == 0:
-                continue
-            lo, hi = np.searchsorted(self.n_observed, [k, k + 1])
-            step = max(1, _BATCH_ENTRIES // (int(k) * int(k)))
+        n_observed = n_observed[order]
+        counts = np.bincount(self.inverse, minlength=order.size)
+        row_order = np.argsort(self.inverse, kind="stable")
+        row_start = np.concatenate([[0], np.cumsum(counts)])
+        is_first = np.zeros(row_order.size, dtype=bool)
+        is_first[row_start[:-1]] = True
+        self.batches = []
+        for k in np.unique(n_observed[n_observed > 0]):
+            k = int(k)
+            lo, hi = np.searchsorted(n_observed, [k, k + 1])
+            step = max(1, _BATCH_ENTRIES // (k * k))
             for start in range(lo, hi, step):
-                yield start, min(start + step, hi), int(k)
+                stop = min(start + step, hi)
+                span = slice(row_start[start], row_start[stop])
+                rows, first = row_order[span], is_first[span]
+                others = rows[~first]
+                self.batches.append(
+                    _PatternBatch(
+                        k=k,
+                        observed=np.nonzero(~self.patterns[start:stop])[1].reshape(-1, k),
+                        counts=counts[start:stop].astype(float),
+                        first_rows=rows[first],
+                        other_rows=[
+                            (chunk, self.inverse[chunk] - start)
+                            for chunk in np.array_split(others, range(step, others.size, step))
+                            if chunk.size
+                        ],
+                    )
+                )
 
 
 class ConditionalMoments(NamedTuple):
@@ -163,7 +181,7 @@ def conditional_mean(X, mean, cov):
 
     Notes
     -----
-    ``cov_obs`` is inverted through a Cholesky factorization, one per distinct pattern,
+    ``cov_obs`` is inverted by block Cholesky elimination, one per distinct pattern,
     batched over the patterns that share a number of observed entries. A ``cov_obs`` that
     is not numerically positive definite is inverted with a pseudo-inverse (least-squares
     solution) instead.
@@ -235,27 +253,25 @@ def _solve_patterns(X, layout, mean, cov, accumulate):
     weights = np.zeros((n, d))
     prec_flat = np.zeros(d * d) if accumulate else None
     loglik = 0.0
-    for start, stop, k in layout.batches():
-        obs = np.nonzero(~layout.patterns[start:stop])[1].reshape(-1, k)
+    for batch in layout.batches:
+        obs, k = batch.observed, batch.k
         inv, logdet = _spd_inverse(cov[obs[:, :, None], obs[:, None, :]])
         if accumulate and k < d:
-            counts = layout.counts[start:stop].astype(float)
             flat_index = (obs[:, :, None] * d + obs[:, None, :]).ravel()
             prec_flat += np.bincount(
-                flat_index, weights=(inv * counts[:, None, None]).ravel(), minlength=d * d
+                flat_index, weights=(inv * batch.counts[:, None, None]).ravel(), minlength=d * d
             )
-        rows = layout.row_order[layout.row_start[start] : layout.row_start[stop]]
-        step = max(1, _BATCH_ENTRIES // (k * k))
-        for row_start in range(0, rows.size, step):
-            chunk = rows[row_start : row_start + step]
-            local = layout.inverse[chunk] - start
-            cols = obs[local]
-            resid = X[chunk[:, None], cols] - mean[cols]
-            w = np.matmul(inv[local], resid[:, :, None])[:, :, 0]
-            weights[chunk[:, None], cols] = w
+        row_groups = itertools.chain(
+            [(batch.first_rows, obs, inv, logdet)],
+            ((rows, obs[local], inv[local], logdet[local]) for rows, local in batch.other_rows),
+        )
+        for rows, cols, rows_inv, rows_logdet in row_groups:
+            resid = X[rows[:, None], cols] - mean[cols]
+            w = np.matmul(rows_inv, resid[:, :, None])[:, :, 0]
+            weights[rows[:, None], cols] = w
             if accumulate:
                 quad = np.einsum("ij,ij->i", resid, w)
-                loglik -= 0.5 * float(np.sum(quad + logdet[local] + k * np.log(2 * np.pi)))
+                loglik -= 0.5 * float(np.sum(quad + rows_logdet + k * np.log(2 * np.pi)))
     prec_sum = prec_flat.reshape(d, d) if accumulate else None
     return weights, prec_sum, (loglik if accumulate else None)
 
@@ -272,23 +288,59 @@ def _spd_inverse(mats):
     inv : ndarray of shape (batch, k, k)
     logdet : ndarray of shape (batch,)
 
-    Matrices whose Cholesky factorization fails (not numerically positive definite) get
-    their pseudo-inverse and pseudo-log-determinant instead, from an eigendecomposition
-    dropping eigenvalues below ``k * eps * largest eigenvalue``.
+    Matrices that are not numerically positive definite get their pseudo-inverse and
+    pseudo-log-determinant instead, from an eigendecomposition dropping the eigenvalues
+    below ``k * eps * largest eigenvalue`` (the least-squares solution).
     """
-    tmats = torch.from_numpy(np.ascontiguousarray(mats))
-    chol, info = torch.linalg.cholesky_ex(tmats)
-    inv = torch.cholesky_inverse(chol)
-    logdet = 2 * torch.log(torch.diagonal(chol, dim1=-2, dim2=-1)).sum(dim=-1)
-    failed = torch.nonzero(info).ravel()
-    if failed.numel():
-        eigval, eigvec = torch.linalg.eigh(tmats[failed])
+    inv, logdet, ok = _block_spd_inverse(mats)
+    failed = np.flatnonzero(~ok)
+    if failed.size:
+        eigval, eigvec = np.linalg.eigh(mats[failed])
         k = mats.shape[-1]
-        keep = eigval > k * np.finfo(float).eps * eigval[:, -1:].clamp(min=0)
-        inv_val = torch.where(keep, 1 / torch.where(keep, eigval, 1.0), 0.0)
-        inv[failed] = (eigvec * inv_val[:, None, :]) @ eigvec.mT
-        logdet[failed] = torch.where(keep, torch.log(torch.where(keep, eigval, 1.0)), 0.0).sum(-1)
-    return inv.numpy(), logdet.numpy()
+        keep = eigval > k * np.finfo(float).eps * np.maximum(eigval[:, -1:], 0)
+        safe = np.where(keep, eigval, 1.0)
+        inv[failed] = (eigvec * np.where(keep, 1 / safe, 0.0)[:, None, :]) @ eigvec.transpose(
+            0, 2, 1
+        )
+        logdet[failed] = np.log(safe).sum(axis=1)
+    return inv, logdet
+
+
+def _block_spd_inverse(mats):
+    """Recursive 2 x 2 block inversion of a stack of SPD matrices (Schur complements).
+
+    With ``mats = [[A, B], [B^T, C]]`` and ``S = C - B^T A^{-1} B``, the inverse is
+    ``[[A^{-1} + T S^{-1} T^T, -T S^{-1}], [-S^{-1} T^T, S^{-1}]]`` with ``T = A^{-1} B``, and
+    ``log det = log det A + log det S``. This is block Cholesky elimination, stable for SPD
+    matrices; unlike a LAPACK call per matrix its work is in batched matrix products, which
+    is much faster for the small matrices of missingness patterns.
+
+    Returns
+    -------
+    inv : ndarray of shape (batch, k, k)
+    logdet : ndarray of shape (batch,)
+    ok : ndarray of shape (batch,), bool
+        False where a pivot was not positive (matrix not numerically positive definite);
+        ``inv`` and ``logdet`` are then meaningless (but finite) for that matrix.
+    """
+    k = mats.shape[-1]
+    if k == 1:
+        pivot = mats[:, 0, 0]
+        ok = pivot > 0
+        safe = np.where(ok, pivot, 1.0)
+        return (1 / safe)[:, None, None], np.log(safe), ok
+    h = k // 2
+    inv_a, logdet_a, ok_a = _block_spd_inverse(mats[:, :h, :h])
+    b = mats[:, :h, h:]
+    t = inv_a @ b
+    inv_s, logdet_s, ok_s = _block_spd_inverse(mats[:, h:, h:] - b.transpose(0, 2, 1) @ t)
+    u = t @ inv_s
+    inv = np.empty_like(mats)
+    inv[:, :h, :h] = inv_a + u @ t.transpose(0, 2, 1)
+    inv[:, :h, h:] = -u
+    inv[:, h:, :h] = -u.transpose(0, 2, 1)
+    inv[:, h:, h:] = inv_s
+    return inv, logdet_a + logdet_s, ok_a & ok_s
 
 
 def _check_mask(mask):
