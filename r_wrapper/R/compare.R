@@ -62,11 +62,15 @@ compare_methods <- function(x, y, test_fraction = 0.25, seed = NULL, neumiss_arg
   }
   python_baseline <- function(name) {
     function() {
-      .py_call(
+      result <- .py_call(
         .adapter()$baseline_r2(name, .values(xtr), nrow(xtr), ytr, .values(xte),
                                nrow(xte), ncol(x), yte),
         sprintf("neumiss.baselines.%s failed", name)
       )
+      for (w in result$warnings) {
+        warning(sprintf("neumiss.baselines.%s: %s", name, w), call. = FALSE)
+      }
+      result$r2
     }
   }
   rows <- list(

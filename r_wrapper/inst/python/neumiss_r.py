@@ -29,6 +29,14 @@ def _float_list(array):
     return [float(v) for v in np.ravel(array)]
 
 
+def _collecting_warnings(func, *args):
+    """``func(*args)`` and the messages of the Python warnings it raised (for R to re-emit)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = func(*args)
+    return result, [str(w.message) for w in caught]
+
+
 def estimator_class(task):
     """The Python estimator class of an R ``task``."""
     if task not in _TASKS:
@@ -57,10 +65,8 @@ def fit(task, params, x, n_rows, n_cols, y):
     estimator = cls(**params)
     X = _matrix(x, n_rows, n_cols)
     target = _vector(y).astype(np.int64 if task == "classification" else np.float64)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        estimator.fit(X, target)
-    return {"estimator": estimator, "warnings": [str(w.message) for w in caught]}
+    estimator, messages = _collecting_warnings(estimator.fit, X, target)
+    return {"estimator": estimator, "warnings": messages}
 
 
 def predict(estimator, x, n_rows, n_cols):
@@ -124,12 +130,17 @@ def export_onnx(estimator, path):
 
 
 def baseline_r2(name, x_train, n_train, y_train, x_test, n_test, n_cols, y_test):
-    """Test R² of a baseline of ``neumiss.baselines`` (``EMRegressor``, ``MICERegressor``)."""
+    """Test R² of a baseline of ``neumiss.baselines`` (``EMRegressor``, ``MICERegressor``).
+
+    Returns ``{"r2", "warnings"}``.
+    """
     from sklearn.metrics import r2_score
 
     from neumiss import baselines
 
     model = getattr(baselines, name)()
-    model.fit(_matrix(x_train, n_train, n_cols), _vector(y_train).astype(np.float64))
+    X_train = _matrix(x_train, n_train, n_cols)
+    _, messages = _collecting_warnings(model.fit, X_train, _vector(y_train).astype(np.float64))
     predictions = model.predict(_matrix(x_test, n_test, n_cols))
-    return float(r2_score(_vector(y_test).astype(np.float64), predictions))
+    r2 = r2_score(_vector(y_test).astype(np.float64), predictions)
+    return {"r2": float(r2), "warnings": messages}

@@ -55,3 +55,13 @@ test_that("errors raised in Python arrive as R errors without traceback", {
   expect_no_match(conditionMessage(err), "Traceback|File \"")
   expect_null(conditionCall(err))
 })
+
+test_that("Python warnings become R warnings", {
+  skip_if_no_python_neumiss()
+  data <- simulate_data(n = 100)
+  x <- data$x
+  x[, "v3"] <- NA
+  expect_warning(fit <- neumiss(x, data$y, max_epochs = 2, seed = 1),
+                 "missing in every training row")
+  expect_length(predict(fit, x), 100)
+})
