@@ -288,6 +288,8 @@ class MICERegressor(_MissingValuesRegressor):
     ----------
     imputer_ : IterativeImputer
     regressor_ : LinearRegression
+    n_iter_ : int
+        Imputation rounds run.
     n_features_in_ : int
     feature_names_in_ : ndarray of str, only when ``X`` has string column names.
     """
@@ -299,6 +301,7 @@ class MICERegressor(_MissingValuesRegressor):
     def _fit(self, X, y):
         self.imputer_ = IterativeImputer(max_iter=self.max_iter, random_state=self.random_state)
         self.regressor_ = LinearRegression().fit(self.imputer_.fit_transform(X), y)
+        self.n_iter_ = self.imputer_.n_iter_
 
     def _predict(self, X):
         return self.regressor_.predict(self.imputer_.transform(X))
@@ -335,7 +338,8 @@ class ImputeMaskMLPRegressor(_MissingValuesRegressor):
     ----------
     width : int or None, default=None
         Hidden units. None picks it among ``width_factors * n_features`` on a validation
-        split (paper: between ``d`` and ``100 d``).
+        split (paper: between ``d`` and ``100 d``). With too few samples for validation
+        (fewer than 2 on either side), the smallest candidate is used without early stopping.
     width_factors : tuple of int, default=(1, 5, 20)
         Candidate widths as multiples of ``n_features`` when ``width`` is None.
     validation_fraction : float, default=0.1
@@ -354,6 +358,8 @@ class ImputeMaskMLPRegressor(_MissingValuesRegressor):
     ----------
     best_width_ : int
         Hidden units of the kept network.
+    n_iter_ : int
+        Epochs run by the kept network.
     validation_scores_ : dict
         Validation R^2 of every candidate width (only when ``width`` is None).
     mlp_ : MLPRegressor
@@ -385,6 +391,9 @@ class ImputeMaskMLPRegressor(_MissingValuesRegressor):
 
     def _fit(self, X, y):
         n_features = X.shape[1]
+        fraction = self.validation_fraction
+        if not isinstance(fraction, numbers.Real) or not 0 < fraction < 1:
+            raise ValueError(f"validation_fraction must be in (0, 1), got {fraction!r}.")
         if self.width is None:
             widths = sorted({int(f) * n_features for f in self.width_factors})
             if not widths or widths[0] < 1:
@@ -400,9 +409,10 @@ class ImputeMaskMLPRegressor(_MissingValuesRegressor):
         self.y_scale_ = float(np.std(y)) or 1.0
         inputs = self._inputs(X)
         target = (y - self.y_mean_) / self.y_scale_
-        if len(widths) == 1:
+        if len(widths) == 1 or not self._can_validate(X.shape[0]):
             self.best_width_ = widths[0]
-            self.mlp_ = self._make_mlp(widths[0]).fit(inputs, target)
+            self.mlp_ = self._make_mlp(widths[0], X.shape[0]).fit(inputs, target)
+            self.n_iter_ = self.mlp_.n_iter_
             return
         in_train, in_val, t_train, t_val = train_test_split(
             inputs,
@@ -412,10 +422,11 @@ class ImputeMaskMLPRegressor(_MissingValuesRegressor):
         )
         self.validation_scores_ = {}
         for width in widths:
-            mlp = self._make_mlp(width).fit(in_train, t_train)
+            mlp = self._make_mlp(width, in_train.shape[0]).fit(in_train, t_train)
             self.validation_scores_[width] = mlp.score(in_val, t_val)
             if width == max(self.validation_scores_, key=self.validation_scores_.get):
                 self.best_width_, self.mlp_ = width, mlp
+        self.n_iter_ = self.mlp_.n_iter_
 
     def _predict(self, X):
         return self.mlp_.predict(self._inputs(X)) * self.y_scale_ + self.y_mean_
@@ -423,7 +434,12 @@ class ImputeMaskMLPRegressor(_MissingValuesRegressor):
     def _inputs(self, X):
         return _impute_and_mask((X - self.x_mean_) / self.x_scale_, 0.0)
 
-    def _make_mlp(self, width):
+    def _can_validate(self, n_samples):
+        """Whether ``n_samples`` leave at least 2 samples on each side of a validation split."""
+        n_val = int(np.ceil(self.validation_fraction * n_samples))
+        return n_val >= 2 and n_samples - n_val >= 2
+
+    def _make_mlp(self, width, n_samples):
         learning_rate = self.learning_rate_init
         if learning_rate == "auto":
             learning_rate = 1e-2 / self.n_features_in_
@@ -435,7 +451,7 @@ class ImputeMaskMLPRegressor(_MissingValuesRegressor):
             batch_size=self.batch_size,
             learning_rate_init=learning_rate,
             max_iter=self.max_iter,
-            early_stopping=True,
+            early_stopping=self._can_validate(n_samples),
             validation_fraction=self.validation_fraction,
             random_state=self.random_state,
         )

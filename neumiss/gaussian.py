@@ -36,6 +36,10 @@ __all__ = [
 # Largest number of float64 matrix entries held in one batch (about 32 MB).
 _BATCH_ENTRIES = 2**22
 
+# Relative pivot (and eigenvalue) threshold below which a covariance block is treated as
+# singular and pseudo-inverted (see _spd_inverse).
+_RCOND = 1e-10
+
 
 def group_patterns(mask):
     """Group the rows of a missingness mask by distinct pattern.
@@ -183,8 +187,8 @@ def conditional_mean(X, mean, cov):
     -----
     ``cov_obs`` is inverted by block Cholesky elimination, one per distinct pattern,
     batched over the patterns that share a number of observed entries. A ``cov_obs`` that
-    is not numerically positive definite is inverted with a pseudo-inverse (least-squares
-    solution) instead.
+    is (nearly) singular, with a condition number around 1e10 or more, is inverted with a
+    pseudo-inverse (least-squares solution) instead.
     """
     X, mean, cov = _check_inputs(X, mean, cov)
     mask = np.isnan(X)
@@ -288,25 +292,25 @@ def _spd_inverse(mats):
     inv : ndarray of shape (batch, k, k)
     logdet : ndarray of shape (batch,)
 
-    Matrices that are not numerically positive definite get their pseudo-inverse and
-    pseudo-log-determinant instead, from an eigendecomposition dropping the eigenvalues
-    below ``k * eps * largest eigenvalue`` (the least-squares solution).
+    A matrix with a pivot below ``_RCOND`` times its largest diagonal entry (condition
+    number around ``1 / _RCOND`` or more, or not positive definite) gets instead the
+    pseudo-inverse and pseudo-log-determinant from its eigendecomposition, dropping the
+    eigenvalues below ``_RCOND`` times the largest (a least-squares solution).
     """
-    inv, logdet, ok = _block_spd_inverse(mats)
+    largest = np.abs(np.diagonal(mats, axis1=1, axis2=2)).max(axis=1)
+    inv, logdet, ok = _block_spd_inverse(mats, _RCOND * largest)
     failed = np.flatnonzero(~ok)
     if failed.size:
         eigval, eigvec = np.linalg.eigh(mats[failed])
-        k = mats.shape[-1]
-        keep = eigval > k * np.finfo(float).eps * np.maximum(eigval[:, -1:], 0)
+        keep = eigval > _RCOND * np.maximum(eigval[:, -1:], 0)
         safe = np.where(keep, eigval, 1.0)
-        inv[failed] = (eigvec * np.where(keep, 1 / safe, 0.0)[:, None, :]) @ eigvec.transpose(
-            0, 2, 1
-        )
+        scaled = eigvec * np.where(keep, 1 / safe, 0.0)[:, None, :]
+        inv[failed] = scaled @ eigvec.transpose(0, 2, 1)
         logdet[failed] = np.log(safe).sum(axis=1)
     return inv, logdet
 
 
-def _block_spd_inverse(mats):
+def _block_spd_inverse(mats, floor):
     """Recursive 2 x 2 block inversion of a stack of SPD matrices (Schur complements).
 
     With ``mats = [[A, B], [B^T, C]]`` and ``S = C - B^T A^{-1} B``, the inverse is
@@ -315,25 +319,31 @@ def _block_spd_inverse(mats):
     matrices; unlike a LAPACK call per matrix its work is in batched matrix products, which
     is much faster for the small matrices of missingness patterns.
 
+    Parameters
+    ----------
+    mats : ndarray of shape (batch, k, k)
+    floor : ndarray of shape (batch,)
+        Smallest acceptable pivot of each matrix.
+
     Returns
     -------
     inv : ndarray of shape (batch, k, k)
     logdet : ndarray of shape (batch,)
     ok : ndarray of shape (batch,), bool
-        False where a pivot was not positive (matrix not numerically positive definite);
-        ``inv`` and ``logdet`` are then meaningless (but finite) for that matrix.
+        False where a pivot was not above ``floor``; ``inv`` and ``logdet`` are then
+        meaningless (but finite) for that matrix.
     """
     k = mats.shape[-1]
     if k == 1:
         pivot = mats[:, 0, 0]
-        ok = pivot > 0
+        ok = pivot > floor
         safe = np.where(ok, pivot, 1.0)
         return (1 / safe)[:, None, None], np.log(safe), ok
     h = k // 2
-    inv_a, logdet_a, ok_a = _block_spd_inverse(mats[:, :h, :h])
+    inv_a, logdet_a, ok_a = _block_spd_inverse(mats[:, :h, :h], floor)
     b = mats[:, :h, h:]
     t = inv_a @ b
-    inv_s, logdet_s, ok_s = _block_spd_inverse(mats[:, h:, h:] - b.transpose(0, 2, 1) @ t)
+    inv_s, logdet_s, ok_s = _block_spd_inverse(mats[:, h:, h:] - b.transpose(0, 2, 1) @ t, floor)
     u = t @ inv_s
     inv = np.empty_like(mats)
     inv[:, :h, :h] = inv_a + u @ t.transpose(0, 2, 1)
