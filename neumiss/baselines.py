@@ -440,6 +440,9 @@ class ImputeMaskMLPRegressor(_MissingValuesRegressor):
         return n_val >= 2 and n_samples - n_val >= 2
 
     def _make_mlp(self, width, n_samples):
+        early_stopping = self._can_validate(n_samples)
+        if early_stopping:
+            n_samples -= int(np.ceil(self.validation_fraction * n_samples))
         learning_rate = self.learning_rate_init
         if learning_rate == "auto":
             learning_rate = 1e-2 / self.n_features_in_
@@ -448,10 +451,10 @@ class ImputeMaskMLPRegressor(_MissingValuesRegressor):
             activation="relu",
             solver="adam",
             alpha=self.alpha,
-            batch_size=self.batch_size,
+            batch_size=min(self.batch_size, n_samples),
             learning_rate_init=learning_rate,
             max_iter=self.max_iter,
-            early_stopping=self._can_validate(n_samples),
+            early_stopping=early_stopping,
             validation_fraction=self.validation_fraction,
             random_state=self.random_state,
         )
