@@ -24,6 +24,7 @@ import itertools
 from typing import NamedTuple
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 __all__ = [
     "ConditionalMoments",
@@ -253,17 +254,27 @@ def _solve_patterns(X, layout, mean, cov, accumulate):
     loglik : float or None
         Observed-data log-likelihood (only when ``accumulate``).
     """
+    # The work is many small matrix products: BLAS threads only add overhead (and contend
+    # for the cores on a busy machine).
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _solve_patterns_serial(X, layout, mean, cov, accumulate)
+
+
+def _solve_patterns_serial(X, layout, mean, cov, accumulate):
     n, d = X.shape
     weights = np.zeros((n, d))
     prec_flat = np.zeros(d * d) if accumulate else None
     loglik = 0.0
     for batch in layout.batches:
         obs, k = batch.observed, batch.k
-        inv, logdet = _spd_inverse(cov[obs[:, :, None], obs[:, None, :]])
+        # Flat indices of the observed block of ``cov``, for the gather and the scatter-add.
+        flat_index = obs[:, :, None] * d + obs[:, None, :]
+        inv, logdet = _spd_inverse(cov.ravel()[flat_index])
         if accumulate and k < d:
-            flat_index = (obs[:, :, None] * d + obs[:, None, :]).ravel()
             prec_flat += np.bincount(
-                flat_index, weights=(inv * batch.counts[:, None, None]).ravel(), minlength=d * d
+                flat_index.ravel(),
+                weights=(inv * batch.counts[:, None, None]).ravel(),
+                minlength=d * d,
             )
         row_groups = itertools.chain(
             [(batch.first_rows, obs, inv, logdet)],
