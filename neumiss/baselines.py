@@ -273,7 +273,7 @@ def _run_em(Z, start, ridge, tol, max_iter, accelerate):
                 if objective >= history[-1]:
                     history.append(objective)
                     current, update = extrapolated, extrapolated_update
-        converged = history[-1] - cycle_start < tol
+        converged = bool(history[-1] - cycle_start < tol)
     return update, np.array(history), n_iter, converged
 
 

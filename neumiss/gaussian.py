@@ -6,18 +6,23 @@ For a Gaussian vector ``x ~ N(mean, cov)`` observed on the entries ``obs`` and m
 * mean ``mean_mis + cov_mis,obs cov_obs^{-1} (x_obs - mean_obs)`` (paper, eq. 3),
 * covariance ``cov_mis|obs = cov_mis,mis - cov_mis,obs cov_obs^{-1} cov_obs,mis``.
 
-Both only depend on the inverse of ``cov_obs``, one matrix per distinct missingness pattern.
-Rows are grouped by pattern, patterns are grouped by their number ``k`` of observed entries,
-and every group is handled with batched linear algebra (a stack of ``k x k`` inverses by
-recursive block elimination), so there is no Python loop over rows, nor over patterns.
+Both need one matrix inverse per distinct missingness pattern. Rows are grouped by pattern,
+patterns by the size of that inverse, and every group is handled with batched linear algebra
+(a stack of inverses by recursive block elimination): there is no Python loop over rows,
+nor over patterns.
 
-Two identities keep the work per pattern to one ``k x k`` inverse. Let ``P`` be
-``cov_obs^{-1}`` embedded in a ``d x d`` zero matrix and ``w = P (x - mean)`` (zero on the
-missing entries). Then
+A pattern is handled on its smaller side. With ``P`` the inverse of ``cov_obs`` embedded in
+a ``d x d`` zero matrix and ``w = P (x - mean)``,
 
 * ``E[x | x_obs] = mean + cov w`` (on the observed entries this gives back ``x_obs``),
-* the conditional covariance of ``x`` embedded in ``d x d`` (zero on observed rows and
+* the conditional covariance of ``x`` embedded in ``d x d`` (zero on the observed rows and
   columns) is ``cov - cov P cov``, so its sum over rows is ``n cov - cov (sum P) cov``.
+
+With more observed than missing entries, the precision matrix ``Q = cov^{-1}`` gives the
+same from an inverse of the smaller ``Q_mis,mis``: ``cov_mis|obs = Q_mis,mis^{-1}``,
+``E[x_mis | x_obs] = mean_mis - Q_mis,mis^{-1} (Q (x - mean)_obs)_mis`` and
+``log det cov_obs = log det cov + log det Q_mis,mis``. This route needs a well-conditioned
+``cov``; otherwise every pattern goes through ``cov_obs``.
 """
 
 import itertools
@@ -40,6 +45,9 @@ _BATCH_ENTRIES = 2**22
 # Relative pivot (and eigenvalue) threshold below which a covariance block is treated as
 # singular and pseudo-inverted (see _spd_inverse).
 _RCOND = 1e-10
+
+# Relative pivot threshold of ``cov`` for the precision route (condition number < ~1e8).
+_PRECISION_RCOND = 1e-8
 
 
 def group_patterns(mask):
@@ -70,10 +78,10 @@ def group_patterns(mask):
 
 
 class _PatternBatch(NamedTuple):
-    """Patterns sharing ``k`` observed entries, and their rows (see :class:`PatternLayout`)."""
+    """Patterns handled together, and their rows (see :class:`PatternLayout`)."""
 
-    k: int
-    observed: np.ndarray  # (n_batch_patterns, k): indices of the observed entries
+    on_missing: bool  # the indices are the missing entries (precision route)
+    indices: np.ndarray  # (n_batch_patterns, size): observed, or missing, entries
     counts: np.ndarray  # (n_batch_patterns,): number of rows of each pattern
     first_rows: np.ndarray  # (n_batch_patterns,): one row of each pattern, aligned
     other_rows: list  # [(rows, local pattern index)] for the remaining rows, in chunks
@@ -82,10 +90,8 @@ class _PatternBatch(NamedTuple):
 class PatternLayout:
     """Rows of a mask grouped by missingness pattern, reusable across calls.
 
-    Patterns are grouped by their number ``k`` of observed entries into batches whose stack
-    of ``k x k`` observed covariances fits a fixed memory budget. Building the layout once
-    and passing it to :func:`conditional_moments` avoids regrouping the rows at every EM
-    iteration.
+    Building the layout once and passing it to :func:`conditional_moments` avoids
+    regrouping the rows at every EM iteration.
 
     Parameters
     ----------
@@ -99,11 +105,6 @@ class PatternLayout:
         Distinct patterns, sorted by increasing number of observed entries.
     inverse : ndarray of shape (n_samples,)
         Pattern index of each row (``patterns[inverse]`` equals ``mask``).
-    batches : list
-        Per batch: ``k``, the observed indices of its patterns (n_batch_patterns, k), their
-        row counts, one row of each pattern (aligned with the patterns, so that the usual
-        case of distinct rows needs no gathering), and the other rows with their pattern.
-        Patterns with no observed entry are in no batch.
     """
 
     def __init__(self, mask):
@@ -115,34 +116,61 @@ class PatternLayout:
         rank[order] = np.arange(order.size)
         self.patterns = patterns[order]
         self.inverse = rank[inverse]
-        n_observed = n_observed[order]
-        counts = np.bincount(self.inverse, minlength=order.size)
-        row_order = np.argsort(self.inverse, kind="stable")
-        row_start = np.concatenate([[0], np.cumsum(counts)])
-        is_first = np.zeros(row_order.size, dtype=bool)
-        is_first[row_start[:-1]] = True
-        self.batches = []
-        for k in np.unique(n_observed[n_observed > 0]):
-            k = int(k)
-            lo, hi = np.searchsorted(n_observed, [k, k + 1])
-            step = max(1, _BATCH_ENTRIES // (k * k))
+        self._n_observed = n_observed[order]
+        self._counts = np.bincount(self.inverse, minlength=order.size)
+        self._row_order = np.argsort(self.inverse, kind="stable")
+        self._row_start = np.concatenate([[0], np.cumsum(self._counts)])
+        self._batches = {}
+
+    def batches(self, precision_route):
+        """Batches of patterns sharing the size of the matrix to invert (cached).
+
+        Parameters
+        ----------
+        precision_route : bool
+            If True, patterns with fewer missing than observed entries are batched by their
+            missing entries (complete rows included, with none); otherwise every pattern is
+            batched by its observed entries. Patterns with nothing observed are left out.
+
+        Returns
+        -------
+        list of _PatternBatch
+            Each batch holds the indices of its patterns, their row counts, one row of each
+            pattern (aligned with the patterns, so that the usual case of distinct rows needs
+            no gathering) and the other rows with their pattern, in chunks. A batch's stack of
+            matrices fits a fixed memory budget.
+        """
+        if precision_route not in self._batches:
+            self._batches[precision_route] = list(self._make_batches(precision_route))
+        return self._batches[precision_route]
+
+    def _make_batches(self, precision_route):
+        n_features = self.mask.shape[1]
+        is_first = np.zeros(self._row_order.size, dtype=bool)
+        is_first[self._row_start[:-1]] = True
+        for k in np.unique(self._n_observed):
+            on_missing = precision_route and n_features - k < k
+            size = int(n_features - k if on_missing else k)
+            if size == 0 and not on_missing:
+                continue
+            lo, hi = np.searchsorted(self._n_observed, [k, k + 1])
+            step = max(1, _BATCH_ENTRIES // max(1, size * size))
             for start in range(lo, hi, step):
                 stop = min(start + step, hi)
-                span = slice(row_start[start], row_start[stop])
-                rows, first = row_order[span], is_first[span]
+                span = slice(self._row_start[start], self._row_start[stop])
+                rows, first = self._row_order[span], is_first[span]
                 others = rows[~first]
-                self.batches.append(
-                    _PatternBatch(
-                        k=k,
-                        observed=np.nonzero(~self.patterns[start:stop])[1].reshape(-1, k),
-                        counts=counts[start:stop].astype(float),
-                        first_rows=rows[first],
-                        other_rows=[
-                            (chunk, self.inverse[chunk] - start)
-                            for chunk in np.array_split(others, range(step, others.size, step))
-                            if chunk.size
-                        ],
-                    )
+                selected = self.patterns[start:stop] if on_missing else ~self.patterns[start:stop]
+                yield _PatternBatch(
+                    on_missing=on_missing,
+                    indices=np.nonzero(selected)[1].reshape(stop - start, size),
+                    counts=self._counts[start:stop].astype(float),
+                    first_rows=rows[first],
+                    other_rows=[
+                        (chunk, self.inverse[chunk] - start)
+                        for chunk in np.array_split(others, range(step, others.size, step))
+                        if chunk.size
+                    ],
                 )
 
 
@@ -186,19 +214,19 @@ def conditional_mean(X, mean, cov):
 
     Notes
     -----
-    ``cov_obs`` is inverted by block Cholesky elimination, one per distinct pattern,
-    batched over the patterns that share a number of observed entries. A ``cov_obs`` that
-    is (nearly) singular, with a condition number around 1e10 or more, is inverted with a
-    pseudo-inverse (least-squares solution) instead.
+    One matrix is inverted per distinct pattern, by block Cholesky elimination batched over
+    the patterns that share its size: ``cov_obs``, or ``Q_mis,mis`` from the precision
+    matrix when fewer entries are missing than observed (see the module docstring). A
+    (nearly) singular ``cov_obs``, with a condition number around 1e10 or more, is inverted
+    with a pseudo-inverse (least-squares solution) instead.
     """
     X, mean, cov = _check_inputs(X, mean, cov)
     mask = np.isnan(X)
     partial = np.flatnonzero(mask.any(axis=1) & ~mask.all(axis=1))
     filled = np.where(mask, mean, X)
     if partial.size:
-        layout = PatternLayout(mask[partial])
-        weights, _, _ = _solve_patterns(X[partial], layout, mean, cov, accumulate=False)
-        filled[partial] = np.where(mask[partial], mean + weights @ cov, X[partial])
+        solved = _solve_patterns(X[partial], PatternLayout(mask[partial]), mean, cov, False)
+        filled[partial] = solved.fill(X[partial], mask[partial], mean, cov)
     return filled
 
 
@@ -230,30 +258,48 @@ def conditional_moments(X, mean, cov, layout=None):
         raise ValueError(
             f"layout was built for a mask of shape {layout.mask.shape}, X has shape {X.shape}."
         )
-    mask = layout.mask
-    weights, prec_sum, loglik = _solve_patterns(X, layout, mean, cov, accumulate=True)
-    filled = np.where(mask, mean + weights @ cov, X)
-    # Rows without missing entries have a zero conditional covariance: leave them out of
-    # n * cov - cov (sum P) cov rather than relying on the cancellation.
-    n_incomplete = np.count_nonzero(mask.any(axis=1))
-    cond_cov_sum = n_incomplete * cov - cov @ prec_sum @ cov
+    solved = _solve_patterns(X, layout, mean, cov, accumulate=True)
+    cond_cov_sum = solved.n_through_obs * cov - cov @ solved.prec_sum @ cov + solved.mis_cov_sum
     cond_cov_sum = (cond_cov_sum + cond_cov_sum.T) / 2
-    return ConditionalMoments(filled, cond_cov_sum, loglik)
+    return ConditionalMoments(solved.fill(X, layout.mask, mean, cov), cond_cov_sum, solved.loglik)
+
+
+class _Solved(NamedTuple):
+    """Per-pattern solves of :func:`_solve_patterns`.
+
+    Attributes
+    ----------
+    weights : ndarray of shape (n_samples, n_features)
+        ``cov_obs^{-1} (x_obs - mean_obs)`` on the observed entries of the rows handled
+        through ``cov_obs``; 0 elsewhere.
+    correction : ndarray of shape (n_samples, n_features)
+        ``mean_mis - E[x_mis | x_obs]`` on the missing entries of the rows handled through
+        the precision matrix; 0 elsewhere.
+    prec_sum : ndarray of shape (n_features, n_features) or None
+        Sum of ``P`` (``cov_obs^{-1}`` embedded in zeros) over the incomplete rows handled
+        through ``cov_obs``.
+    n_through_obs : int or None
+        Number of those rows, plus the rows with nothing observed (``P = 0``).
+    mis_cov_sum : ndarray of shape (n_features, n_features) or None
+        Sum of the embedded ``cov_mis|obs`` over the rows handled through the precision.
+    loglik : float or None
+        Observed-data log-likelihood. The last four are only computed with ``accumulate``.
+    """
+
+    weights: np.ndarray
+    correction: np.ndarray
+    prec_sum: np.ndarray
+    n_through_obs: int
+    mis_cov_sum: np.ndarray
+    loglik: float
+
+    def fill(self, X, mask, mean, cov):
+        """``X`` with each missing entry replaced by its conditional expectation."""
+        return np.where(mask, mean + self.weights @ cov - self.correction, X)
 
 
 def _solve_patterns(X, layout, mean, cov, accumulate):
-    """Apply ``cov_obs^{-1}`` of every row's pattern to its centered observed entries.
-
-    Returns
-    -------
-    weights : ndarray of shape (n_samples, n_features)
-        ``cov_obs^{-1} (x_obs - mean_obs)`` on the observed entries, 0 on the missing ones.
-    prec_sum : ndarray of shape (n_features, n_features) or None
-        Sum over incomplete rows of ``cov_obs^{-1}`` embedded in a zero ``d x d`` matrix
-        (only when ``accumulate``).
-    loglik : float or None
-        Observed-data log-likelihood (only when ``accumulate``).
-    """
+    """Solve every row's pattern; see :class:`_Solved` for the output."""
     # The work is many small matrix products: BLAS threads only add overhead (and contend
     # for the cores on a busy machine).
     with threadpool_limits(limits=1, user_api="blas"):
@@ -262,33 +308,68 @@ def _solve_patterns(X, layout, mean, cov, accumulate):
 
 def _solve_patterns_serial(X, layout, mean, cov, accumulate):
     n, d = X.shape
+    mask = layout.mask
+    centered = np.where(mask, 0.0, X - mean)
+    precision, logdet_cov = _precision(cov)
+    projected = None if precision is None else centered @ precision
     weights = np.zeros((n, d))
-    prec_flat = np.zeros(d * d) if accumulate else None
+    correction = np.zeros((n, d))
+    sums = {False: np.zeros(d * d), True: np.zeros(d * d)}  # by on_missing
+    n_through_obs = np.count_nonzero(mask.all(axis=1))
     loglik = 0.0
-    for batch in layout.batches:
-        obs, k = batch.observed, batch.k
-        # Flat indices of the observed block of ``cov``, for the gather and the scatter-add.
-        flat_index = obs[:, :, None] * d + obs[:, None, :]
-        inv, logdet = _spd_inverse(cov.ravel()[flat_index])
-        if accumulate and k < d:
-            prec_flat += np.bincount(
+    for batch in layout.batches(precision is not None):
+        idx, on_missing = batch.indices, batch.on_missing
+        size = idx.shape[1]
+        # Flat indices of the block to invert, for the gather and the scatter-add.
+        flat_index = idx[:, :, None] * d + idx[:, None, :]
+        source = precision if on_missing else cov
+        inv, logdet = _spd_inverse(source.ravel()[flat_index])
+        if accumulate and (on_missing or size < d):
+            sums[on_missing] += np.bincount(
                 flat_index.ravel(),
                 weights=(inv * batch.counts[:, None, None]).ravel(),
                 minlength=d * d,
             )
+            n_through_obs += 0 if on_missing else int(batch.counts.sum())
         row_groups = itertools.chain(
-            [(batch.first_rows, obs, inv, logdet)],
-            ((rows, obs[local], inv[local], logdet[local]) for rows, local in batch.other_rows),
+            [(batch.first_rows, idx, inv, logdet)],
+            ((rows, idx[local], inv[local], logdet[local]) for rows, local in batch.other_rows),
         )
         for rows, cols, rows_inv, rows_logdet in row_groups:
-            resid = X[rows[:, None], cols] - mean[cols]
-            w = np.matmul(rows_inv, resid[:, :, None])[:, :, 0]
-            weights[rows[:, None], cols] = w
+            if on_missing:
+                # Q_mis,mis^{-1} (Q (x - mean)_obs)_mis; Q (x - mean)_obs is ``projected``.
+                rhs = projected[rows[:, None], cols]
+                solution = np.matmul(rows_inv, rhs[:, :, None])[:, :, 0]
+                correction[rows[:, None], cols] = solution
+            else:
+                rhs = centered[rows[:, None], cols]
+                solution = np.matmul(rows_inv, rhs[:, :, None])[:, :, 0]
+                weights[rows[:, None], cols] = solution
             if accumulate:
-                quad = np.einsum("ij,ij->i", resid, w)
-                loglik -= 0.5 * float(np.sum(quad + rows_logdet + k * np.log(2 * np.pi)))
-    prec_sum = prec_flat.reshape(d, d) if accumulate else None
-    return weights, prec_sum, (loglik if accumulate else None)
+                quad = np.einsum("ij,ij->i", rhs, solution)
+                n_obs = d - size if on_missing else size
+                if on_missing:
+                    # (x - mean)_obs^T cov_obs^{-1} (x - mean)_obs = r^T Q r - rhs^T solution
+                    quad = np.einsum("ij,ij->i", centered[rows], projected[rows]) - quad
+                    rows_logdet = logdet_cov + rows_logdet
+                loglik -= 0.5 * float(np.sum(quad + rows_logdet + n_obs * np.log(2 * np.pi)))
+    if not accumulate:
+        return _Solved(weights, correction, None, None, None, None)
+    return _Solved(
+        weights,
+        correction,
+        sums[False].reshape(d, d),
+        n_through_obs,
+        sums[True].reshape(d, d),
+        loglik,
+    )
+
+
+def _precision(cov):
+    """``(cov^{-1}, log det cov)``, or ``(None, None)`` if ``cov`` is ill-conditioned."""
+    largest = np.abs(np.diagonal(cov)).max(initial=0.0)
+    inv, logdet, ok = _block_spd_inverse(cov[None], np.array([_PRECISION_RCOND * largest]))
+    return (inv[0], float(logdet[0])) if ok[0] and largest > 0 else (None, None)
 
 
 def _spd_inverse(mats):
@@ -308,6 +389,8 @@ def _spd_inverse(mats):
     pseudo-inverse and pseudo-log-determinant from its eigendecomposition, dropping the
     eigenvalues below ``_RCOND`` times the largest (a least-squares solution).
     """
+    if mats.shape[-1] == 0:
+        return np.zeros(mats.shape), np.zeros(len(mats))
     largest = np.abs(np.diagonal(mats, axis1=1, axis2=2)).max(axis=1)
     inv, logdet, ok = _block_spd_inverse(mats, _RCOND * largest)
     failed = np.flatnonzero(~ok)
@@ -349,7 +432,8 @@ def _block_spd_inverse(mats, floor):
         pivot = mats[:, 0, 0]
         ok = pivot > floor
         safe = np.where(ok, pivot, 1.0)
-        return (1 / safe)[:, None, None], np.log(safe), ok
+        # A failed pivot is dropped (inverse 0), which keeps the rest finite.
+        return np.where(ok, 1 / safe, 0.0)[:, None, None], np.log(safe), ok
     h = k // 2
     inv_a, logdet_a, ok_a = _block_spd_inverse(mats[:, :h, :h], floor)
     b = mats[:, :h, h:]

@@ -53,6 +53,16 @@ def _per_row_reference(X, mean, cov):
 SHAPES = [(400, 3), (300, 6), (120, 14)]
 
 
+@pytest.fixture(params=["precision", "observed"], autouse=True)
+def route(request, monkeypatch):
+    """Run each test with both routes: patterns with few missing entries through the
+    precision matrix (default), or every pattern through its observed block."""
+    if request.param == "observed":
+        monkeypatch.setattr(gaussian, "_PRECISION_RCOND", 2.0)  # no pivot passes: no Q
+        assert gaussian._precision(np.eye(2))[0] is None
+    return request.param
+
+
 @pytest.mark.parametrize(("n", "d"), SHAPES)
 def test_conditional_mean_matches_per_row_inverse(n, d):
     X, mean, cov = _data(n, d, np.random.default_rng(d))
@@ -83,8 +93,10 @@ def test_small_batches_give_the_same_result(monkeypatch):
     whole = conditional_moments(X, mean, cov)
     monkeypatch.setattr(gaussian, "_BATCH_ENTRIES", 20)
     layout = PatternLayout(np.isnan(X))
-    assert len(layout.batches) > 10
-    assert any(len(batch.other_rows) > 1 for batch in layout.batches)
+    for precision_route in (False, True):
+        batches = layout.batches(precision_route)
+        assert len(batches) > 5
+        assert any(len(batch.other_rows) > 1 for batch in batches)
     split = conditional_moments(X, mean, cov, layout=layout)
     np.testing.assert_allclose(split.filled, whole.filled, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(split.cond_cov_sum, whole.cond_cov_sum, rtol=1e-10, atol=1e-10)
