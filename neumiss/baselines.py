@@ -22,6 +22,7 @@ from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import train_test_split
 from sklearn.neural_network import MLPRegressor
 from sklearn.utils.validation import check_is_fitted
+from threadpoolctl import threadpool_limits
 
 from ._validation import check_features, check_training_data
 from .gaussian import PatternLayout, conditional_mean, conditional_moments
@@ -252,6 +253,12 @@ def _run_em(Z, start, ridge, tol, max_iter, accelerate):
         new_cov = (centered.T @ centered + moments.cond_cov_sum) / n + ridge
         return objective, (new_mean, new_cov)
 
+    with threadpool_limits(limits=1, user_api="blas"):  # as in neumiss.gaussian
+        return _em_iterations(em_step, start, tol, max_iter, accelerate)
+
+
+def _em_iterations(em_step, start, tol, max_iter, accelerate):
+    """The iterations of :func:`_run_em`, given its ``em_step``."""
     # Invariant: ``current`` has objective history[-1] and ``update`` is its EM update.
     current = start
     objective, update = em_step(current)

@@ -25,6 +25,7 @@ same from an inverse of the smaller ``Q_mis,mis``: ``cov_mis|obs = Q_mis,mis^{-1
 ``cov``; otherwise every pattern goes through ``cov_obs``.
 """
 
+import functools
 import itertools
 from typing import NamedTuple
 
@@ -194,6 +195,22 @@ class ConditionalMoments(NamedTuple):
     loglik: float
 
 
+def _serial_blas(func):
+    """Run ``func`` with single-threaded BLAS.
+
+    The work here is mostly many small matrix products, for which BLAS threads only add
+    overhead, and contend for the cores on a busy machine.
+    """
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        with threadpool_limits(limits=1, user_api="blas"):
+            return func(*args, **kwargs)
+
+    return wrapper
+
+
+@_serial_blas
 def conditional_mean(X, mean, cov):
     """Replace missing entries by their conditional expectation under ``N(mean, cov)``.
 
@@ -230,6 +247,7 @@ def conditional_mean(X, mean, cov):
     return filled
 
 
+@_serial_blas
 def conditional_moments(X, mean, cov, layout=None):
     """Expected sufficient statistics of ``N(mean, cov)`` given the observed entries.
 
@@ -300,13 +318,6 @@ class _Solved(NamedTuple):
 
 def _solve_patterns(X, layout, mean, cov, accumulate):
     """Solve every row's pattern; see :class:`_Solved` for the output."""
-    # The work is many small matrix products: BLAS threads only add overhead (and contend
-    # for the cores on a busy machine).
-    with threadpool_limits(limits=1, user_api="blas"):
-        return _solve_patterns_serial(X, layout, mean, cov, accumulate)
-
-
-def _solve_patterns_serial(X, layout, mean, cov, accumulate):
     n, d = X.shape
     mask = layout.mask
     centered = np.where(mask, 0.0, X - mean)
