@@ -21,7 +21,7 @@ from .training import OPTIMIZERS, TrainingConfig, TrainingData, torch_threads, t
 
 #: Depths tried by ``depth="auto"``, each trained on the same split; the one
 #: with the lowest validation loss is kept (the paper picks depth on validation).
-AUTO_DEPTHS = (1, 3, 5)
+AUTO_DEPTHS = (0, 1, 3, 5)
 
 #: Largest mini-batch of ``batch_size="auto"``, which takes ``n_train // 64``
 #: (at least 8) below it: small data sets get enough (and noisier) steps.
@@ -163,7 +163,7 @@ class _BaseNeuMiss(BaseEstimator):
                 f"features {names} are missing in every training row: they carry no "
                 "information and are ignored in practice",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
@@ -270,7 +270,7 @@ class _BaseNeuMiss(BaseEstimator):
         return int(self.batch_size)
 
     def _build_network(self, depth: int) -> NeuMissNetwork:
-        network = NeuMissNetwork(
+        return NeuMissNetwork(
             self.n_features_in_,
             n_outputs=self._n_outputs(),
             depth=depth,
@@ -279,7 +279,6 @@ class _BaseNeuMiss(BaseEstimator):
             mlp_depth=self.mlp_depth,
             mlp_width=self.mlp_width,
         )
-        return network
 
     # ----------------------------------------------------------------- predict
     def _forward(self, X) -> np.ndarray:
