@@ -123,7 +123,10 @@ class EMRegressor(_MissingValuesRegressor):
         For comparison, the statistical error of the maximum likelihood estimate costs
         about ``n_parameters / (2 n_samples)`` per sample.
     ridge : float, default=1e-6
-        Ridge added to the diagonal of the covariance of the standardized data.
+        Ridge added to the diagonal of the covariance of the standardized data. With
+        ``ridge=0`` (plain maximum likelihood) and a singular covariance, e.g. a constant
+        column, singular blocks are pseudo-inverted and the objective need not increase
+        monotonically.
     accelerate : bool, default=True
         Use the SQUAREM extrapolation (Varadhan & Roland, 2008): two EM steps define a
         direction along which the parameters are extrapolated; the extrapolation is kept only
@@ -150,10 +153,10 @@ class EMRegressor(_MissingValuesRegressor):
     Notes
     -----
     Starting point: zero mean and the covariance of the pairs of observed entries (made
-    positive definite). With many rows, EM first runs on every 64th, then every 8th row
-    (each subsample kept only if it has at least 25 rows per parameter of the Gaussian), and
-    each stage starts the next: the early iterations, which move the parameters most, are
-    then cheap. The result is still the maximum of the full-data likelihood.
+    positive definite). With many rows, EM first runs on subsamples, every ``8^j``-th row
+    for ``j = J, ..., 1`` (the largest ``J`` leaving at least 25 rows per parameter of the
+    Gaussian), each stage starting the next: the early iterations, which move the parameters
+    most, are then cheap. The result is still the maximum of the full-data likelihood.
     """
 
     def __init__(self, max_iter=200, tol=1e-4, ridge=1e-6, accelerate=True):
@@ -241,16 +244,17 @@ def _run_em(Z, start, ridge, tol, max_iter, accelerate):
     """
     n, dim = Z.shape
     layout = PatternLayout(np.isnan(Z))
-    ridge = ridge * np.eye(dim)
 
     def em_step(params):
         """Penalized log-likelihood per sample at ``params``, and the EM update."""
         mean, cov = params
         moments = conditional_moments(Z, mean, cov, layout)
-        objective = (moments.loglik - 0.5 * n * np.trace(ridge @ np.linalg.inv(cov))) / n
+        objective = moments.loglik / n
+        if ridge:
+            objective -= 0.5 * ridge * np.trace(np.linalg.inv(cov))
         new_mean = moments.filled.mean(axis=0)
         centered = moments.filled - new_mean
-        new_cov = (centered.T @ centered + moments.cond_cov_sum) / n + ridge
+        new_cov = (centered.T @ centered + moments.cond_cov_sum) / n + ridge * np.eye(dim)
         return objective, (new_mean, new_cov)
 
     with threadpool_limits(limits=1, user_api="blas"):  # as in neumiss.gaussian

@@ -171,6 +171,18 @@ def test_em_handles_collinear_and_constant_features():
     assert em.score(X_more, y) > EMRegressor().fit(X, y).score(X, y)
 
 
+def test_em_without_ridge_on_a_constant_feature():
+    """Singular covariance and no ridge: pseudo-inverses, same predictions as with a ridge."""
+    rng = np.random.default_rng(11)
+    mean, cov = _joint_gaussian(3, rng)
+    X, y, _ = _sample(mean, cov, 500, rng, missing_rate=0.3)
+    X = np.column_stack([X, np.full(len(X), 5.0)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plain = EMRegressor(ridge=0.0).fit(X, y)
+    np.testing.assert_allclose(plain.predict(X), EMRegressor().fit(X, y).predict(X), atol=1e-3)
+
+
 def test_em_warns_when_max_iter_is_reached():
     rng = np.random.default_rng(5)
     mean, cov = _joint_gaussian(4, rng)
