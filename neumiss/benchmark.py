@@ -948,8 +948,9 @@ def plot_figure(runs: pd.DataFrame, path) -> None:
     """Boxplots of the gap in the style of the paper's Figure 5.
 
     One panel per mechanism; in each, one group of boxes per (d, n_train),
-    one box per method; x is the gap on a symmetric log scale (linear within
-    1e-3 of 0), as the paper's self-masking panels use a log scale.
+    one box per method, with the runs as dots; x is the gap on a symmetric
+    log scale (linear within 1e-3 of 0), as the paper's self-masking panels
+    use a log scale.
     """
     import matplotlib
 
@@ -985,11 +986,18 @@ def plot_figure(runs: pd.DataFrame, path) -> None:
                     flierprops={"markersize": 2},
                     medianprops={"color": "black"},
                 )
-                box["boxes"][0].set_facecolor(colors[j % len(colors)])
+                color = colors[j % len(colors)]
+                box["boxes"][0].set_facecolor(color)
+                # The runs themselves: with few repeats a box is a mere line.
+                ax.scatter(
+                    values, np.full(values.size, g * step + j), s=10, color=color,
+                    edgecolors="black", linewidths=0.3, zorder=3,
+                )
             if g:
                 ax.axhline(g * step - 1, color="0.85", linewidth=0.8)
         ax.axvline(0.0, color="0.4", linewidth=0.8, linestyle="--")
         ax.set_xscale("symlog", linthresh=1e-3)
+        ax.set_xlim(right=max(5e-4, 2.0 * part["gap"].max()))
         reference = "best method" if mechanism in NO_BAYES_PREDICTOR else "Bayes rate"
         ax.set_xlabel(f"R² − {reference}")
         ax.set_title(MECHANISM_TITLES.get(mechanism, mechanism))
