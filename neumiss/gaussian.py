@@ -346,16 +346,13 @@ def _solve_patterns(X, layout, mean, cov, accumulate):
             [(batch.first_rows, idx, inv, logdet)],
             ((rows, idx[local], inv[local], logdet[local]) for rows, local in batch.other_rows),
         )
+        # Through the precision: correction_mis = Q_mis,mis^{-1} (Q (x - mean)_obs)_mis, with
+        # Q (x - mean)_obs in ``projected``. Otherwise: weights_obs = cov_obs^{-1} (x - mean)_obs.
+        rhs_source, output = (projected, correction) if on_missing else (centered, weights)
         for rows, cols, rows_inv, rows_logdet in row_groups:
-            if on_missing:
-                # Q_mis,mis^{-1} (Q (x - mean)_obs)_mis; Q (x - mean)_obs is ``projected``.
-                rhs = projected[rows[:, None], cols]
-                solution = np.matmul(rows_inv, rhs[:, :, None])[:, :, 0]
-                correction[rows[:, None], cols] = solution
-            else:
-                rhs = centered[rows[:, None], cols]
-                solution = np.matmul(rows_inv, rhs[:, :, None])[:, :, 0]
-                weights[rows[:, None], cols] = solution
+            rhs = rhs_source[rows[:, None], cols]
+            solution = np.matmul(rows_inv, rhs[:, :, None])[:, :, 0]
+            output[rows[:, None], cols] = solution
             if accumulate:
                 quad = np.einsum("ij,ij->i", rhs, solution)
                 n_obs = d - size if on_missing else size
