@@ -247,7 +247,7 @@ def _r2(model, X, y) -> float:
     return float(r2_score(y, model.predict(X)))
 
 
-def _select_on_validation(candidates: dict, data: Dataset) -> tuple[object, object, dict]:
+def _select_on_validation(candidates: dict, data: Dataset) -> tuple[object, dict]:
     """Fit each candidate on the training set and keep the best on the validation set.
 
     Parameters

@@ -274,3 +274,17 @@ def test_help_lists_the_options(capsys):
 def test_report_only_needs_runs(tmp_path, capsys):
     assert cli_main(["benchmark", "--report-only", "--out", str(tmp_path)]) == 1
     assert "no runs in" in capsys.readouterr().err
+
+
+def test_norm_em_agrees_with_the_package_em(tmp_path):
+    reason = benchmark.METHODS["norm_em"].unavailable()
+    if reason is not None:
+        pytest.skip(f"R's norm is not usable here: {reason}")
+    specs = grid(
+        mechanisms=["MCAR"], n_features=[4], n_train=[2000], n_val=100, n_test=2000,
+        repeats=1, methods=["em", "norm_em"],
+    )
+    result = run_benchmark(specs, tmp_path, in_process=True, progress=False)
+    assert result.failures == []
+    r2 = {row["method"]: float(row["r2"]) for row in _rows(tmp_path / "runs.csv")}
+    assert r2["norm_em"] == pytest.approx(r2["em"], abs=2e-3)
