@@ -348,7 +348,7 @@ def _norm_unavailable() -> str | None:
     from . import rbridge
 
     try:
-        rbridge._load_norm()
+        rbridge.load_norm()
     except ImportError as exc:
         return str(exc)
     return None
@@ -368,7 +368,7 @@ def _warm_up_r() -> None:
     """Start R and load ``norm`` before the timed fit."""
     from . import rbridge
 
-    rbridge._load_norm()
+    rbridge.load_norm()
 
 
 @dataclass(frozen=True)

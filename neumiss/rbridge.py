@@ -22,7 +22,7 @@ _INSTALL_RPY2 = (
 )
 
 
-def _load_norm():
+def load_norm():
     """Load rpy2 and the R package ``norm``.
 
     Returns
@@ -108,7 +108,7 @@ def em_norm(X, max_iter=1000, criterion=1e-4):
     if not criterion > 0:
         raise ValueError(f"criterion must be positive, got {criterion!r}.")
 
-    robjects, norm = _load_norm()
+    robjects, norm = load_norm()
     n, p = X.shape
     # R's NA is a NaN payload; norm tests is.na(), which is TRUE for both NA and NaN.
     x_r = robjects.r.matrix(robjects.FloatVector(X.ravel(order="F")), nrow=n, ncol=p)

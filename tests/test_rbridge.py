@@ -18,7 +18,7 @@ from neumiss import rbridge
 
 def _norm_unavailable_reason():
     try:
-        rbridge._load_norm()
+        rbridge.load_norm()
     except ImportError as exc:
         return str(exc)
     return None
