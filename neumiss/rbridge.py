@@ -10,6 +10,9 @@ this module is called. Requirements: R, the R package ``norm`` (CRAN) and ``rpy2
 (``pip install 'neumiss[r]'``, which pins rpy2 3.5.17: rpy2 3.6 needs R >= 4.3).
 """
 
+import contextlib
+import os
+
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -20,6 +23,27 @@ _INSTALL_RPY2 = (
     "pip install 'neumiss[r]' (installs rpy2==3.5.17; rpy2 3.6 needs R >= 4.3), "
     "and R itself (Debian/Ubuntu: apt-get install r-base-core r-base-dev)"
 )
+
+
+@contextlib.contextmanager
+def _environment_kept(*names):
+    """Restore the environment variables ``names`` on exit.
+
+    Starting R through rpy2 prepends R's and the system's library folders to
+    ``LD_LIBRARY_PATH``. The running process no longer needs it (its libraries
+    are loaded), but its child processes would inherit it, and a Python built
+    elsewhere (pyenv, conda) would then load the system's libpython instead of
+    its own.
+    """
+    saved = {name: os.environ.get(name) for name in names}
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def load_norm():
@@ -43,8 +67,9 @@ def load_norm():
     except ImportError as exc:
         raise ImportError(f"neumiss.rbridge needs rpy2 and R: {_INSTALL_RPY2}.") from exc
     try:
-        import rpy2.robjects as robjects
-        from rpy2.robjects.packages import PackageNotInstalledError, importr
+        with _environment_kept("LD_LIBRARY_PATH", "R_HOME"):
+            import rpy2.robjects as robjects
+            from rpy2.robjects.packages import PackageNotInstalledError, importr
     except Exception as exc:  # rpy2 raises various errors when R is absent or too old
         if "R_getVar" in str(exc):
             raise ImportError(
