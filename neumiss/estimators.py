@@ -130,6 +130,9 @@ class _BaseNeuMiss(BaseEstimator):
     def _encode_target(self, y: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    def _encode_validation_target(self, y: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
     def _n_outputs(self) -> int:
         raise NotImplementedError
 
@@ -178,7 +181,7 @@ class _BaseNeuMiss(BaseEstimator):
         return [names[i] if names is not None else int(i) for i in indices]
 
     # --------------------------------------------------------------------- fit
-    def fit(self, X, y):
+    def fit(self, X, y, validation_data=None):
         """Fit the network on ``X`` (NaN = missing) and ``y``.
 
         Parameters
@@ -187,6 +190,10 @@ class _BaseNeuMiss(BaseEstimator):
             Numeric features; NaN (or None / pd.NA in a DataFrame) marks a missing value.
         y : array-like of shape (n_samples,)
             Targets, without missing values.
+        validation_data : pair (X_val, y_val), optional
+            Held-out rows for early stopping, the learning-rate schedule and
+            ``depth="auto"``. When given, every row of ``X`` is used for
+            training and ``validation_fraction`` is ignored.
 
         Returns
         -------
@@ -194,46 +201,48 @@ class _BaseNeuMiss(BaseEstimator):
         """
         self._check_params()
         with torch_threads(self.n_jobs):
-            return self._fit(X, y)
+            return self._fit(X, y, validation_data)
 
-    def _fit(self, X, y):
+    def _check_validation_data(self, validation_data) -> tuple[np.ndarray, np.ndarray]:
+        """Validated ``(X_val, encoded y_val)``; call after the training data set the schema."""
+        if not isinstance(validation_data, (tuple, list)) or len(validation_data) != 2:
+            raise ValueError("validation_data must be a pair (X_val, y_val)")
+        X_val = check_features(self, validation_data[0], reset=False)
+        y_val = np.asarray(validation_data[1])
+        if y_val.ndim != 1 or y_val.shape[0] != X_val.shape[0]:
+            raise ValueError(
+                f"validation_data: y_val must be 1-D with one value per row of X_val "
+                f"({X_val.shape[0]} rows), got shape {y_val.shape}"
+            )
+        return X_val, self._encode_validation_target(y_val)
+
+    def _fit(self, X, y, validation_data):
         X, y = check_training_data(self, X, y, y_numeric=self._y_numeric)
         y_encoded = self._encode_target(y)
-        n_samples = X.shape[0]
         device = _resolve_device(self.device)
         rng = check_random_state(self.random_state)
         seed = int(rng.randint(np.iinfo(np.int32).max))
 
         self._fit_standardization(X)
         x, mask = self._standardize(X)
-        if self.validation_fraction > 0:
-            n_val = int(np.ceil(self.validation_fraction * n_samples))
-            if n_samples - n_val < 1:
-                raise ValueError(
-                    f"too few rows for validation_fraction={self.validation_fraction}: got "
-                    f"n_samples={n_samples}; need at least 2 rows (or set validation_fraction=0)"
-                )
-            train_idx, val_idx = train_test_split(
-                np.arange(n_samples), test_size=n_val, random_state=seed,
-                stratify=self._stratify(y_encoded),
-            )
-        else:
-            train_idx, val_idx = np.arange(n_samples), None
 
-        def split(idx):
+        def tensors(x, mask, y):
             return TrainingData(
-                torch.from_numpy(x[idx]).to(device),
-                torch.from_numpy(mask[idx]).to(device),
-                self._target_tensor(y_encoded[idx], device),
+                torch.from_numpy(x).to(device),
+                torch.from_numpy(mask).to(device),
+                self._target_tensor(y, device),
             )
 
-        train_data = split(train_idx)
-        val_data = split(val_idx) if val_idx is not None else None
-        y_val = y_encoded[val_idx] if val_idx is not None else y_encoded[train_idx]
+        if validation_data is not None:
+            X_val, y_val = self._check_validation_data(validation_data)
+            train_data = tensors(x, mask, y_encoded)
+            val_data = tensors(*self._standardize(X_val), y_val)
+        else:
+            train_data, val_data, y_val = self._split(x, mask, y_encoded, seed, tensors)
         config = TrainingConfig(
             optimizer=self.optimizer,
             learning_rate=float(self.learning_rate),
-            batch_size=self._batch_size(train_idx.shape[0]),
+            batch_size=self._batch_size(len(train_data)),
             max_epochs=int(self.max_epochs),
             patience=int(self.patience),
             lr_patience=int(self.lr_patience),
@@ -263,6 +272,25 @@ class _BaseNeuMiss(BaseEstimator):
         self.best_epoch_ = result.best_epoch
         self.validation_score_ = result.history["val_score"][result.best_epoch - 1]
         return self
+
+    def _split(self, x, mask, y_encoded, seed, tensors):
+        """Internal train/validation split of ``validation_fraction`` of the rows."""
+        n_samples = x.shape[0]
+        if self.validation_fraction == 0:
+            return tensors(x, mask, y_encoded), None, y_encoded
+        n_val = int(np.ceil(self.validation_fraction * n_samples))
+        if n_samples - n_val < 1:
+            raise ValueError(
+                f"too few rows for validation_fraction={self.validation_fraction}: got "
+                f"n_samples={n_samples}; need at least 2 rows (or set validation_fraction=0)"
+            )
+        train_idx, val_idx = train_test_split(
+            np.arange(n_samples), test_size=n_val, random_state=seed,
+            stratify=self._stratify(y_encoded),
+        )
+        train = tensors(x[train_idx], mask[train_idx], y_encoded[train_idx])
+        val = tensors(x[val_idx], mask[val_idx], y_encoded[val_idx])
+        return train, val, y_encoded[val_idx]
 
     def _batch_size(self, n_train: int) -> int:
         if self.batch_size == "auto":
@@ -451,6 +479,15 @@ class NeuMissRegressor(RegressorMixin, _BaseNeuMiss):
         self.y_scale_ = scale if scale > 0 else 1.0
         return (y - self.y_mean_) / self.y_scale_
 
+    def _encode_validation_target(self, y):
+        try:
+            y = y.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError("validation_data: y_val must be numeric") from exc
+        if not np.isfinite(y).all():
+            raise ValueError("validation_data: y_val contains NaN or infinity")
+        return (y - self.y_mean_) / self.y_scale_
+
     def _n_outputs(self):
         return 1
 
@@ -490,6 +527,14 @@ class NeuMissClassifier(ClassifierMixin, _BaseNeuMiss):
                 f"class: {self.classes_[0]!r}"
             )
         return encoded
+
+    def _encode_validation_target(self, y):
+        unknown = np.setdiff1d(y, self.classes_)
+        if unknown.size:
+            raise ValueError(
+                f"validation_data: y_val has labels not seen in y: {unknown.tolist()!r}"
+            )
+        return np.searchsorted(self.classes_, y)
 
     def _n_outputs(self):
         n_classes = len(self.classes_)

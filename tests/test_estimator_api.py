@@ -158,3 +158,33 @@ def test_impute_returns_observed_values_and_fills_missing(small_regression):
     observed = ~np.isnan(X)
     np.testing.assert_allclose(imputed[observed], X[observed])
     assert np.all(np.isfinite(imputed))
+
+
+def test_validation_data_replaces_the_internal_split(small_regression):
+    X, y = small_regression
+    X_val, y_val = X[:60], y[:60]
+    model = NeuMissRegressor(max_epochs=8, patience=100, random_state=0)
+    model.fit(X[60:], y[60:], validation_data=(X_val, y_val))
+    # The recorded validation R2 is the R2 on (X_val, y_val) of the restored weights.
+    from sklearn.metrics import r2_score
+
+    assert model.validation_score_ == pytest.approx(r2_score(y_val, model.predict(X_val)), abs=1e-4)
+    # Every training row is used: the auto batch size follows n_train = 240.
+    assert model._batch_size(240) == 8
+    with pytest.raises(ValueError, match="validation_data must be a pair"):
+        model.fit(X, y, validation_data=X_val)
+    with pytest.raises(ValueError, match="X has 2 features"):
+        model.fit(X, y, validation_data=(X_val[:, :2], y_val))
+    with pytest.raises(ValueError, match="one value per row"):
+        model.fit(X, y, validation_data=(X_val, y_val[:5]))
+
+
+def test_classifier_validation_data_rejects_unseen_labels():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 3))
+    labels = np.where(X[:, 0] > 0, "a", "b")
+    clf = NeuMissClassifier(max_epochs=3, random_state=0)
+    clf.fit(X, labels, validation_data=(X[:20], labels[:20]))
+    assert clf.score(X, labels) > 0.6
+    with pytest.raises(ValueError, match=r"labels not seen in y: \['c'\]"):
+        clf.fit(X, labels, validation_data=(X[:2], np.array(["a", "c"])))
