@@ -247,7 +247,9 @@ def _r2(model, X, y) -> float:
     return float(r2_score(y, model.predict(X)))
 
 
-def _select_on_validation(candidates: dict, data: Dataset) -> tuple[object, dict]:
+def _select_on_validation(
+    candidates: dict, data: Dataset, fit_params: dict | None = None
+) -> tuple[object, dict]:
     """Fit each candidate on the training set and keep the best on the validation set.
 
     Parameters
@@ -255,6 +257,8 @@ def _select_on_validation(candidates: dict, data: Dataset) -> tuple[object, dict
     candidates : dict
         Hyperparameter value -> unfitted estimator.
     data : Dataset
+    fit_params : dict, optional
+        Extra keyword arguments of every ``fit``.
 
     Returns
     -------
@@ -266,7 +270,7 @@ def _select_on_validation(candidates: dict, data: Dataset) -> tuple[object, dict
     best_value, best_model, scores, seconds = None, None, {}, {}
     for value, estimator in candidates.items():
         start = time.perf_counter()
-        model = estimator.fit(data.X_train, data.y_train)
+        model = estimator.fit(data.X_train, data.y_train, **(fit_params or {}))
         scores[value] = _r2(model, data.X_val, data.y_val)
         seconds[str(value)] = round(time.perf_counter() - start, 2)
         if best_model is None or scores[value] > scores[best_value]:
@@ -282,7 +286,10 @@ def _fit_neumiss(data: Dataset, settings: RunSettings):
         depth: NeuMissRegressor(depth=depth, random_state=data.random_state, **NEUMISS_PARAMS)
         for depth in settings.neumiss_depths
     }
-    model, params = _select_on_validation(candidates, data)
+    # As in the paper: train on all of n_train, early-stop on the validation set.
+    model, params = _select_on_validation(
+        candidates, data, {"validation_data": (data.X_val, data.y_val)}
+    )
     return model, {"depth": params.pop("choice"), "epochs": model.n_epochs_, **params}
 
 
