@@ -24,7 +24,7 @@ from sklearn.neural_network import MLPRegressor
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
-from ._validation import check_features, check_training_data
+from ._validation import check_features, check_training_data, observed_mean_scale
 from .gaussian import PatternLayout, conditional_mean, conditional_moments
 
 __all__ = [
@@ -68,23 +68,6 @@ class _MissingValuesRegressor(RegressorMixin, BaseEstimator):
         return tags
 
 
-def _observed_mean_scale(X):
-    """Mean and standard deviation of the observed entries of each column of ``X``.
-
-    Returns
-    -------
-    mean, scale : ndarrays of shape (n_features,)
-        Columns without observed entries get mean 0; a scale of 0 (constant or empty
-        column) is replaced by 1.
-    """
-    observed = ~np.isnan(X)
-    count = np.maximum(observed.sum(axis=0), 1)
-    mean = np.where(observed, X, 0.0).sum(axis=0) / count
-    var = (np.where(observed, X - mean, 0.0) ** 2).sum(axis=0) / count
-    scale = np.sqrt(var)
-    return mean, np.where(scale > 0, scale, 1.0)
-
-
 def _impute_and_mask(X, fill):
     """``[X with NaN replaced by fill, mask]``, of shape (n_samples, 2 * n_features)."""
     mask = np.isnan(X)
@@ -95,7 +78,19 @@ def _impute_and_mask(X, fill):
 _WARM_START_ROWS_PER_PARAM = 25
 
 
-class EMRegressor(_MissingValuesRegressor):
+class _JointGaussianRegressor(_MissingValuesRegressor):
+    """Predicts E[y | x_obs] under a Gaussian of ``(y, x)``: subclasses fit ``mean_``, ``cov_``.
+
+    ``mean_`` has shape (n_features + 1,) and ``cov_`` (n_features + 1, n_features + 1),
+    y first.
+    """
+
+    def _predict(self, X):
+        Z = np.column_stack([np.full(X.shape[0], np.nan), X])
+        return conditional_mean(Z, self.mean_, self.cov_)[:, 0]
+
+
+class EMRegressor(_JointGaussianRegressor):
     """Joint Gaussian of ``(y, X)`` fitted by EM with missing values, predicting E[y | x_obs].
 
     The EM algorithm (Dempster et al., 1977) maximizes the observed-data likelihood of a
@@ -175,7 +170,7 @@ class EMRegressor(_MissingValuesRegressor):
                 f"X has columns with no observed value: {(empty - 1).tolist()}; "
                 "EMRegressor cannot estimate their distribution (drop them)."
             )
-        center, scale = _observed_mean_scale(Z)
+        center, scale = observed_mean_scale(Z)
         Z = (Z - center) / scale
         ridge = float(self.ridge)
         params = (np.zeros(dim), _pairwise_covariance(Z) + ridge * np.eye(dim))
@@ -205,10 +200,6 @@ class EMRegressor(_MissingValuesRegressor):
         self.n_iter_ = n_iter
         self.converged_ = converged
         self.loglik_history_ = history
-
-    def _predict(self, X):
-        Z = np.column_stack([np.full(X.shape[0], np.nan), X])
-        return conditional_mean(Z, self.mean_, self.cov_)[:, 0]
 
     def _check_params(self):
         if not isinstance(self.max_iter, numbers.Integral) or self.max_iter < 1:
@@ -470,7 +461,7 @@ class ImputeMaskMLPRegressor(_MissingValuesRegressor):
             widths = [int(self.width)]
         else:
             raise ValueError(f"width must be None or an integer >= 1, got {self.width!r}.")
-        self.x_mean_, self.x_scale_ = _observed_mean_scale(X)
+        self.x_mean_, self.x_scale_ = observed_mean_scale(X)
         self.y_mean_ = float(np.mean(y))
         self.y_scale_ = float(np.std(y)) or 1.0
         inputs = self._inputs(X)

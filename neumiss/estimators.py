@@ -14,7 +14,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from . import persistence
-from ._validation import check_features, check_training_data
+from ._validation import check_features, check_training_data, observed_mean_scale
 from .block import WEIGHT_MODES, NeuMissNetwork
 from .onnx_export import export_onnx
 from .training import OPTIMIZERS, TrainingConfig, TrainingData, torch_threads, train
@@ -157,9 +157,7 @@ class _BaseNeuMiss(BaseEstimator):
         return x.astype(np.float32), mask.astype(np.float32)
 
     def _fit_standardization(self, X: np.ndarray) -> None:
-        observed = ~np.isnan(X)
-        n_observed = observed.sum(axis=0)
-        all_missing = np.flatnonzero(n_observed == 0)
+        all_missing = np.flatnonzero(np.isnan(X).all(axis=0))
         if all_missing.size:
             names = self._feature_labels(all_missing)
             warnings.warn(
@@ -168,13 +166,7 @@ class _BaseNeuMiss(BaseEstimator):
                 UserWarning,
                 stacklevel=4,
             )
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
-            mean = np.nan_to_num(np.nanmean(X, axis=0), nan=0.0)
-            scale = np.nan_to_num(np.nanstd(X, axis=0), nan=1.0)
-        scale[scale <= 1e-12 * np.maximum(1.0, np.abs(mean))] = 1.0
-        self.x_mean_ = mean
-        self.x_scale_ = scale
+        self.x_mean_, self.x_scale_ = observed_mean_scale(X)
 
     def _feature_labels(self, indices) -> list:
         names = getattr(self, "feature_names_in_", None)

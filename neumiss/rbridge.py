@@ -14,10 +14,8 @@ import contextlib
 import os
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .gaussian import conditional_mean
+from .baselines import _JointGaussianRegressor
 
 _INSTALL_RPY2 = (
     "pip install 'neumiss[r]' (installs rpy2==3.5.17; rpy2 3.6 needs R >= 4.3), "
@@ -145,12 +143,13 @@ def em_norm(X, max_iter=1000, criterion=1e-4):
     return mean, cov
 
 
-class NormEMRegressor(RegressorMixin, BaseEstimator):
+class NormEMRegressor(_JointGaussianRegressor):
     """The paper's EM baseline computed by R's ``norm``: a joint Gaussian of (y, X).
 
-    ``fit`` estimates the mean and covariance of the (n_features + 1)-dimensional vector
-    (y, x) by EM (:func:`em_norm`); ``predict`` returns E[y | x_obs] under that Gaussian,
-    the Bayes predictor when the data are Gaussian and missing at random.
+    ``fit(X, y)`` (NaN = missing in X) estimates the mean and covariance of the
+    (n_features + 1)-dimensional vector (y, x) by EM in R (:func:`em_norm`); ``predict``
+    returns E[y | x_obs] under that Gaussian, the Bayes predictor when the data are
+    Gaussian and missing at random (rows with every entry missing get the mean of y).
 
     Parameters
     ----------
@@ -174,44 +173,7 @@ class NormEMRegressor(RegressorMixin, BaseEstimator):
         self.max_iter = max_iter
         self.criterion = criterion
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True
-        return tags
-
-    def fit(self, X, y):
-        """Fit the joint Gaussian of (y, X) by EM in R.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            NaN marks a missing entry.
-        y : array-like of shape (n_samples,)
-            Target, without missing values.
-
-        Returns
-        -------
-        self
-        """
-        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", y_numeric=True)
+    def _fit(self, X, y):
         self.mean_, self.cov_ = em_norm(
             np.column_stack([y, X]), max_iter=self.max_iter, criterion=self.criterion
         )
-        return self
-
-    def predict(self, X):
-        """E[y | x_obs] under the fitted Gaussian.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            NaN marks a missing entry; rows with every entry missing get the mean of y.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, ensure_all_finite="allow-nan", reset=False)
-        rows = np.column_stack([np.full(X.shape[0], np.nan), X])
-        return conditional_mean(rows, self.mean_, self.cov_)[:, 0]

@@ -4,7 +4,8 @@ For each number of features d: x ~ N(mu, Sigma), Sigma = B B^T + diag(eps) with 
 standard normal and eps ~ U[0.01, 0.1], mu ~ N(0, 1); y = 1 + sum(x) + noise with
 signal-to-noise ratio 10; 50% of the entries of x missing completely at random. Reports the
 fit time (wall clock and CPU), the number of E-steps and the test R^2 minus the R^2 of the
-Bayes predictor E[y | x_obs] computed from the true parameters (the oracle).
+Bayes predictor E[y | x_obs] computed from the true parameters (the oracle),
+all from :func:`neumiss.simulate.make_regression`.
 
 Usage::
 
@@ -17,41 +18,16 @@ import json
 import os
 import time
 
-import numpy as np
-from sklearn.metrics import r2_score
-
 from neumiss.baselines import EMRegressor
-from neumiss.gaussian import conditional_mean
-
-
-def simulate(d, n_train, n_test, missing_rate, rng):
-    """Paper's MCAR Gaussian data; returns train/test sets and the true joint (y, x)."""
-    B = rng.standard_normal((d, d // 2))
-    cov_x = B @ B.T + np.diag(rng.uniform(0.01, 0.1, d))
-    mu = rng.standard_normal(d)
-    beta = np.ones(d)
-    var_signal = beta @ cov_x @ beta
-    noise_sd = np.sqrt(var_signal / 10)
-    mean = np.concatenate([[1 + beta @ mu], mu])
-    cov = np.empty((d + 1, d + 1))
-    cov[0, 0] = var_signal + noise_sd**2
-    cov[0, 1:] = cov[1:, 0] = cov_x @ beta
-    cov[1:, 1:] = cov_x
-
-    def draw(n):
-        X = rng.multivariate_normal(mu, cov_x, n)
-        y = 1 + X @ beta + noise_sd * rng.standard_normal(n)
-        X[rng.random(X.shape) < missing_rate] = np.nan
-        return X, y
-
-    return draw(n_train), draw(n_test), (mean, cov)
+from neumiss.simulate import make_regression
 
 
 def run(d, n_train, n_test, missing_rate, seed, tol):
-    rng = np.random.default_rng(seed)
-    (X, y), (X_test, y_test), (mean, cov) = simulate(d, n_train, n_test, missing_rate, rng)
-    oracle = conditional_mean(np.column_stack([np.full(n_test, np.nan), X_test]), mean, cov)
-    oracle_r2 = r2_score(y_test, oracle[:, 0])
+    X, y, truth = make_regression(
+        n_train, d, mechanism="MCAR", missing_rate=missing_rate, random_state=seed
+    )
+    X_test, y_test = truth.sample(n_test, random_state=seed + 1)
+    oracle_r2 = truth.bayes_rate(X_test, y_test)
     wall, cpu = time.perf_counter(), time.process_time()
     model = EMRegressor(tol=tol).fit(X, y)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
