@@ -141,15 +141,15 @@ def train(
     for epoch in bar:
         network.train()
         order = torch.randperm(n, generator=generator).to(train_data.x.device)
-        running = 0.0
+        running = torch.zeros((), device=train_data.x.device)  # no host sync per step
         for start in range(0, n, batch_size):
             idx = order[start : start + batch_size]
             optimizer.zero_grad(set_to_none=True)
             loss = loss_fn(network(train_data.x[idx], train_data.mask[idx]), train_data.target[idx])
             loss.backward()
             optimizer.step()
-            running += float(loss.detach()) * idx.shape[0]
-        train_loss = running / n
+            running += loss.detach() * idx.shape[0]
+        train_loss = float(running) / n
         if not math.isfinite(train_loss):
             raise FloatingPointError(
                 f"training diverged at epoch {epoch} (loss {train_loss}); "
