@@ -207,6 +207,27 @@ class NeuMissNetwork(nn.Module):
                     layer.weight.uniform_(-bound, bound, generator=generator)
                     layer.bias.uniform_(-bound, bound, generator=generator)
 
+    @torch.no_grad()
+    def warm_start_from(self, other: NeuMissNetwork) -> list[str]:
+        """Copy every parameter of ``other`` whose name and shape match this network's.
+
+        Used to train a deeper network from a shallower trained one: ``mu``,
+        ``S0``, the common Neumann matrices, ``W_mix`` and the head carry over;
+        the extra iterations keep their near-identity initialisation.
+
+        Returns
+        -------
+        list of str
+            Names of the parameters copied.
+        """
+        own = dict(self.named_parameters())
+        copied = []
+        for name, value in other.named_parameters():
+            if name in own and own[name].shape == value.shape:
+                own[name].copy_(value.to(own[name].device))
+                copied.append(name)
+        return copied
+
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Shapes: (batch, d), (batch, d) -> (batch, n_outputs)."""
         return self.head(self.block(x, mask))

@@ -120,3 +120,27 @@ def test_network_output_shape_and_repeatable_init():
     b.reset_parameters(torch.Generator().manual_seed(1))
     for pa, pb in zip(a.parameters(), b.parameters()):
         torch.testing.assert_close(pa, pb)
+
+
+@pytest.mark.parametrize("weights", ["independent", "shared"])
+def test_warm_start_copies_shared_parameters_and_keeps_new_ones(weights):
+    shallow = NeuMissNetwork(4, depth=2, weights=weights)
+    deep = NeuMissNetwork(4, depth=4, weights=weights)
+    shallow.reset_parameters(torch.Generator().manual_seed(0))
+    deep.reset_parameters(torch.Generator().manual_seed(1))
+    fresh = {name: p.clone() for name, p in deep.named_parameters()}
+    copied = deep.warm_start_from(shallow)
+    source = dict(shallow.named_parameters())
+    assert set(copied) == set(source)  # every parameter of the shallow network has a twin
+    for name, p in deep.named_parameters():
+        expected = source[name] if name in copied else fresh[name]
+        torch.testing.assert_close(p, expected)
+    n_new = {"independent": 2, "shared": 0}[weights]  # iterations 2 and 3 are new
+    assert len(fresh) - len(copied) == n_new
+
+
+def test_warm_start_from_depth_zero_skips_missing_s0():
+    flat = NeuMissNetwork(3, depth=0)
+    deep = NeuMissNetwork(3, depth=1)
+    copied = deep.warm_start_from(flat)
+    assert "block.S0" not in copied and "block.W_mix" in copied

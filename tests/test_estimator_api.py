@@ -95,11 +95,29 @@ def test_early_stopping_restores_best_weights(small_regression):
 def test_depth_auto_picks_best_validation_depth(small_regression):
     X, y = small_regression
     model = NeuMissRegressor(depth="auto", max_epochs=10, random_state=0).fit(X, y)
-    losses = model.depth_val_losses_
-    assert set(losses) == {0, 1, 3, 5}
+    results = model.depth_results_
+    assert set(results) == {0, 1, 3, 5, 8}
+    losses = {depth: r["val_loss"] for depth, r in results.items()}
     assert model.best_depth_ == min(losses, key=losses.get)
     assert model.network_.block.depth == model.best_depth_
     assert model.get_params()["depth"] == "auto"
+    assert all(r["epochs"] >= 1 and r["seconds"] > 0 for r in results.values())
+    # val_score is the validation R² of the depth's best epoch.
+    assert results[model.best_depth_]["val_score"] == pytest.approx(model.validation_score_)
+
+
+def test_depth_candidates_are_searched_in_increasing_order(small_regression):
+    X, y = small_regression
+    model = NeuMissRegressor(depth=[3, 1, 3], max_epochs=3, random_state=0).fit(X, y)
+    assert list(model.depth_results_) == [1, 3]
+    assert model.get_params()["depth"] == [3, 1, 3]  # stored untouched
+
+
+@pytest.mark.parametrize("depth", [-1, [], [1, -2], "deep", 2.5, True, [2, None]])
+def test_invalid_depth_is_refused(small_regression, depth):
+    X, y = small_regression
+    with pytest.raises(ValueError, match="depth must be an integer >= 0, 'auto' or"):
+        NeuMissRegressor(depth=depth).fit(X, y)
 
 
 def test_lr_schedule_reduces_learning_rate(small_regression):
