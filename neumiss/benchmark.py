@@ -1063,7 +1063,6 @@ def _non_negative(text: str) -> int:
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``neumiss benchmark`` to ``parser``."""
-    parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter
     parser.epilog = (
         "Rerunning the same command resumes: runs already in OUT/runs.csv are skipped. "
         "Options left out take the paper's values, or the --quick preset's "
@@ -1092,22 +1091,27 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--out", default="benchmark_results", type=Path,
-        help="folder of runs.csv, summary.md and figure.png",
+        help="folder of runs.csv, summary.md and figure.png (default: benchmark_results)",
     )
     parser.add_argument("--quick", action="store_true", help="small preset, a few minutes")
     parser.add_argument(
-        "--jobs", type=_count, default=1, help="runs at the same time, each in its own process"
+        "--jobs", type=_count, default=1,
+        help="runs at the same time, each in its own process (default: 1)",
     )
-    parser.add_argument("--threads", type=_count, default=1, help="threads per run")
+    parser.add_argument("--threads", type=_count, default=1, help="threads per run (default: 1)")
     parser.add_argument(
         "--neumiss-depths", nargs="+", type=_non_negative, default=list(NEUMISS_DEPTHS),
-        metavar="DEPTH", help="NeuMiss depths tried, the best on validation kept",
+        metavar="DEPTH", help="NeuMiss depths tried, the best on validation kept (default: "
+        f"{' '.join(map(str, NEUMISS_DEPTHS))})",
     )
     parser.add_argument(
         "--mlp-widths", nargs="+", type=_count, default=list(MLP_WIDTHS), metavar="Q",
-        help="MLP hidden widths tried, as multiples of d, the best on validation kept",
+        help="MLP hidden widths tried, as multiples of d, the best on validation kept "
+        f"(default: {' '.join(map(str, MLP_WIDTHS))})",
     )
-    parser.add_argument("--seed", type=_non_negative, default=0, help="base random seed")
+    parser.add_argument(
+        "--seed", type=_non_negative, default=0, help="base random seed (default: 0)"
+    )
     parser.add_argument(
         "--report-only", action="store_true",
         help="only rebuild summary.md and figure.png from OUT/runs.csv",

@@ -26,8 +26,10 @@
 #'   classification for a factor, character or logical response, regression
 #'   otherwise.
 #' @param depth Depth of the NeuMiss block (a whole number >= 0: `S0` and
-#'   `depth - 1` Neumann iterations), or `"auto"` to choose it on the
-#'   validation split.
+#'   `depth - 1` Neumann iterations); a vector of candidate depths, such as
+#'   `c(0, 1, 3, 5, 8)`, or `"auto"` (those five) to choose it on the
+#'   validation split, each candidate starting from the weights of the
+#'   previous one.
 #' @param mlp_depth,mlp_width Hidden layers (and their width) of an MLP head
 #'   after the block, for nonlinear targets; `mlp_depth = 0` is the paper's
 #'   linear head.
@@ -154,13 +156,16 @@ neumiss.default <- function(x, y, task = NULL, depth = NULL, mlp_depth = NULL,
   for (name in intersect(names(params), .integer_params)) {
     value <- params[[name]]
     if (!is.numeric(value) && name != "random_state") next
-    if (!is.numeric(value) || length(value) != 1 || is.na(value) ||
-        value != round(value)) {
+    # depth may also be a vector of candidate depths (a Python list).
+    several <- name == "depth" && length(value) > 1
+    if (!is.numeric(value) || (length(value) != 1 && !several) || anyNA(value) ||
+        any(value != round(value))) {
       shown <- if (name == "random_state") "seed" else name
-      stop(sprintf("`%s` must be a whole number, got %s.", shown,
+      what <- if (name == "depth") "a whole number or a vector of them" else "a whole number"
+      stop(sprintf("`%s` must be %s, got %s.", shown, what,
                    paste(deparse(value), collapse = " ")), call. = FALSE)
     }
-    params[[name]] <- as.integer(value)
+    params[[name]] <- if (several) as.list(as.integer(value)) else as.integer(value)
   }
   params
 }

@@ -82,6 +82,14 @@ test_that("formula with transformed terms and a subset of columns", {
   expect_error(predict(fit, df[c("v1", "v2")]), "lacks the variable\\(s\\) 'v3'")
 })
 
+test_that("a vector of depths is searched and the best one kept", {
+  skip_if_no_python_neumiss()
+  data <- simulate_data(n = 200)
+  fit <- neumiss(data$x, data$y, depth = c(3, 1), max_epochs = 3, seed = 1)
+  expect_true(fit$best_depth %in% c(1L, 3L))
+  expect_output(print(summary(fit)), "Depth: \\[3, 1\\] \\(used: [13]\\)")
+})
+
 test_that("estimator parameters reach Python", {
   skip_if_no_python_neumiss()
   data <- simulate_data(n = 200)
@@ -98,6 +106,8 @@ test_that("estimator parameters reach Python", {
   expect_error(neumiss(data$x, data$y, not_a_parameter = 1),
                "unknown parameter\\(s\\) not_a_parameter")
   expect_error(neumiss(data$x, data$y, max_epochs = 2.5), "`max_epochs` must be a whole number")
+  expect_error(neumiss(data$x, data$y, depth = c(1, 2.5)),
+               "`depth` must be a whole number or a vector of them")
   expect_error(neumiss(data$x, data$y, seed = "a"), "`seed` must be a whole number")
   expect_error(neumiss(data$x, data$y, weights = "diagonal"), "weights must be one of")
 })
