@@ -89,7 +89,7 @@ PAPER_N_TEST = 10_000
 PAPER_REPEATS = 20
 
 #: Candidate NeuMiss depths (chosen per run on the validation set).
-NEUMISS_DEPTHS = (0, 1, 3, 5, 8)
+NEUMISS_DEPTHS = (0, 1, 2, 4, 8, 16)
 #: NeuMissRegressor settings other than its defaults: residual connections
 #: (an option of the authors' code; the paper's figure shows the variant
 #: without) and one Neumann matrix shared by all iterations (the authors' 2021

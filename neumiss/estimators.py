@@ -22,7 +22,7 @@ from .training import OPTIMIZERS, TrainingConfig, TrainingData, torch_threads, t
 
 #: Depths tried by ``depth="auto"``, each trained on the same split; the one
 #: with the lowest validation loss is kept (the paper picks depth on validation).
-AUTO_DEPTHS = (0, 1, 3, 5, 8)
+AUTO_DEPTHS = (0, 1, 2, 4, 8, 16)
 
 #: Largest mini-batch of ``batch_size="auto"``, which takes ``n_train // 64``
 #: (at least 8) below it: small data sets get enough (and noisier) steps, large
@@ -251,7 +251,7 @@ class _BaseNeuMiss(BaseEstimator):
             network = self._build_network(depth)
             network.reset_parameters(generator)
             if previous is not None:
-                network.warm_start_from(previous)
+                network.warm_start_from(previous[2])
             network = network.to(device)
             result = train(
                 network, train_data, val_data, self._loss, config, generator,
@@ -264,9 +264,9 @@ class _BaseNeuMiss(BaseEstimator):
                 "epochs": result.n_epochs,
                 "seconds": time.perf_counter() - start,
             }
-            if best is None or result.best_val_loss < best[1].best_val_loss:
-                best = (depth, result, network)
-            previous = network
+            if best is not None and result.best_val_loss >= best[1].best_val_loss:
+                break  # deeper candidates would start from a depth that already overfits
+            best = previous = (depth, result, network)
         depth, result, network = best
         self.network_ = network
         self.best_depth_ = depth
@@ -420,12 +420,12 @@ class NeuMissRegressor(RegressorMixin, _BaseNeuMiss):
     depth : int >= 0, "auto" or sequence of int, default=3
         Number of matrices in the NeuMiss block before ``W_mix``: ``S^(0)`` and
         ``depth - 1`` Neumann iterations (the authors' convention). A sequence
-        of candidate depths (``"auto"``: :data:`AUTO_DEPTHS`) trains each on the
-        same split, in increasing order, and keeps the one with the best
-        validation loss (``best_depth_``). Each candidate starts from the
-        weights learned by the previous one (the matrices they share, a new
-        iteration starting near the identity), which needs about half the epochs
-        of a fresh start for the same accuracy.
+        of candidate depths (``"auto"``: :data:`AUTO_DEPTHS`) trains them on the
+        same split in increasing order, each starting from the weights learned
+        by the previous one (the matrices they share; a new iteration starts
+        near the identity), and keeps the one with the best validation loss
+        (``best_depth_``). The search stops at the first depth that does not
+        improve the validation loss.
     mlp_depth : int, default=0
         Hidden ReLU layers after the block (NeuMiss+MLP for nonlinear targets).
     mlp_width : int or None, default=None
@@ -467,7 +467,7 @@ class NeuMissRegressor(RegressorMixin, _BaseNeuMiss):
     best_depth_ : int
         The depth used (the chosen one when several were tried).
     depth_results_ : dict
-        For each depth tried: ``val_loss`` and ``val_score`` (validation R²)
+        For each depth trained: ``val_loss`` and ``val_score`` (validation R²)
         of its best epoch, ``epochs`` trained and training ``seconds``.
     history_ : dict of lists
         Per epoch: ``train_loss``, ``val_loss`` (MSE on standardized y),

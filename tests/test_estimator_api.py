@@ -9,6 +9,7 @@ from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from neumiss import NeuMissClassifier, NeuMissRegressor
+from neumiss.estimators import AUTO_DEPTHS
 
 
 # Every check of scikit-learn's suite applies and passes, except
@@ -96,9 +97,15 @@ def test_depth_auto_picks_best_validation_depth(small_regression):
     X, y = small_regression
     model = NeuMissRegressor(depth="auto", max_epochs=10, random_state=0).fit(X, y)
     results = model.depth_results_
-    assert set(results) == {0, 1, 3, 5, 8}
-    losses = {depth: r["val_loss"] for depth, r in results.items()}
-    assert model.best_depth_ == min(losses, key=losses.get)
+    tried = list(results)
+    assert tried == list(AUTO_DEPTHS[: len(tried)]) and len(tried) >= 2
+    losses = [results[depth]["val_loss"] for depth in tried]
+    # Each depth improved on the previous; the search stopped at the first one that did not.
+    improving = losses if len(tried) == len(AUTO_DEPTHS) else losses[:-1]
+    assert improving == sorted(improving, reverse=True)
+    if len(tried) < len(AUTO_DEPTHS):
+        assert losses[-1] >= losses[-2]
+    assert model.best_depth_ == tried[int(np.argmin(losses))]
     assert model.network_.block.depth == model.best_depth_
     assert model.get_params()["depth"] == "auto"
     assert all(r["epochs"] >= 1 and r["seconds"] > 0 for r in results.values())
