@@ -634,7 +634,17 @@ def read_runs(path) -> list[dict]:
                 f"{path} has columns {reader.fieldnames}, expected {list(COLUMNS)}; "
                 "it was not written by this version of the benchmark: use another --out"
             )
-        return list(reader)
+        rows = list(reader)
+    for line, row in enumerate(rows, start=2):
+        try:
+            RunSpec.from_row(row)
+            float(row["bayes_r2"])
+        except ValueError as error:
+            raise ValueError(
+                f"{path}, line {line}: {error} (missing numbers are written 'nan'); "
+                "fix or remove that line"
+            ) from None
+    return rows
 
 
 class _RunsWriter:

@@ -288,3 +288,17 @@ def test_norm_em_agrees_with_the_package_em(tmp_path):
     assert result.failures == []
     r2 = {row["method"]: float(row["r2"]) for row in _rows(tmp_path / "runs.csv")}
     assert r2["norm_em"] == pytest.approx(r2["em"], abs=2e-3)
+
+
+def test_malformed_runs_file_names_the_line(tmp_path):
+    path = tmp_path / "runs.csv"
+    good = ["impute_mask_lr", "MCAR", "4", "400", "200", "300", "0", "0", "0.5", "nan", "nan",
+            "0.1", "1.0", "1", "{}", "2026-01-01T00:00:00"]
+    bad = list(good)
+    bad[9] = ""  # bayes_r2 emptied, e.g. by a spreadsheet
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerows([COLUMNS, good, bad])
+    with pytest.raises(ValueError, match=r"runs\.csv, line 3: .*written 'nan'"):
+        benchmark.read_runs(path)
+    assert len(benchmark.read_runs(path.with_name("absent.csv"))) == 0
