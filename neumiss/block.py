@@ -213,7 +213,10 @@ class NeuMissNetwork(nn.Module):
 
         Used to train a deeper network from a shallower trained one: ``mu``,
         ``S0``, the common Neumann matrices, ``W_mix`` and the head carry over;
-        the extra iterations keep their near-identity initialisation.
+        the extra iterations keep their near-identity initialisation. From a
+        ``weights="shared"`` network into an ``"independent"`` one ("untying"),
+        every iteration matrix receives the shared matrix, so that at equal
+        depth both networks compute the same function.
 
         Returns
         -------
@@ -226,7 +229,12 @@ class NeuMissNetwork(nn.Module):
             if name in own and own[name].shape == value.shape:
                 own[name].copy_(value.to(own[name].device))
                 copied.append(name)
-        return copied
+        shared = other.block.neumann_layers
+        if other.block.weights == "shared" and self.block.weights == "independent" and shared:
+            for index, layer in enumerate(self.block.neumann_layers):
+                layer.copy_(shared[0].to(layer.device))
+                copied.append(f"block.neumann_layers.{index}")
+        return sorted(set(copied))
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Shapes: (batch, d), (batch, d) -> (batch, n_outputs)."""

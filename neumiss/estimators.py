@@ -121,8 +121,10 @@ class _BaseNeuMiss(BaseEstimator):
         integer("lr_patience", 0)
         positive("learning_rate")
         positive("weight_decay", allow_zero=True)
-        if self.weights not in WEIGHT_MODES:
-            raise ValueError(f"weights must be one of {WEIGHT_MODES}, got {self.weights!r}")
+        if self.weights not in (*WEIGHT_MODES, "auto"):
+            raise ValueError(
+                f"weights must be one of {(*WEIGHT_MODES, 'auto')}, got {self.weights!r}"
+            )
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
         fraction = self.validation_fraction
@@ -243,31 +245,44 @@ class _BaseNeuMiss(BaseEstimator):
             lr_patience=int(self.lr_patience),
             weight_decay=float(self.weight_decay),
         )
-        best, previous = None, None
-        self.depth_results_ = {}
-        for depth in self._candidate_depths():
+        def fit_one(depth, weights, start_from):
             start = time.perf_counter()
             generator = torch.Generator().manual_seed(seed)
-            network = self._build_network(depth)
+            network = self._build_network(depth, weights)
             network.reset_parameters(generator)
-            if previous is not None:
-                network.warm_start_from(previous[2])
+            if start_from is not None:
+                network.warm_start_from(start_from)
             network = network.to(device)
             result = train(
                 network, train_data, val_data, self._loss, config, generator,
                 score_fn=lambda loss: self._score_from_loss(loss, y_val),
                 verbose=self.verbose, description=f"{type(self).__name__}(depth={depth})",
             )
-            self.depth_results_[depth] = {
+            summary = {
                 "val_loss": result.best_val_loss,
                 "val_score": result.history["val_score"][result.best_epoch - 1],
                 "epochs": result.n_epochs,
                 "seconds": time.perf_counter() - start,
             }
-            if best is not None and result.best_val_loss >= best[1].best_val_loss:
+            return (depth, weights, result, network), summary
+
+        chain_weights = "shared" if self.weights == "auto" else self.weights
+        best = None
+        self.depth_results_ = {}
+        for depth in self._candidate_depths():
+            fitted, self.depth_results_[depth] = fit_one(
+                depth, chain_weights, best[3] if best is not None else None
+            )
+            if best is not None and fitted[2].best_val_loss >= best[2].best_val_loss:
                 break  # deeper candidates would start from a depth that already overfits
-            best = previous = (depth, result, network)
-        depth, result, network = best
+            best = fitted
+        self.untied_result_ = None
+        if self.weights == "auto" and best[0] >= 2:
+            # Untie the shared matrix at the chosen depth; keep it if validation improves.
+            untied, self.untied_result_ = fit_one(best[0], "independent", best[3])
+            if untied[2].best_val_loss < best[2].best_val_loss:
+                best = untied
+        depth, self.weights_, result, network = best
         self.network_ = network
         self.best_depth_ = depth
         self.history_ = result.history
@@ -315,16 +330,23 @@ class _BaseNeuMiss(BaseEstimator):
             return int(min(AUTO_BATCH_SIZE, max(8, n_train // 64)))
         return int(self.batch_size)
 
-    def _build_network(self, depth: int) -> NeuMissNetwork:
+    def _build_network(self, depth: int, weights: str) -> NeuMissNetwork:
         return NeuMissNetwork(
             self.n_features_in_,
             n_outputs=self._n_outputs(),
             depth=depth,
-            weights=self.weights,
+            weights=weights,
             residual=self.residual,
             mlp_depth=self.mlp_depth,
             mlp_width=self.mlp_width,
         )
+
+    def _fitted_network_shell(self) -> NeuMissNetwork:
+        """An untrained network shaped like ``network_``, to load saved weights into.
+
+        Models saved before ``weights_`` existed used ``weights`` as given.
+        """
+        return self._build_network(self.best_depth_, getattr(self, "weights_", self.weights))
 
     # ----------------------------------------------------------------- predict
     def _forward(self, X) -> np.ndarray:
@@ -395,7 +417,7 @@ class _BaseNeuMiss(BaseEstimator):
         network_state = state.pop("_network_state", None)
         self.__dict__.update(state)
         if network_state is not None:
-            network = self._build_network(self.best_depth_)
+            network = self._fitted_network_shell()
             network.load_state_dict(network_state)
             network.eval()
             self.network_ = network
@@ -430,8 +452,11 @@ class NeuMissRegressor(RegressorMixin, _BaseNeuMiss):
         Hidden ReLU layers after the block (NeuMiss+MLP for nonlinear targets).
     mlp_width : int or None, default=None
         Width of those hidden layers; ``None`` means ``n_features``.
-    weights : {"independent", "shared"}, default="independent"
+    weights : {"independent", "shared", "auto"}, default="independent"
         One matrix per Neumann iteration (paper 2020) or one shared matrix.
+        ``"auto"`` trains with a shared matrix, then, at the chosen depth (2 or
+        more), fine-tunes an independent copy initialised to it ("untied") and
+        keeps whichever has the lower validation loss (``weights_``).
     residual : bool, default=False
         Residual connections in the block (the ``+ Id`` of the Neumann recursion).
     optimizer : {"adam", "sgd"}, default="adam"
@@ -466,6 +491,11 @@ class NeuMissRegressor(RegressorMixin, _BaseNeuMiss):
     network_ : NeuMissNetwork
     best_depth_ : int
         The depth used (the chosen one when several were tried).
+    weights_ : {"independent", "shared"}
+        The weight mode of ``network_``.
+    untied_result_ : dict or None
+        With ``weights="auto"``: ``val_loss``, ``val_score``, ``epochs`` and
+        ``seconds`` of the untied fine-tuning (None when it did not run).
     depth_results_ : dict
         For each depth trained: ``val_loss`` and ``val_score`` (validation R²)
         of its best epoch, ``epochs`` trained and training ``seconds``.

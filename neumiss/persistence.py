@@ -105,7 +105,7 @@ def load(path: str | os.PathLike):
     estimator = cls(**params)
     for name, value in payload["attributes"].items():
         setattr(estimator, name, _decode(value))
-    network = estimator._build_network(estimator.best_depth_)
+    network = estimator._fitted_network_shell()
     network.load_state_dict(payload["state_dict"])
     network.eval()
     estimator.network_ = network

@@ -144,3 +144,15 @@ def test_warm_start_from_depth_zero_skips_missing_s0():
     deep = NeuMissNetwork(3, depth=1)
     copied = deep.warm_start_from(flat)
     assert "block.S0" not in copied and "block.W_mix" in copied
+
+
+def test_untying_a_shared_network_keeps_its_function():
+    shared = NeuMissNetwork(5, depth=4, weights="shared", residual=True)
+    shared.reset_parameters(torch.Generator().manual_seed(0))
+    untied = NeuMissNetwork(5, depth=4, weights="independent", residual=True)
+    untied.reset_parameters(torch.Generator().manual_seed(1))
+    copied = untied.warm_start_from(shared)
+    assert {f"block.neumann_layers.{i}" for i in range(3)} <= set(copied)
+    x = torch.randn(20, 5, generator=torch.Generator().manual_seed(2))
+    mask = random_mask(20, 5, seed=3)
+    torch.testing.assert_close(untied(x * (1 - mask), mask), shared(x * (1 - mask), mask))

@@ -113,6 +113,24 @@ def test_depth_auto_picks_best_validation_depth(small_regression):
     assert results[model.best_depth_]["val_score"] == pytest.approx(model.validation_score_)
 
 
+def test_weights_auto_unties_the_shared_matrix_when_validation_improves(small_regression):
+    X, y = small_regression
+    model = NeuMissRegressor(
+        depth=[1, 3], weights="auto", residual=True, max_epochs=8, random_state=0
+    ).fit(X, y)
+    assert model.get_params()["weights"] == "auto"
+    assert model.network_.block.weights == model.weights_
+    shared_loss = model.depth_results_[model.best_depth_]["val_loss"]
+    if model.best_depth_ >= 2:
+        untied = model.untied_result_
+        kept_untied = untied["val_loss"] < shared_loss
+        assert model.weights_ == ("independent" if kept_untied else "shared")
+    else:  # depth 0 or 1 has no iteration matrix to untie
+        assert model.untied_result_ is None and model.weights_ == "shared"
+    fixed = NeuMissRegressor(depth=3, weights="shared", max_epochs=2, random_state=0).fit(X, y)
+    assert fixed.weights_ == "shared" and fixed.untied_result_ is None
+
+
 def test_depth_candidates_are_searched_in_increasing_order(small_regression):
     X, y = small_regression
     model = NeuMissRegressor(depth=[3, 1, 3], max_epochs=3, random_state=0).fit(X, y)

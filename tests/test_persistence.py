@@ -20,7 +20,9 @@ def fitted_models():
     X[rng.random(X.shape) < 0.3] = np.nan
     reg = NeuMissRegressor(depth=2, mlp_depth=1, max_epochs=5, random_state=0).fit(X, y)
     clf = NeuMissClassifier(depth="auto", max_epochs=3, random_state=0).fit(X, labels)
-    return X, reg, clf
+    untied = NeuMissRegressor(depth=[2], weights="auto", max_epochs=5, random_state=0).fit(X, y)
+    assert untied.weights_ == "independent"  # the untied network is the one to rebuild
+    return X, reg, clf, untied
 
 
 def predictions(model, X):
@@ -29,7 +31,7 @@ def predictions(model, X):
     return model.predict(X)
 
 
-@pytest.mark.parametrize("which", [1, 2])
+@pytest.mark.parametrize("which", [1, 2, 3])
 def test_pickle_round_trip(fitted_models, which):
     X, *models = fitted_models
     model = models[which - 1]
@@ -37,7 +39,7 @@ def test_pickle_round_trip(fitted_models, which):
     np.testing.assert_array_equal(predictions(clone, X), predictions(model, X))
 
 
-@pytest.mark.parametrize("which", [1, 2])
+@pytest.mark.parametrize("which", [1, 2, 3])
 def test_joblib_and_save_load_round_trip(fitted_models, which, tmp_path):
     X, *models = fitted_models
     model = models[which - 1]
@@ -55,7 +57,7 @@ def test_joblib_and_save_load_round_trip(fitted_models, which, tmp_path):
 
 
 def test_saved_file_holds_no_training_data_and_loads_weights_only(fitted_models, tmp_path):
-    X, reg, _ = fitted_models
+    X, reg, *_ = fitted_models
     reg.save(tmp_path / "m.pt")
     payload = torch.load(tmp_path / "m.pt", weights_only=True)  # refuses arbitrary objects
     sizes = [v.numel() for v in payload["state_dict"].values()]
