@@ -33,8 +33,9 @@
 #' @param mlp_depth,mlp_width Hidden layers (and their width) of an MLP head
 #'   after the block, for nonlinear targets; `mlp_depth = 0` is the paper's
 #'   linear head.
-#' @param weights `"independent"` (one matrix per Neumann iteration) or
-#'   `"shared"`.
+#' @param weights `"independent"` (one matrix per Neumann iteration),
+#'   `"shared"`, or `"auto"`: shared, then untied at the chosen depth when that
+#'   improves the validation loss.
 #' @param residual Logical: residual connections in the block.
 #' @param optimizer `"adam"` or `"sgd"`.
 #' @param learning_rate,batch_size,max_epochs Training settings.
