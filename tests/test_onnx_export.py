@@ -25,6 +25,7 @@ REGRESSOR_CONFIGS = {
     "depth2": dict(depth=2),
     "depth3-shared": dict(depth=3, weights="shared"),
     "depth3-residual": dict(depth=3, residual=True),
+    "depth3-weights-auto": dict(depth=[3], weights="auto", residual=True),
     "depth4-shared-residual-mlp": dict(
         depth=4, weights="shared", residual=True, mlp_depth=2, mlp_width=6
     ),
