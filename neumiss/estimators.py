@@ -5,6 +5,7 @@ from __future__ import annotations
 import numbers
 import time
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -18,7 +19,14 @@ from . import persistence
 from ._validation import check_features, check_training_data, observed_mean_scale
 from .block import WEIGHT_MODES, NeuMissNetwork
 from .onnx_export import export_onnx
-from .training import OPTIMIZERS, TrainingConfig, TrainingData, torch_threads, train
+from .training import (
+    OPTIMIZERS,
+    TrainingConfig,
+    TrainingData,
+    TrainingResult,
+    torch_threads,
+    train,
+)
 
 #: Depths tried by ``depth="auto"``, each trained on the same split; the one
 #: with the lowest validation loss is kept (the paper picks depth on validation).
@@ -30,6 +38,23 @@ AUTO_DEPTHS = (0, 1, 2, 4, 8, 16)
 #: Adam at lr 1e-2, made batches of 256 stop early at n_train = 1e5 (the gap to
 #: the Bayes rate shrank from -0.057 to -0.048 at d = 50, and epochs ran 2x faster).
 AUTO_BATCH_SIZE = 2048
+
+#: Values of the estimators' ``weights``: the block's modes, or "auto" (shared, then untied).
+ESTIMATOR_WEIGHT_MODES = (*WEIGHT_MODES, "auto")
+
+
+class _Candidate(NamedTuple):
+    """One trained network of the depth / weight-mode search."""
+
+    depth: int
+    weights: str
+    result: TrainingResult
+    network: NeuMissNetwork
+
+    @property
+    def val_loss(self) -> float:
+        return self.result.best_val_loss
+
 
 #: Rows per forward pass at prediction time (bounds memory, not results).
 PREDICT_CHUNK = 65536
@@ -121,9 +146,9 @@ class _BaseNeuMiss(BaseEstimator):
         integer("lr_patience", 0)
         positive("learning_rate")
         positive("weight_decay", allow_zero=True)
-        if self.weights not in (*WEIGHT_MODES, "auto"):
+        if self.weights not in ESTIMATOR_WEIGHT_MODES:
             raise ValueError(
-                f"weights must be one of {(*WEIGHT_MODES, 'auto')}, got {self.weights!r}"
+                f"weights must be one of {ESTIMATOR_WEIGHT_MODES}, got {self.weights!r}"
             )
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
@@ -245,7 +270,8 @@ class _BaseNeuMiss(BaseEstimator):
             lr_patience=int(self.lr_patience),
             weight_decay=float(self.weight_decay),
         )
-        def fit_one(depth, weights, start_from):
+
+        def fit_one(depth, weights, start_from) -> tuple[_Candidate, dict]:
             start = time.perf_counter()
             generator = torch.Generator().manual_seed(seed)
             network = self._build_network(depth, weights)
@@ -260,35 +286,35 @@ class _BaseNeuMiss(BaseEstimator):
             )
             summary = {
                 "val_loss": result.best_val_loss,
-                "val_score": result.history["val_score"][result.best_epoch - 1],
+                "val_score": result.best_val_score,
                 "epochs": result.n_epochs,
                 "seconds": time.perf_counter() - start,
             }
-            return (depth, weights, result, network), summary
+            return _Candidate(depth, weights, result, network), summary
 
         chain_weights = "shared" if self.weights == "auto" else self.weights
         best = None
         self.depth_results_ = {}
         for depth in self._candidate_depths():
             fitted, self.depth_results_[depth] = fit_one(
-                depth, chain_weights, best[3] if best is not None else None
+                depth, chain_weights, best.network if best is not None else None
             )
-            if best is not None and fitted[2].best_val_loss >= best[2].best_val_loss:
+            if best is not None and fitted.val_loss >= best.val_loss:
                 break  # deeper candidates would start from a depth that already overfits
             best = fitted
         self.untied_result_ = None
-        if self.weights == "auto" and best[0] >= 2:
+        if self.weights == "auto" and best.depth >= 2:
             # Untie the shared matrix at the chosen depth; keep it if validation improves.
-            untied, self.untied_result_ = fit_one(best[0], "independent", best[3])
-            if untied[2].best_val_loss < best[2].best_val_loss:
+            untied, self.untied_result_ = fit_one(best.depth, "independent", best.network)
+            if untied.val_loss < best.val_loss:
                 best = untied
-        depth, self.weights_, result, network = best
-        self.network_ = network
-        self.best_depth_ = depth
-        self.history_ = result.history
-        self.n_epochs_ = result.n_epochs
-        self.best_epoch_ = result.best_epoch
-        self.validation_score_ = result.history["val_score"][result.best_epoch - 1]
+        self.network_ = best.network
+        self.best_depth_ = best.depth
+        self.weights_ = best.weights
+        self.history_ = best.result.history
+        self.n_epochs_ = best.result.n_epochs
+        self.best_epoch_ = best.result.best_epoch
+        self.validation_score_ = best.result.best_val_score
         return self
 
     def _split(self, x, mask, y_encoded, seed, tensors):

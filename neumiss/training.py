@@ -70,6 +70,11 @@ class TrainingResult:
     best_val_loss: float = math.inf
     n_epochs: int = 0
 
+    @property
+    def best_val_score(self) -> float:
+        """``history["val_score"]`` at the best epoch (the restored weights)."""
+        return self.history["val_score"][self.best_epoch - 1]
+
 
 def _make_optimizer(network: nn.Module, config: TrainingConfig) -> torch.optim.Optimizer:
     params = network.parameters()
