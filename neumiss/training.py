@@ -59,6 +59,7 @@ class TrainingConfig:
     lr_factor: float = 0.2
     min_learning_rate: float = 1e-6
     weight_decay: float = 0.0
+    tol: float = 0.0
 
 
 @dataclass
@@ -119,21 +120,26 @@ def train(
 
     Each epoch shuffles the training rows with ``generator`` (repeatable on
     CPU), takes mini-batch steps, then evaluates the validation loss.
-    The learning rate is divided by ``1 / lr_factor`` when the validation loss
-    has not improved for ``lr_patience`` epochs (ReduceLROnPlateau); training
-    stops after ``patience`` epochs without improvement, when the learning
-    rate falls below ``min_learning_rate`` or at ``max_epochs``. Without
-    validation data, the training loss plays its role.
+    An epoch *improves* when its validation loss is below ``(1 - tol)`` times
+    the loss of the last improving epoch (``tol`` is relative, as
+    ReduceLROnPlateau's threshold). The learning rate is multiplied by
+    ``lr_factor`` after ``lr_patience`` epochs without improvement (ReduceLROnPlateau);
+    training stops after ``patience`` epochs without improvement, when the
+    learning rate falls below ``min_learning_rate`` or at ``max_epochs``. The
+    weights kept are those of the lowest validation loss seen, improving or
+    not. Without validation data, the training loss plays its role.
 
     ``loss_fn(output, target)`` returns a mean loss. ``score_fn`` maps a
     validation loss to a score shown in the progress bar and history (e.g. R²).
     """
     optimizer = _make_optimizer(network, config)
     scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
-        optimizer, mode="min", factor=config.lr_factor, patience=config.lr_patience
+        optimizer, mode="min", factor=config.lr_factor, patience=config.lr_patience,
+        threshold=config.tol, threshold_mode="rel",
     )
     result = TrainingResult(history={"train_loss": [], "val_loss": [], "val_score": [], "lr": []})
     best_state = copy.deepcopy(network.state_dict())
+    reference_loss, last_improving_epoch = math.inf, 0
     n = len(train_data)
     batch_size = max(1, min(int(config.batch_size), n))
     bar = tqdm(
@@ -172,12 +178,14 @@ def train(
             result.best_val_loss = val_loss
             result.best_epoch = epoch
             best_state = copy.deepcopy(network.state_dict())
+        if val_loss < reference_loss * (1.0 - config.tol):
+            reference_loss, last_improving_epoch = val_loss, epoch
         bar.set_postfix(
             train_loss=f"{train_loss:.4g}", val_loss=f"{val_loss:.4g}",
             val_score=f"{history['val_score'][-1]:.4g}",
         )
         scheduler.step(val_loss)
-        if epoch - result.best_epoch >= config.patience:
+        if epoch - last_improving_epoch >= config.patience:
             break
         if optimizer.param_groups[0]["lr"] < config.min_learning_rate:
             break

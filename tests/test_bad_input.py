@@ -78,7 +78,7 @@ def test_single_class_classifier():
     "param, value",
     [("depth", -1), ("depth", "deep"), ("weights", "tied"), ("optimizer", "lbfgs"),
      ("learning_rate", 0.0), ("batch_size", 0), ("validation_fraction", 1.0),
-     ("max_epochs", 0), ("device", "tpu")],
+     ("max_epochs", 0), ("device", "tpu"), ("tol", -0.1), ("tol", 1.0), ("tol", "small")],
 )
 def test_bad_parameters_are_named(param, value):
     X, y = data()

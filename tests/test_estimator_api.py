@@ -9,7 +9,9 @@ from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from neumiss import NeuMissClassifier, NeuMissRegressor
-from neumiss.estimators import AUTO_DEPTHS
+from neumiss.estimators import AUTO_DEPTHS, UNTIE_ROWS_PER_PARAMETER
+
+from .conftest import gaussian_regression
 
 
 # Every check of scikit-learn's suite applies and passes, except
@@ -113,8 +115,11 @@ def test_depth_auto_picks_best_validation_depth(small_regression):
     assert results[model.best_depth_]["val_score"] == pytest.approx(model.validation_score_)
 
 
-def test_weights_auto_unties_the_shared_matrix_when_validation_improves(small_regression):
-    X, y = small_regression
+def test_weights_auto_unties_the_shared_matrix_when_validation_improves():
+    # 1,000 rows, d = 4: at depth 3 the untied block has (3 + 1) * 16 parameters,
+    # and the 900 training rows exceed UNTIE_ROWS_PER_PARAMETER times that.
+    draw, *_ = gaussian_regression(4, 1000, np.random.default_rng(1), missing_rate=0.3)
+    X, y = draw(1000)
     model = NeuMissRegressor(
         depth=[1, 3], weights="auto", residual=True, max_epochs=8, random_state=0
     ).fit(X, y)
@@ -123,12 +128,22 @@ def test_weights_auto_unties_the_shared_matrix_when_validation_improves(small_re
     shared_loss = model.depth_results_[model.best_depth_]["val_loss"]
     if model.best_depth_ >= 2:
         untied = model.untied_result_
+        assert untied is not None and untied["epochs"] >= 1
         kept_untied = untied["val_loss"] < shared_loss
         assert model.weights_ == ("independent" if kept_untied else "shared")
     else:  # depth 0 or 1 has no iteration matrix to untie
         assert model.untied_result_ is None and model.weights_ == "shared"
     fixed = NeuMissRegressor(depth=3, weights="shared", max_epochs=2, random_state=0).fit(X, y)
     assert fixed.weights_ == "shared" and fixed.untied_result_ is None
+
+
+def test_weights_auto_does_not_untie_with_few_rows_per_parameter(small_regression):
+    X, y = small_regression  # 270 training rows, d = 5
+    needed = UNTIE_ROWS_PER_PARAMETER * (3 + 1) * 5**2
+    assert 270 < needed
+    model = NeuMissRegressor(depth=[3], weights="auto", max_epochs=3, random_state=0).fit(X, y)
+    assert model.untied_result_ is None and model.weights_ == "shared"
+    assert model.network_.block.weights == "shared"
 
 
 def test_depth_candidates_are_searched_in_increasing_order(small_regression):
@@ -154,6 +169,19 @@ def test_lr_schedule_reduces_learning_rate(small_regression):
     assert lrs[0] == pytest.approx(0.01)
     assert min(lrs) < 0.01
     assert all(b <= a for a, b in zip(lrs, lrs[1:]))
+
+
+def test_tol_counts_only_relative_improvements(small_regression):
+    X, y = small_regression
+    # tol = 0.9: no epoch after the first lowers the loss by 90%, so training
+    # stops after `patience` more epochs, keeping the weights of the lowest loss.
+    strict = NeuMissRegressor(max_epochs=40, patience=3, tol=0.9, random_state=0).fit(X, y)
+    assert strict.n_epochs_ == 1 + 3
+    val_loss = strict.history_["val_loss"]
+    assert strict.best_epoch_ == 1 + int(np.argmin(val_loss))
+    assert min(val_loss) < val_loss[0]  # later epochs did lower it, by less than tol
+    loose = NeuMissRegressor(max_epochs=40, patience=3, tol=0.0, random_state=0).fit(X, y)
+    assert loose.n_epochs_ > strict.n_epochs_
 
 
 @pytest.mark.parametrize("kwargs", [{"optimizer": "sgd", "learning_rate": 0.01},
