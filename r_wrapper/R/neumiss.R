@@ -27,7 +27,7 @@
 #'   otherwise.
 #' @param depth Depth of the NeuMiss block (a whole number >= 0: `S0` and
 #'   `depth - 1` Neumann iterations); a vector of candidate depths, such as
-#'   `c(0, 1, 3, 5, 8)`, or `"auto"` (those five) to choose it on the
+#'   `c(0, 2, 4, 8, 16)`, or `"auto"` (those five) to choose it on the
 #'   validation split, each candidate starting from the weights of the
 #'   previous one.
 #' @param mlp_depth,mlp_width Hidden layers (and their width) of an MLP head
@@ -35,7 +35,8 @@
 #'   linear head.
 #' @param weights `"independent"` (one matrix per Neumann iteration),
 #'   `"shared"`, or `"auto"`: shared, then untied at the chosen depth when that
-#'   improves the validation loss.
+#'   improves the validation loss (tried only with at least 10 training rows
+#'   per parameter of the untied block).
 #' @param residual Logical: residual connections in the block.
 #' @param optimizer `"adam"` or `"sgd"`.
 #' @param learning_rate,batch_size,max_epochs Training settings.
@@ -47,7 +48,7 @@
 #' @param device `"cpu"`, `"cuda"` or `"auto"`.
 #' @param verbose Logical: show a progress bar while training.
 #' @param ... Further parameters of the Python estimator by their Python names
-#'   (e.g. `lr_patience`, `weight_decay`); unknown names are an error. For the
+#'   (e.g. `lr_patience`, `tol`, `weight_decay`); unknown names are an error. For the
 #'   formula method, the arguments of the default method.
 #' @return An object of class `"neumiss"`: a list with, among others, `task`,
 #'   `feature_names`, `history` (a data frame of per-epoch losses),
