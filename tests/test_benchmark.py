@@ -302,3 +302,16 @@ def test_malformed_runs_file_names_the_line(tmp_path):
     with pytest.raises(ValueError, match=r"runs\.csv, line 3: .*written 'nan'"):
         benchmark.read_runs(path)
     assert len(benchmark.read_runs(path.with_name("absent.csv"))) == 0
+
+
+def test_neumiss_settings_match_the_estimator():
+    """The benchmark repeats AUTO_DEPTHS (its CLI imports no torch) and passes
+    NEUMISS_PARAMS to NeuMissRegressor: both must stay valid for the estimator."""
+    from neumiss import NeuMissRegressor
+    from neumiss.estimators import AUTO_DEPTHS
+
+    assert benchmark.NEUMISS_DEPTHS == AUTO_DEPTHS
+    model = NeuMissRegressor(depth=list(benchmark.NEUMISS_DEPTHS), **benchmark.NEUMISS_PARAMS)
+    params = model.get_params()
+    assert all(params[name] == value for name, value in benchmark.NEUMISS_PARAMS.items())
+    model._check_params()  # raises on any invalid value
