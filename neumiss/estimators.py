@@ -288,7 +288,7 @@ class _BaseNeuMiss(BaseEstimator):
             weight_decay=float(self.weight_decay),
         )
 
-        def fit_one(depth, weights, start_from, config=config) -> tuple[_Candidate, dict]:
+        def fit_one(depth, weights, start_from, config) -> tuple[_Candidate, dict]:
             start = time.perf_counter()
             generator = torch.Generator().manual_seed(seed)
             network = self._build_network(depth, weights)
@@ -314,18 +314,13 @@ class _BaseNeuMiss(BaseEstimator):
         self.depth_results_ = {}
         for depth in self._candidate_depths():
             fitted, self.depth_results_[depth] = fit_one(
-                depth, chain_weights, best.network if best is not None else None
+                depth, chain_weights, best.network if best is not None else None, config
             )
             if best is not None and fitted.val_loss >= best.val_loss:
                 break  # deeper candidates would start from a depth that already overfits
             best = fitted
         self.untied_result_ = None
-        untied_parameters = (best.depth + 1) * x.shape[1] ** 2
-        if (
-            self.weights == "auto"
-            and best.depth >= 2
-            and len(train_data) >= UNTIE_ROWS_PER_PARAMETER * untied_parameters
-        ):
+        if self.weights == "auto" and self._worth_untying(best.depth, len(train_data)):
             # Untie the shared matrix at the chosen depth; keep it if validation
             # improves. Its gains come in small steps (MCAR, d = 10, n_train = 1e5:
             # +0.005 validation R² over ~20 epochs), so every improvement counts.
@@ -377,6 +372,13 @@ class _BaseNeuMiss(BaseEstimator):
                 f"got {self.depth!r}"
             )
         return tuple(sorted({int(v) for v in candidates}))
+
+    def _worth_untying(self, depth: int, n_train: int) -> bool:
+        """Whether ``weights="auto"`` fine-tunes an untied copy at ``depth``: it needs
+        a Neumann iteration (depth >= 2) and :data:`UNTIE_ROWS_PER_PARAMETER`
+        training rows per parameter of the untied block, ``(depth + 1) d^2``."""
+        untied_parameters = (depth + 1) * self.n_features_in_**2
+        return depth >= 2 and n_train >= UNTIE_ROWS_PER_PARAMETER * untied_parameters
 
     def _batch_size(self, n_train: int) -> int:
         if self.batch_size == "auto":
