@@ -2,25 +2,44 @@
 
 Le Morvan, Josse, Moreau, Scornet, Varoquaux. "NeuMiss networks: differentiable
 programming for supervised learning with missing values." NeurIPS 2020.
+
+Names are imported on first use, so ``import neumiss`` loads neither torch
+nor onnx; ``neumiss.NeuMissRegressor`` loads the estimators (and torch).
 """
 
-__version__ = "0.1.0"
+from __future__ import annotations
 
-from . import analytic, bayes, simulate  # noqa: E402
-from .block import NeuMissBlock, NeuMissNetwork  # noqa: E402
-from .estimators import NeuMissClassifier, NeuMissRegressor  # noqa: E402
-from .onnx_export import export_onnx  # noqa: E402
-from .persistence import load  # noqa: E402
+import importlib
 
-__all__ = [
-    "NeuMissBlock",
-    "NeuMissNetwork",
-    "NeuMissRegressor",
-    "NeuMissClassifier",
-    "load",
-    "export_onnx",
-    "analytic",
-    "bayes",
-    "simulate",
-    "__version__",
-]
+from ._version import __version__
+
+#: public name -> module defining it (classes and functions), or None (a submodule)
+_EXPORTS = {
+    "NeuMissBlock": "neumiss.block",
+    "NeuMissNetwork": "neumiss.block",
+    "NeuMissRegressor": "neumiss.estimators",
+    "NeuMissClassifier": "neumiss.estimators",
+    "load": "neumiss.estimators",
+    "export_onnx": "neumiss.onnx_export",
+    "analytic": None,
+    "bayes": None,
+    "simulate": None,
+}
+
+__all__ = [*_EXPORTS, "__version__"]
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'neumiss' has no attribute {name!r}")
+    module_name = _EXPORTS[name]
+    if module_name is None:
+        value = importlib.import_module(f"neumiss.{name}")
+    else:
+        value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -24,7 +24,8 @@ from sklearn.neural_network import MLPRegressor
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
-from ._validation import check_features, check_training_data, observed_mean_scale
+from .preprocessing import observed_mean_scale
+from .validation import check_features, check_training_data
 from .gaussian import PatternLayout, conditional_mean, conditional_moments
 
 __all__ = [

@@ -12,12 +12,12 @@ import argparse
 import importlib
 import sys
 
-from . import __version__
+from ._version import __version__
 
 #: command name -> (module implementing it, one-line help)
 COMMANDS = {
-    "benchmark": ("neumiss.benchmark", "run the paper's benchmark grid (or a subset)"),
-    "export": ("neumiss.onnx_export", "export a model saved by save() to ONNX"),
+    "benchmark": ("neumiss.benchmark.cli", "run the paper's benchmark grid (or a subset)"),
+    "export": ("neumiss.export_command", "export a model saved by save() to ONNX"),
 }
 
 

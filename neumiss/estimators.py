@@ -1,12 +1,16 @@
-"""scikit-learn estimators built on :class:`~neumiss.block.NeuMissNetwork`."""
+"""scikit-learn estimators built on :class:`~neumiss.block.NeuMissNetwork`.
+
+``fit`` validates the parameters (:mod:`neumiss.constraints`) and the data
+(:mod:`neumiss.validation`), fits the preprocessing
+(:mod:`neumiss.preprocessing`), then trains the candidate networks
+(:func:`neumiss.search.search_depths`). Saving goes through
+:mod:`neumiss.persistence`, ONNX export through :mod:`neumiss.onnx_export`.
+"""
 
 from __future__ import annotations
 
-import dataclasses
-import numbers
-import time
+import functools
 import warnings
-from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -17,66 +21,36 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from . import persistence
-from ._validation import check_features, check_training_data, observed_mean_scale
-from .block import WEIGHT_MODES, NeuMissNetwork
-from .onnx_export import export_onnx
-from .training import (
-    OPTIMIZERS,
-    TrainingConfig,
-    TrainingData,
-    TrainingResult,
-    torch_threads,
-    train,
+from .block import NeuMissNetwork
+from .constraints import (
+    AnyOf,
+    Boolean,
+    InstanceOf,
+    Integer,
+    NoneValue,
+    Options,
+    Pattern,
+    Real,
+    SequenceOf,
+    check_params,
 )
-
-#: Depths tried by ``depth="auto"``, each trained on the same split; the one
-#: with the lowest validation loss is kept (the paper picks depth on validation).
-#: Each doubles the previous one, so that a warm start stays close (from depth 4
-#: straight to 16 took 95 epochs and ended worse than depth 8 in our trials);
-#: depth 1 is left out: depth 2 did as well and it saved a fifth of the time.
-AUTO_DEPTHS = (0, 2, 4, 8, 16)
-
-#: Largest mini-batch of ``batch_size="auto"``, which takes ``n_train // 64``
-#: (at least 8) below it: small data sets get enough (and noisier) steps, large
-#: ones get batches big enough to average out the gradient noise that, with
-#: Adam at lr 1e-2, made batches of 256 stop early at n_train = 1e5 (the gap to
-#: the Bayes rate shrank from -0.057 to -0.048 at d = 50, and epochs ran 2x faster).
-AUTO_BATCH_SIZE = 2048
-
-#: Values of the estimators' ``weights``: the block's modes, or "auto" (shared, then untied).
-ESTIMATOR_WEIGHT_MODES = (*WEIGHT_MODES, "auto")
-
-#: ``weights="auto"`` unties the shared matrix only when the training set has at
-#: least this many rows per parameter of the untied block (``(depth + 1) d^2``).
-#: In the paper's grid (3 repeats, 108 runs) untying never won below that ratio
-#: (d = 10 at n_train = 1e4, d = 20 below 1e5, d = 50 everywhere) and often won
-#: above it (d = 10 from n_train = 2e4), so below it the fine-tune is skipped.
-UNTIE_ROWS_PER_PARAMETER = 10
-
-
-class _Candidate(NamedTuple):
-    """One trained network of the depth / weight-mode search."""
-
-    depth: int
-    weights: str
-    result: TrainingResult
-    network: NeuMissNetwork
-
-    @property
-    def val_loss(self) -> float:
-        return self.result.best_val_loss
-
+from .preprocessing import Standardizer
+from .search import AUTO_DEPTHS, Objective, SearchResult, search_depths
+from .training import OPTIMIZERS, TrainingConfig, TrainingData, torch_threads
+from .validation import check_features, check_training_data
 
 #: Rows per forward pass at prediction time (bounds memory, not results).
 PREDICT_CHUNK = 65536
 
+#: The estimators' training defaults are the training loop's.
+_TRAINING = TrainingConfig()
+
 
 def _resolve_device(device: str) -> torch.device:
+    """``torch.device`` for a validated ``device`` parameter; "auto" takes CUDA when present."""
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device not in ("cpu", "cuda") and not str(device).startswith("cuda:"):
-        raise ValueError(f"device must be 'cpu', 'cuda', 'cuda:N' or 'auto', got {device!r}")
-    if str(device).startswith("cuda") and not torch.cuda.is_available():
+    if device.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError(f"device={device!r} but no CUDA GPU is available; use 'cpu' or 'auto'")
     return torch.device(device)
 
@@ -88,6 +62,29 @@ class _BaseNeuMiss(BaseEstimator):
     outputs and how raw network outputs become predictions.
     """
 
+    _parameter_constraints = {
+        "depth": AnyOf(Integer(0), Options("auto"), SequenceOf(Integer(0))),
+        "mlp_depth": Integer(0),
+        "mlp_width": AnyOf(NoneValue(), Integer(1)),
+        "weights": Options("independent", "shared", "auto"),
+        "residual": Boolean(),
+        "optimizer": Options(*OPTIMIZERS),
+        "learning_rate": Real(0, None, closed="neither"),
+        "batch_size": AnyOf(Options("auto"), Integer(1)),
+        "max_epochs": Integer(1),
+        "validation_fraction": Real(0, 1, closed="left"),
+        "patience": Integer(1),
+        "lr_patience": Integer(0),
+        "tol": Real(0, 1, closed="left"),
+        "weight_decay": Real(0),
+        "random_state": AnyOf(
+            NoneValue(), Integer(0, 2**32 - 1), InstanceOf(np.random.RandomState, "a RandomState")
+        ),
+        "device": AnyOf(Options("cpu", "auto"), Pattern(r"cuda(:\d+)?", "'cuda' or 'cuda:N'")),
+        "n_jobs": AnyOf(NoneValue(), Integer(1), Integer(None, -1)),
+        "verbose": AnyOf(Boolean(), Integer(0)),
+    }
+
     def __init__(
         self,
         depth=3,
@@ -96,15 +93,15 @@ class _BaseNeuMiss(BaseEstimator):
         mlp_width=None,
         weights="independent",
         residual=False,
-        optimizer="adam",
-        learning_rate=1e-2,
+        optimizer=_TRAINING.optimizer,
+        learning_rate=_TRAINING.learning_rate,
         batch_size="auto",
-        max_epochs=100,
+        max_epochs=_TRAINING.max_epochs,
         validation_fraction=0.1,
-        patience=8,
-        lr_patience=2,
-        tol=0.0,
-        weight_decay=0.0,
+        patience=_TRAINING.patience,
+        lr_patience=_TRAINING.lr_patience,
+        tol=_TRAINING.tol,
+        weight_decay=_TRAINING.weight_decay,
         random_state=None,
         device="cpu",
         n_jobs=None,
@@ -129,49 +126,6 @@ class _BaseNeuMiss(BaseEstimator):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    # ------------------------------------------------------------------ checks
-    def _check_params(self) -> None:
-        def integer(name, low):
-            value = getattr(self, name)
-            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-
-        def positive(name, allow_zero=False):
-            value = getattr(self, name)
-            ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
-            ok = ok and (value >= 0 if allow_zero else value > 0) and np.isfinite(value)
-            if not ok:
-                bound = ">= 0" if allow_zero else "> 0"
-                raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
-
-        self._candidate_depths()  # validates depth
-        integer("mlp_depth", 0)
-        if self.mlp_width is not None:
-            integer("mlp_width", 1)
-        if self.n_jobs is not None and (
-            not isinstance(self.n_jobs, numbers.Integral) or self.n_jobs == 0
-        ):
-            raise ValueError(f"n_jobs must be None or a non-zero integer, got {self.n_jobs!r}")
-        if self.batch_size != "auto":
-            integer("batch_size", 1)
-        integer("max_epochs", 1)
-        integer("patience", 1)
-        integer("lr_patience", 0)
-        positive("learning_rate")
-        positive("weight_decay", allow_zero=True)
-        if not (isinstance(self.tol, numbers.Real) and not isinstance(self.tol, bool)
-                and 0.0 <= self.tol < 1.0):
-            raise ValueError(f"tol must be a number in [0, 1), got {self.tol!r}")
-        if self.weights not in ESTIMATOR_WEIGHT_MODES:
-            raise ValueError(
-                f"weights must be one of {ESTIMATOR_WEIGHT_MODES}, got {self.weights!r}"
-            )
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
-        fraction = self.validation_fraction
-        if not isinstance(fraction, numbers.Real) or not 0.0 <= fraction < 1.0:
-            raise ValueError(f"validation_fraction must be in [0, 1), got {fraction!r}")
-
     # ------------------------------------------------------------ subclass API
     def _encode_target(self, y: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -194,30 +148,6 @@ class _BaseNeuMiss(BaseEstimator):
     def _stratify(self, y: np.ndarray):
         return None
 
-    # ----------------------------------------------------------- preprocessing
-    def _standardize(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Float32 ``(x, mask)``: ``(X - x_mean_) / x_scale_`` with 0 for missing entries."""
-        mask = np.isnan(X)
-        x = (X - self.x_mean_) / self.x_scale_
-        x[mask] = 0.0
-        return x.astype(np.float32), mask.astype(np.float32)
-
-    def _fit_standardization(self, X: np.ndarray) -> None:
-        all_missing = np.flatnonzero(np.isnan(X).all(axis=0))
-        if all_missing.size:
-            names = self._feature_labels(all_missing)
-            warnings.warn(
-                f"features {names} are missing in every training row: they carry no "
-                "information and are ignored in practice",
-                UserWarning,
-                stacklevel=4,
-            )
-        self.x_mean_, self.x_scale_ = observed_mean_scale(X)
-
-    def _feature_labels(self, indices) -> list:
-        names = getattr(self, "feature_names_in_", None)
-        return [names[i] if names is not None else int(i) for i in indices]
-
     # --------------------------------------------------------------------- fit
     def fit(self, X, y, validation_data=None):
         """Fit the network on ``X`` (NaN = missing) and ``y``.
@@ -237,9 +167,101 @@ class _BaseNeuMiss(BaseEstimator):
         -------
         self
         """
-        self._check_params()
+        check_params(type(self).__name__, self.get_params(deep=False), self._parameter_constraints)
         with torch_threads(self.n_jobs):
-            return self._fit(X, y, validation_data)
+            X, y = check_training_data(self, X, y, y_numeric=self._y_numeric)
+            y_encoded = self._encode_target(y)
+            device = _resolve_device(self.device)
+            seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+            self._warn_features_never_observed(X)
+            self.preprocessor_ = Standardizer().fit(X)
+            train_data, val_data, y_val = self._split(X, y_encoded, validation_data, seed, device)
+            objective = Objective(
+                self._loss, functools.partial(self._score_from_loss, y_val=y_val)
+            )
+            search = search_depths(
+                self._build_network, self._candidate_depths(), self.weights,
+                train_data, val_data, objective, self._training_config(), seed,
+                verbose=int(self.verbose), label=type(self).__name__,
+            )
+        self._set_search_result(search)
+        return self
+
+    def _set_search_result(self, search: SearchResult) -> None:
+        best = search.best
+        self.network_ = best.network
+        self.best_depth_ = best.depth
+        self.weights_ = best.weights
+        self.history_ = best.result.history
+        self.n_epochs_ = best.result.n_epochs
+        self.best_epoch_ = best.result.best_epoch
+        self.validation_score_ = best.result.best_val_score
+        self.depth_results_ = search.depth_results
+        self.untied_result_ = search.untied
+
+    def _warn_features_never_observed(self, X: np.ndarray) -> None:
+        never_observed = np.flatnonzero(np.isnan(X).all(axis=0))
+        if never_observed.size:
+            names = getattr(self, "feature_names_in_", None)
+            labels = [names[i] if names is not None else int(i) for i in never_observed]
+            warnings.warn(
+                f"features {labels} are missing in every training row: they carry no "
+                "information and are ignored in practice",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    def _training_config(self) -> TrainingConfig:
+        return TrainingConfig(
+            optimizer=self.optimizer,
+            learning_rate=float(self.learning_rate),
+            batch_size=None if self.batch_size == "auto" else int(self.batch_size),
+            max_epochs=int(self.max_epochs),
+            patience=int(self.patience),
+            lr_patience=int(self.lr_patience),
+            tol=float(self.tol),
+            weight_decay=float(self.weight_decay),
+        )
+
+    def _split(self, X, y_encoded, validation_data, seed, device):
+        """Training and validation :class:`TrainingData`, and the encoded validation targets.
+
+        Without ``validation_data``, ``validation_fraction`` of the rows are held
+        out (stratified for classes); with it, every row of ``X`` trains.
+        """
+        x, mask = self.preprocessor_.transform(X)
+
+        def tensors(rows, y):
+            return TrainingData(
+                torch.from_numpy(x[rows]).to(device),
+                torch.from_numpy(mask[rows]).to(device),
+                self._target_tensor(y, device),
+            )
+
+        if validation_data is not None:
+            X_val, y_val = self._check_validation_data(validation_data)
+            x_val, mask_val = self.preprocessor_.transform(X_val)
+            val = TrainingData(
+                torch.from_numpy(x_val).to(device),
+                torch.from_numpy(mask_val).to(device),
+                self._target_tensor(y_val, device),
+            )
+            return tensors(slice(None), y_encoded), val, y_val
+        n_samples = X.shape[0]
+        if self.validation_fraction == 0:
+            return tensors(slice(None), y_encoded), None, y_encoded
+        n_val = int(np.ceil(self.validation_fraction * n_samples))
+        if n_samples - n_val < 1:
+            raise ValueError(
+                f"too few rows for validation_fraction={self.validation_fraction}: got "
+                f"n_samples={n_samples}; need at least 2 rows (or set validation_fraction=0)"
+            )
+        train_idx, val_idx = train_test_split(
+            np.arange(n_samples), test_size=n_val, random_state=seed,
+            stratify=self._stratify(y_encoded),
+        )
+        y_val = y_encoded[val_idx]
+        return tensors(train_idx, y_encoded[train_idx]), tensors(val_idx, y_val), y_val
 
     def _check_validation_data(self, validation_data) -> tuple[np.ndarray, np.ndarray]:
         """Validated ``(X_val, encoded y_val)``; call after the training data set the schema."""
@@ -254,136 +276,12 @@ class _BaseNeuMiss(BaseEstimator):
             )
         return X_val, self._encode_validation_target(y_val)
 
-    def _fit(self, X, y, validation_data):
-        X, y = check_training_data(self, X, y, y_numeric=self._y_numeric)
-        y_encoded = self._encode_target(y)
-        device = _resolve_device(self.device)
-        rng = check_random_state(self.random_state)
-        seed = int(rng.randint(np.iinfo(np.int32).max))
-
-        self._fit_standardization(X)
-        x, mask = self._standardize(X)
-
-        def tensors(x, mask, y):
-            return TrainingData(
-                torch.from_numpy(x).to(device),
-                torch.from_numpy(mask).to(device),
-                self._target_tensor(y, device),
-            )
-
-        if validation_data is not None:
-            X_val, y_val = self._check_validation_data(validation_data)
-            train_data = tensors(x, mask, y_encoded)
-            val_data = tensors(*self._standardize(X_val), y_val)
-        else:
-            train_data, val_data, y_val = self._split(x, mask, y_encoded, seed, tensors)
-        config = TrainingConfig(
-            optimizer=self.optimizer,
-            learning_rate=float(self.learning_rate),
-            batch_size=self._batch_size(len(train_data)),
-            max_epochs=int(self.max_epochs),
-            patience=int(self.patience),
-            lr_patience=int(self.lr_patience),
-            tol=float(self.tol),
-            weight_decay=float(self.weight_decay),
-        )
-
-        def fit_one(depth, weights, start_from, config) -> tuple[_Candidate, dict]:
-            start = time.perf_counter()
-            generator = torch.Generator().manual_seed(seed)
-            network = self._build_network(depth, weights)
-            network.reset_parameters(generator)
-            if start_from is not None:
-                network.warm_start_from(start_from)
-            network = network.to(device)
-            result = train(
-                network, train_data, val_data, self._loss, config, generator,
-                score_fn=lambda loss: self._score_from_loss(loss, y_val),
-                verbose=self.verbose, description=f"{type(self).__name__}(depth={depth})",
-            )
-            summary = {
-                "val_loss": result.best_val_loss,
-                "val_score": result.best_val_score,
-                "epochs": result.n_epochs,
-                "seconds": time.perf_counter() - start,
-            }
-            return _Candidate(depth, weights, result, network), summary
-
-        chain_weights = "shared" if self.weights == "auto" else self.weights
-        best = None
-        self.depth_results_ = {}
-        for depth in self._candidate_depths():
-            fitted, self.depth_results_[depth] = fit_one(
-                depth, chain_weights, best.network if best is not None else None, config
-            )
-            if best is not None and fitted.val_loss >= best.val_loss:
-                break  # deeper candidates would start from a depth that already overfits
-            best = fitted
-        self.untied_result_ = None
-        if self.weights == "auto" and self._worth_untying(best.depth, len(train_data)):
-            # Untie the shared matrix at the chosen depth; keep it if validation
-            # improves. Its gains come in small steps (MCAR, d = 10, n_train = 1e5:
-            # +0.005 validation R² over ~20 epochs), so every improvement counts.
-            fine_tune = dataclasses.replace(config, tol=0.0)
-            untied, self.untied_result_ = fit_one(
-                best.depth, "independent", best.network, fine_tune
-            )
-            if untied.val_loss < best.val_loss:
-                best = untied
-        self.network_ = best.network
-        self.best_depth_ = best.depth
-        self.weights_ = best.weights
-        self.history_ = best.result.history
-        self.n_epochs_ = best.result.n_epochs
-        self.best_epoch_ = best.result.best_epoch
-        self.validation_score_ = best.result.best_val_score
-        return self
-
-    def _split(self, x, mask, y_encoded, seed, tensors):
-        """Internal train/validation split of ``validation_fraction`` of the rows."""
-        n_samples = x.shape[0]
-        if self.validation_fraction == 0:
-            return tensors(x, mask, y_encoded), None, y_encoded
-        n_val = int(np.ceil(self.validation_fraction * n_samples))
-        if n_samples - n_val < 1:
-            raise ValueError(
-                f"too few rows for validation_fraction={self.validation_fraction}: got "
-                f"n_samples={n_samples}; need at least 2 rows (or set validation_fraction=0)"
-            )
-        train_idx, val_idx = train_test_split(
-            np.arange(n_samples), test_size=n_val, random_state=seed,
-            stratify=self._stratify(y_encoded),
-        )
-        train = tensors(x[train_idx], mask[train_idx], y_encoded[train_idx])
-        val = tensors(x[val_idx], mask[val_idx], y_encoded[val_idx])
-        return train, val, y_encoded[val_idx]
-
     def _candidate_depths(self) -> tuple[int, ...]:
-        """The depths to train, in increasing order (validates ``depth``)."""
-        if isinstance(self.depth, str) and self.depth == "auto":
+        """The depths to train, increasing and distinct."""
+        if isinstance(self.depth, str):
             return AUTO_DEPTHS
         candidates = self.depth if isinstance(self.depth, (list, tuple)) else [self.depth]
-        if len(candidates) == 0 or not all(
-            isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 0
-            for v in candidates
-        ):
-            raise ValueError(
-                "depth must be an integer >= 0, 'auto' or a non-empty list of integers >= 0, "
-                f"got {self.depth!r}"
-            )
         return tuple(sorted({int(v) for v in candidates}))
-
-    def _worth_untying(self, depth: int, n_train: int) -> bool:
-        """Whether ``weights="auto"`` fine-tunes an untied copy at ``depth``: it needs
-        a Neumann iteration (depth >= 2) and :data:`UNTIE_ROWS_PER_PARAMETER`
-        training rows per parameter of the untied block, ``(depth + 1) d^2``."""
-        untied_parameters = (depth + 1) * self.n_features_in_**2
-        return depth >= 2 and n_train >= UNTIE_ROWS_PER_PARAMETER * untied_parameters
-
-    def _batch_size(self, n_train: int) -> int:
-        if self.batch_size == "auto":
-            return int(min(AUTO_BATCH_SIZE, max(8, n_train // 64)))
-        return int(self.batch_size)
 
     def _build_network(self, depth: int, weights: str) -> NeuMissNetwork:
         return NeuMissNetwork(
@@ -396,30 +294,34 @@ class _BaseNeuMiss(BaseEstimator):
             mlp_width=self.mlp_width,
         )
 
-    def _fitted_network_shell(self) -> NeuMissNetwork:
-        """An untrained network shaped like ``network_``, to load saved weights into.
-
-        Models saved before ``weights_`` existed used ``weights`` as given.
-        """
-        return self._build_network(self.best_depth_, getattr(self, "weights_", self.weights))
+    def _build_fitted_network(self) -> NeuMissNetwork:
+        """An untrained network shaped like ``network_``, to load saved weights into."""
+        return self._build_network(self.best_depth_, self.weights_)
 
     # ----------------------------------------------------------------- predict
-    def _forward(self, X) -> np.ndarray:
-        """Raw network outputs, float64 array of shape (n_samples, n_outputs)."""
+    def _apply(self, X, *, block_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """The network (or its block only) over the standardized rows of ``X``, in chunks.
+
+        Returns the validated ``X`` (float64, NaN = missing) and the outputs,
+        float64 of shape (n_samples, n_outputs), or (n_samples, n_features)
+        for the block.
+        """
         check_is_fitted(self, "network_")
         X = check_features(self, X, reset=False)
-        x, mask = self._standardize(X)
-        network = self.network_
-        network.eval()
-        device = next(network.parameters()).device
-        out = np.empty((X.shape[0], self._n_outputs()), dtype=np.float64)
+        module = self.network_.block if block_only else self.network_
+        device = next(module.parameters()).device
+        chunks = []
+        self.network_.eval()
         with torch.no_grad(), torch_threads(self.n_jobs):
             for start in range(0, X.shape[0], PREDICT_CHUNK):
-                stop = start + PREDICT_CHUNK
-                xb = torch.from_numpy(x[start:stop]).to(device)
-                mb = torch.from_numpy(mask[start:stop]).to(device)
-                out[start:stop] = network(xb, mb).cpu().numpy()
-        return out
+                x, mask = self.preprocessor_.transform(X[start : start + PREDICT_CHUNK])
+                out = module(torch.from_numpy(x).to(device), torch.from_numpy(mask).to(device))
+                chunks.append(out.cpu().numpy().astype(np.float64))
+        return X, np.concatenate(chunks)
+
+    def _forward(self, X) -> np.ndarray:
+        """Raw network outputs, float64 array of shape (n_samples, n_outputs)."""
+        return self._apply(X)[1]
 
     def impute(self, X) -> np.ndarray:
         """The block's estimate of ``E[X_mis | X_obs]`` in the original feature units.
@@ -435,28 +337,24 @@ class _BaseNeuMiss(BaseEstimator):
         (or for MNAR data) this is the representation the head uses, not an
         estimate of the missing values themselves.
         """
-        check_is_fitted(self, "network_")
-        X = check_features(self, X, reset=False)
-        x, mask = self._standardize(X)
-        block = self.network_.block
-        device = next(block.parameters()).device
-        with torch.no_grad(), torch_threads(self.n_jobs):
-            out = block(torch.from_numpy(x).to(device), torch.from_numpy(mask).to(device))
-        imputed = out.cpu().numpy().astype(np.float64) * self.x_scale_ + self.x_mean_
-        return np.where(np.isnan(X), imputed, X)
+        X, out = self._apply(X, block_only=True)
+        return np.where(np.isnan(X), self.preprocessor_.inverse_transform(out), X)
 
     # ------------------------------------------------------------- persistence
     def save(self, path) -> None:
         """Write the fitted estimator to ``path`` (no training data, loadable without GPU).
 
         The file holds only tensors, numbers and strings (``torch.load(...,
-        weights_only=True)`` reads it), so loading never executes code.
+        weights_only=True)`` reads it), so loading never executes code. Read it
+        back with :func:`neumiss.load`.
         """
         check_is_fitted(self, "network_")
         persistence.save_estimator(self, path)
 
     def to_onnx(self, path=None, **kwargs):
         """Export to ONNX (inputs ``X`` and ``M``); see :func:`neumiss.onnx_export.export_onnx`."""
+        from .onnx_export import export_onnx  # onnx is loaded only when exporting
+
         return export_onnx(self, path, **kwargs)
 
     def __getstate__(self):
@@ -472,7 +370,7 @@ class _BaseNeuMiss(BaseEstimator):
         network_state = state.pop("_network_state", None)
         self.__dict__.update(state)
         if network_state is not None:
-            network = self._fitted_network_shell()
+            network = self._build_fitted_network()
             network.load_state_dict(network_state)
             network.eval()
             self.network_ = network
@@ -497,7 +395,7 @@ class NeuMissRegressor(RegressorMixin, _BaseNeuMiss):
     depth : int >= 0, "auto" or sequence of int, default=3
         Number of matrices in the NeuMiss block before ``W_mix``: ``S^(0)`` and
         ``depth - 1`` Neumann iterations (the authors' convention). A sequence
-        of candidate depths (``"auto"``: :data:`AUTO_DEPTHS`) trains them on the
+        of candidate depths (``"auto"``: :data:`neumiss.search.AUTO_DEPTHS`) trains them on the
         same split in increasing order, each starting from the weights learned
         by the previous one (the matrices they share; a new iteration starts
         near the identity), and keeps the one with the best validation loss
@@ -513,7 +411,7 @@ class NeuMissRegressor(RegressorMixin, _BaseNeuMiss):
         more), fine-tunes an independent copy initialised to it ("untied"; with
         ``tol=0``) and keeps whichever has the lower validation loss
         (``weights_``). The fine-tune runs only when there are at least
-        :data:`UNTIE_ROWS_PER_PARAMETER` training rows per parameter of the
+        :data:`neumiss.search.UNTIE_ROWS_PER_PARAMETER` training rows per parameter of the
         untied block, ``(depth + 1) * n_features**2``; below that it never won
         in the paper's grid.
     residual : bool, default=False
@@ -569,8 +467,8 @@ class NeuMissRegressor(RegressorMixin, _BaseNeuMiss):
     n_epochs_, best_epoch_ : int
     validation_score_ : float
         Validation R² of the restored weights.
-    x_mean_, x_scale_ : ndarray of shape (n_features,)
-        Standardization of X, from observed entries only.
+    preprocessor_ : Standardizer
+        Standardization of X from its observed entries (``mean_``, ``scale_``).
     y_mean_, y_scale_ : float
     n_features_in_ : int
     feature_names_in_ : ndarray of str, when X was a DataFrame with string columns.
@@ -691,3 +589,23 @@ class NeuMissClassifier(ClassifierMixin, _BaseNeuMiss):
         out = self._forward(X)
         index = (out[:, 0] > 0).astype(int) if out.shape[1] == 1 else out.argmax(axis=1)
         return self.classes_[index]
+
+
+def load(path):
+    """Load a NeuMiss estimator written by its ``save`` method.
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    NeuMissRegressor or NeuMissClassifier, fitted, on CPU.
+
+    Raises
+    ------
+    ValueError
+        If the file is not a model saved by this version's format.
+    """
+    classes = {cls.__name__: cls for cls in (NeuMissRegressor, NeuMissClassifier)}
+    return persistence.load_estimator(path, classes)

@@ -20,15 +20,15 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+from sklearn.base import is_classifier, is_regressor
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
-from . import __version__
+from ._version import __version__
 
 #: Opset written by default: ONNX 1.12 / ONNX Runtime >= 1.12 support it.
 DEFAULT_OPSET = 17
@@ -81,10 +81,10 @@ def _array(parameter) -> np.ndarray:
     return parameter.detach().cpu().numpy().astype(np.float32)
 
 
-def _standardize(g: _Graph, estimator, obs: str) -> str:
-    """``((X - x_mean_) / x_scale_) * (1 - M)``: the network's input, 0 where missing."""
-    centred = g.op("Sub", ["X", g.constant("x_mean", estimator.x_mean_)], "x_centred")
-    scaled = g.op("Div", [centred, g.constant("x_scale", estimator.x_scale_)], "x_scaled")
+def _standardize(g: _Graph, preprocessor, obs: str) -> str:
+    """``((X - mean_) / scale_) * (1 - M)``: :meth:`Standardizer.transform` as nodes."""
+    centred = g.op("Sub", ["X", g.constant("x_mean", preprocessor.mean_)], "x_centred")
+    scaled = g.op("Div", [centred, g.constant("x_scale", preprocessor.scale_)], "x_scaled")
     return g.op("Mul", [scaled, obs], "x")
 
 
@@ -203,13 +203,15 @@ def _metadata(estimator, task: str) -> dict[str, str]:
 
 
 def _check_estimator(estimator) -> str:
-    """The task of a fitted NeuMiss estimator; clear errors for anything else."""
-    # Imported here so that estimators.py may import this module at its top.
-    from .estimators import NeuMissClassifier, NeuMissRegressor
+    """The task of a fitted NeuMiss estimator; clear errors for anything else.
 
-    if isinstance(estimator, NeuMissRegressor):
+    A NeuMiss estimator is recognised by its ``_build_fitted_network`` method
+    (this module sits below :mod:`neumiss.estimators` and does not import it).
+    """
+    is_neumiss = hasattr(estimator, "_build_fitted_network")
+    if is_neumiss and is_regressor(estimator):
         task = "regression"
-    elif isinstance(estimator, NeuMissClassifier):
+    elif is_neumiss and is_classifier(estimator):
         task = "classification"
     else:
         raise TypeError(
@@ -264,7 +266,7 @@ def export_onnx(estimator, path=None, *, opset: int = DEFAULT_OPSET) -> onnx.Mod
     d = int(estimator.n_features_in_)
     g = _Graph()
     obs = g.op("Sub", [g.constant("one", 1.0), "M"], "one_minus_M")
-    x = _standardize(g, estimator, obs)
+    x = _standardize(g, estimator.preprocessor_, obs)
     raw = _head(g, estimator.network_.head, _block(g, estimator.network_.block, x, obs))
     if task == "regression":
         outputs = _regressor_outputs(g, estimator, raw)
@@ -293,32 +295,3 @@ def export_onnx(estimator, path=None, *, opset: int = DEFAULT_OPSET) -> onnx.Mod
     if path is not None:
         onnx.save_model(model, os.fspath(path))
     return model
-
-
-# ---------------------------------------------------------------------- command line
-def configure_parser(parser) -> None:
-    """Arguments of ``neumiss export``."""
-    parser.add_argument("model", help="model file written by NeuMissRegressor/Classifier.save()")
-    parser.add_argument("output", help="ONNX file to write (e.g. model.onnx)")
-    parser.add_argument(
-        "--opset", type=int, default=DEFAULT_OPSET,
-        help=f"ONNX opset (default {DEFAULT_OPSET}, at least {MIN_OPSET})",
-    )
-
-
-def run(args) -> int:
-    """``neumiss export MODEL OUTPUT``: exit status 0 on success, 1 with a message otherwise."""
-    from .persistence import load
-
-    try:
-        estimator = load(args.model)
-        model = export_onnx(estimator, args.output, opset=args.opset)
-    except (OSError, ValueError, TypeError) as exc:
-        print(f"neumiss export: error: {exc}", file=sys.stderr)
-        return 1
-    meta = {p.key: p.value for p in model.metadata_props}
-    print(
-        f"wrote {args.output}: {meta['estimator']}, {meta['n_features']} features, "
-        f"depth {meta['depth']}, opset {args.opset}, {os.path.getsize(args.output)} bytes"
-    )
-    return 0

@@ -1,26 +1,36 @@
 """Saving and loading fitted NeuMiss estimators without pickle.
 
 A saved file is a ``torch.save`` archive of plain containers: the estimator's
-parameters, its fitted attributes (arrays stored as lists with their dtype)
-and the network's weights. :func:`load` reads it with
-``torch.load(weights_only=True)``, which refuses anything else, so a model
-file can be loaded safely, on a machine without GPU and without the data.
+parameters, its fitted attributes (arrays stored as lists with their dtype,
+the preprocessing as its state) and the network's weights. :func:`load` reads
+it with ``torch.load(weights_only=True)``, which refuses anything else, so a
+model file can be loaded safely, on a machine without GPU and without the data.
+
+This module sits below the estimators (``neumiss.load`` is
+:func:`neumiss.estimators.load`, which passes it the classes it may rebuild):
+it knows an estimator only through ``get_params``, its fitted attributes
+ending in ``_``, ``network_`` and ``_build_fitted_network()``.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 import numpy as np
 import torch
 
-from . import __version__
+from ._version import __version__
+from .preprocessing import Standardizer
 
 FORMAT = "neumiss-estimator"
-FORMAT_VERSION = 1
+#: 2: the standardization is stored as ``preprocessor_`` (1 had ``x_mean_``, ``x_scale_``).
+FORMAT_VERSION = 2
 
 
 def _encode(value):
+    if isinstance(value, Standardizer):
+        return {"__standardizer__": _encode(value.get_state())}
     if isinstance(value, np.ndarray):
         return {"__ndarray__": value.tolist(), "dtype": value.dtype.str}
     if isinstance(value, np.generic):
@@ -37,13 +47,15 @@ def _decode(value):
         if "__ndarray__" in value:
             dtype = np.dtype(value["dtype"])
             return np.asarray(value["__ndarray__"], dtype=dtype)
+        if "__standardizer__" in value:
+            return Standardizer.from_state(_decode(value["__standardizer__"]))
         return {k: _decode(v) for k, v in value.items()}
     return value
 
 
 def save_estimator(estimator, path: str | os.PathLike) -> None:
-    """Write a fitted estimator to ``path``. See :func:`load`."""
-    params = estimator.get_params(deep=False)
+    """Write a fitted estimator to ``path``. See :func:`load_estimator`."""
+    params = {k: _encode(v) for k, v in estimator.get_params(deep=False).items()}
     if not isinstance(params.get("random_state"), (int, type(None))):
         params["random_state"] = None  # a RandomState object is not portable
     attributes = {
@@ -65,25 +77,24 @@ def save_estimator(estimator, path: str | os.PathLike) -> None:
     torch.save(payload, os.fspath(path))
 
 
-def load(path: str | os.PathLike):
-    """Load an estimator written by ``NeuMissRegressor.save`` / ``NeuMissClassifier.save``.
+def load_estimator(path: str | os.PathLike, classes: Mapping[str, type]):
+    """Load an estimator written by :func:`save_estimator`.
 
     Parameters
     ----------
     path : str or path-like
+    classes : mapping
+        Class name -> class, the estimators the file may hold.
 
     Returns
     -------
-    NeuMissRegressor or NeuMissClassifier, fitted, on CPU.
+    The fitted estimator, on CPU.
 
     Raises
     ------
     ValueError
         If the file is not a model saved by this package.
     """
-    from .estimators import NeuMissClassifier, NeuMissRegressor
-
-    classes = {cls.__name__: cls for cls in (NeuMissRegressor, NeuMissClassifier)}
     try:
         payload = torch.load(os.fspath(path), map_location="cpu", weights_only=True)
     except FileNotFoundError:
@@ -92,10 +103,16 @@ def load(path: str | os.PathLike):
         raise ValueError(f"{path!s} is not a neumiss model file ({type(exc).__name__})") from exc
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise ValueError(f"{path!s} is not a neumiss model file (no '{FORMAT}' header)")
-    if payload.get("format_version", 0) > FORMAT_VERSION:
+    version = payload.get("format_version", 0)
+    if version > FORMAT_VERSION:
         raise ValueError(
             f"{path!s} was written by a newer neumiss ({payload.get('neumiss_version')}); "
             f"this is {__version__}: upgrade neumiss to load it"
+        )
+    if version < FORMAT_VERSION:
+        raise ValueError(
+            f"{path!s} has model format {version} (neumiss {payload.get('neumiss_version')}); "
+            f"this neumiss reads format {FORMAT_VERSION}: refit and save the model again"
         )
     cls = classes.get(payload["class"])
     if cls is None:
@@ -105,7 +122,7 @@ def load(path: str | os.PathLike):
     estimator = cls(**params)
     for name, value in payload["attributes"].items():
         setattr(estimator, name, _decode(value))
-    network = estimator._fitted_network_shell()
+    network = estimator._build_fitted_network()
     network.load_state_dict(payload["state_dict"])
     network.eval()
     estimator.network_ = network

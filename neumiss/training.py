@@ -15,6 +15,16 @@ from tqdm.auto import tqdm
 
 OPTIMIZERS = ("adam", "sgd")
 
+#: Largest mini-batch of the automatic batch size (:func:`auto_batch_size`).
+AUTO_BATCH_SIZE = 2048
+
+
+def auto_batch_size(n_train: int) -> int:
+    """``min(AUTO_BATCH_SIZE, max(8, n_train // 64))``: about 64 steps per epoch on small
+    data, batches large enough to average out gradient noise on large data (see
+    results/README.md, "Training defaults")."""
+    return int(min(AUTO_BATCH_SIZE, max(8, n_train // 64)))
+
 
 @contextlib.contextmanager
 def torch_threads(n_jobs: int | None) -> Iterator[None]:
@@ -46,16 +56,19 @@ class TrainingData:
         return self.x.shape[0]
 
 
-@dataclass
+@dataclass(frozen=True)
 class TrainingConfig:
-    """Optimisation settings (see the estimators' docstrings for their meaning)."""
+    """Optimisation settings; the estimators' defaults are these (see their docstrings).
+
+    ``batch_size=None`` means :func:`auto_batch_size` of the number of training rows.
+    """
 
     optimizer: str = "adam"
-    learning_rate: float = 1e-3
-    batch_size: int = 256
+    learning_rate: float = 1e-2
+    batch_size: int | None = None
     max_epochs: int = 100
-    patience: int = 10
-    lr_patience: int = 3
+    patience: int = 8
+    lr_patience: int = 2
     lr_factor: float = 0.2
     min_learning_rate: float = 1e-6
     weight_decay: float = 0.0
@@ -141,7 +154,7 @@ def train(
     best_state = copy.deepcopy(network.state_dict())
     reference_loss, last_improving_epoch = math.inf, 0
     n = len(train_data)
-    batch_size = max(1, min(int(config.batch_size), n))
+    batch_size = auto_batch_size(n) if config.batch_size is None else min(config.batch_size, n)
     bar = tqdm(
         range(1, config.max_epochs + 1),
         desc=description,

@@ -9,7 +9,8 @@ from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from neumiss import NeuMissClassifier, NeuMissRegressor
-from neumiss.estimators import AUTO_DEPTHS, UNTIE_ROWS_PER_PARAMETER
+from neumiss.search import AUTO_DEPTHS, UNTIE_ROWS_PER_PARAMETER
+from neumiss.training import train
 
 from .conftest import gaussian_regression
 
@@ -231,17 +232,25 @@ def test_impute_returns_observed_values_and_fills_missing(small_regression):
     assert np.all(np.isfinite(imputed))
 
 
-def test_validation_data_replaces_the_internal_split(small_regression):
+def test_validation_data_replaces_the_internal_split(small_regression, monkeypatch):
+    import neumiss.search
+
     X, y = small_regression
     X_val, y_val = X[:60], y[:60]
+    rows_seen = []
+
+    def spy(network, train_data, val_data, *args, **kwargs):
+        rows_seen.append((len(train_data), len(val_data)))
+        return train(network, train_data, val_data, *args, **kwargs)
+
+    monkeypatch.setattr(neumiss.search, "train", spy)
     model = NeuMissRegressor(max_epochs=8, patience=100, random_state=0)
     model.fit(X[60:], y[60:], validation_data=(X_val, y_val))
+    assert rows_seen == [(240, 60)]  # every given row trains, (X_val, y_val) validates
     # The recorded validation R2 is the R2 on (X_val, y_val) of the restored weights.
     from sklearn.metrics import r2_score
 
     assert model.validation_score_ == pytest.approx(r2_score(y_val, model.predict(X_val)), abs=1e-4)
-    # Every training row is used: the auto batch size follows n_train = 240.
-    assert model._batch_size(240) == 8
     with pytest.raises(ValueError, match="validation_data must be a pair"):
         model.fit(X, y, validation_data=X_val)
     with pytest.raises(ValueError, match="X has 2 features"):

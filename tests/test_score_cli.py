@@ -53,10 +53,10 @@ def _score(*args, stdin=None):
 def _table(estimator, n_rows, seed):
     """Random feature table in the training units with ~30% missing, all-missing and full rows."""
     rng = np.random.default_rng(seed)
-    X = estimator.x_mean_ + estimator.x_scale_ * rng.normal(size=(n_rows, estimator.n_features_in_))
+    X = estimator.preprocessor_.mean_ + estimator.preprocessor_.scale_ * rng.normal(size=(n_rows, estimator.n_features_in_))
     X[rng.random(X.shape) < 0.3] = np.nan
     X[0] = np.nan
-    X[1] = estimator.x_mean_
+    X[1] = estimator.preprocessor_.mean_
     return X
 
 

@@ -98,7 +98,7 @@ def describe(estimator):
         "best_depth": int(estimator.best_depth_),
         "validation_score": float(estimator.validation_score_),
         # the block's mean, back in the units of the features
-        "mu": _float_list(mu * estimator.x_scale_ + estimator.x_mean_),
+        "mu": _float_list(mu * estimator.preprocessor_.scale_ + estimator.preprocessor_.mean_),
         "python_version": neumiss.__version__,
     }
     if hasattr(estimator, "classes_"):

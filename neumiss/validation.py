@@ -1,4 +1,4 @@
-"""Input validation and scaling shared by the estimators: tables with missing values."""
+"""Input validation shared by the estimators: tables with missing values, never mutated."""
 
 from __future__ import annotations
 
@@ -78,25 +78,3 @@ def check_training_data(estimator, X, y, *, y_numeric: bool) -> tuple[np.ndarray
         copy=True,
     )
     return X, np.array(y, copy=True)
-
-
-def nan_mask(X: np.ndarray) -> np.ndarray:
-    """Float32 mask of shape (n, d): 1.0 where ``X`` is NaN (missing), else 0.0."""
-    return np.isnan(X).astype(np.float32)
-
-
-def observed_mean_scale(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and standard deviation of the observed (non-NaN) entries of each column.
-
-    Returns
-    -------
-    mean, scale : ndarrays of shape (n_features,)
-        Columns without observed entries get mean 0; a scale that is 0 or
-        negligible against the mean (constant or empty column) is replaced by 1.
-    """
-    observed = ~np.isnan(X)
-    count = np.maximum(observed.sum(axis=0), 1)
-    mean = np.where(observed, X, 0.0).sum(axis=0) / count
-    var = (np.where(observed, X - mean, 0.0) ** 2).sum(axis=0) / count
-    scale = np.sqrt(var)
-    return mean, np.where(scale > 1e-12 * np.maximum(1.0, np.abs(mean)), scale, 1.0)

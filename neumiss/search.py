@@ -1,0 +1,155 @@
+"""The depth and weight-mode search of the NeuMiss estimators.
+
+Candidate depths are trained in increasing order on the same split, each
+warm-started from the previous one; the search stops at the first depth that
+does not improve the validation loss. With ``weights="auto"`` the chain uses
+one shared Neumann matrix, then an independent ("untied") copy is fine-tuned
+at the chosen depth and kept if it lowers the validation loss.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+import torch
+
+from .block import NeuMissNetwork
+from .training import TrainingConfig, TrainingData, TrainingResult, train
+
+#: Depths tried by ``depth="auto"``. Each doubles the previous one so that a
+#: warm start stays close (results/README.md, "Depth search").
+AUTO_DEPTHS = (0, 2, 4, 8, 16)
+
+#: ``weights="auto"`` unties only with at least this many training rows per
+#: parameter of the untied block, ``(depth + 1) d^2`` (results/README.md, "Untying").
+UNTIE_ROWS_PER_PARAMETER = 10
+
+
+class Objective(NamedTuple):
+    """What training minimises and reports.
+
+    ``loss(output, target)`` is a mean loss; ``score(val_loss)`` maps a
+    validation loss to the score shown in histories (e.g. R²).
+    """
+
+    loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    score: Callable[[float], float]
+
+
+class Candidate(NamedTuple):
+    """One trained network of the search and its training summary."""
+
+    depth: int
+    weights: str
+    network: NeuMissNetwork
+    result: TrainingResult
+    seconds: float
+
+    @property
+    def val_loss(self) -> float:
+        return self.result.best_val_loss
+
+    def summary(self) -> dict[str, float]:
+        """``val_loss``, ``val_score`` (of the best epoch), ``epochs`` and ``seconds``."""
+        return {
+            "val_loss": self.result.best_val_loss,
+            "val_score": self.result.best_val_score,
+            "epochs": self.result.n_epochs,
+            "seconds": self.seconds,
+        }
+
+
+class SearchResult(NamedTuple):
+    """The chosen candidate, the summary of every depth trained, and of the fine-tune.
+
+    ``untied`` is None when ``weights="auto"`` did not fine-tune an untied copy
+    (other weight modes, depth below 2, or too few rows per parameter).
+    """
+
+    best: Candidate
+    depth_results: dict[int, dict[str, float]]
+    untied: dict[str, float] | None
+
+
+def worth_untying(depth: int, n_features: int, n_train: int) -> bool:
+    """Whether ``weights="auto"`` fine-tunes an untied copy at ``depth``: it needs a
+    Neumann iteration (depth >= 2) and :data:`UNTIE_ROWS_PER_PARAMETER` training
+    rows per parameter of the untied block, ``(depth + 1) * n_features**2``."""
+    return depth >= 2 and n_train >= UNTIE_ROWS_PER_PARAMETER * (depth + 1) * n_features**2
+
+
+def search_depths(
+    build_network: Callable[[int, str], NeuMissNetwork],
+    depths: Sequence[int],
+    weights: str,
+    train_data: TrainingData,
+    val_data: TrainingData | None,
+    objective: Objective,
+    config: TrainingConfig,
+    seed: int,
+    *,
+    verbose: int = 0,
+    label: str = "NeuMiss",
+) -> SearchResult:
+    """Train ``depths`` in increasing order and return the best network.
+
+    Parameters
+    ----------
+    build_network : callable ``(depth, weights) -> NeuMissNetwork``
+        A new, untrained network on the CPU (it is initialised from a CPU
+        generator, then moved to the device of ``train_data``).
+    depths : sequence of int
+        Candidate depths, increasing and distinct.
+    weights : {"independent", "shared", "auto"}
+        Weight mode of the chain; ``"auto"`` chains shared networks, then
+        fine-tunes an untied copy (see the module docstring).
+    train_data, val_data : TrainingData
+        The split; without ``val_data`` the training loss decides.
+    objective : Objective
+    config : TrainingConfig
+    seed : int
+        Seeds every candidate's initialisation and shuffling.
+    verbose : int
+        ``>= 1`` shows a progress bar per candidate.
+    label : str
+        Prefix of the progress bars.
+
+    Returns
+    -------
+    SearchResult
+    """
+
+    def fit_one(depth: int, mode: str, start_from, fit_config) -> Candidate:
+        start = time.perf_counter()
+        generator = torch.Generator().manual_seed(seed)
+        network = build_network(depth, mode)
+        network.reset_parameters(generator)
+        if start_from is not None:
+            network.warm_start_from(start_from.network)
+        network = network.to(train_data.x.device)
+        result = train(
+            network, train_data, val_data, objective.loss, fit_config, generator,
+            score_fn=objective.score, verbose=verbose, description=f"{label}(depth={depth})",
+        )
+        return Candidate(depth, mode, network, result, time.perf_counter() - start)
+
+    chain_weights = "shared" if weights == "auto" else weights
+    best, depth_results = None, {}
+    for depth in depths:
+        fitted = fit_one(depth, chain_weights, best, config)
+        depth_results[depth] = fitted.summary()
+        if best is not None and fitted.val_loss >= best.val_loss:
+            break  # deeper candidates would start from a depth that already overfits
+        best = fitted
+    untied_summary = None
+    n_features = train_data.x.shape[1]
+    if weights == "auto" and worth_untying(best.depth, n_features, len(train_data)):
+        # The untied copy's gains come in small steps, so every improvement counts.
+        untied = fit_one(best.depth, "independent", best, dataclasses.replace(config, tol=0.0))
+        untied_summary = untied.summary()
+        if untied.val_loss < best.val_loss:
+            best = untied
+    return SearchResult(best, depth_results, untied_summary)
