@@ -65,6 +65,7 @@ def test_network_computes_neumann_approximation(problem, depth, start):
     np.testing.assert_allclose(_predict(network, X), expected, rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.slow
 def test_error_decays_geometrically_below_proposition_3_bound(problem):
     p = problem
     X = p["X"]

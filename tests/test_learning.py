@@ -1,11 +1,15 @@
 """NeuMiss learns the Bayes predictor of Gaussian data with MCAR values (paper eq. 3)."""
 
 import numpy as np
+import pytest
 from sklearn.metrics import r2_score
 
 from neumiss import NeuMissRegressor
 
 from .conftest import bayes_by_inversion, gaussian_regression
+
+#: Fits taking seconds each: ``pytest -m 'not slow'`` leaves them out.
+pytestmark = pytest.mark.slow
 
 
 def test_r2_within_002_of_bayes_predictor():
