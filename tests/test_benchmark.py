@@ -12,8 +12,25 @@ import pytest
 from sklearn.linear_model import LinearRegression
 from sklearn.metrics import r2_score
 
-from neumiss import benchmark
-from neumiss.benchmark import COLUMNS, RunSpec, grid, run_benchmark
+from neumiss.benchmark import (
+    COLUMNS,
+    MECHANISMS,
+    METHODS,
+    NEUMISS_PARAMS,
+    PAPER_MEDIANS,
+    Method,
+    RunSpec,
+    add_gaps,
+    format_summary,
+    grid,
+    read_runs,
+    run_benchmark,
+    runner,
+    simulate_run,
+    summarize,
+)
+from neumiss.benchmark import cli as benchmark_cli
+from neumiss.benchmark.grid import PAPER_N_FEATURES, PAPER_N_TRAIN
 from neumiss.cli import main as cli_main
 
 
@@ -33,6 +50,7 @@ def _zero_impute_mask_r2(data) -> float:
     return r2_score(data.y_test, model.predict(features(data.X_test)))
 
 
+@pytest.mark.slow
 def test_tiny_grid_end_to_end_in_child_processes(tmp_path):
     result = subprocess.run(
         [
@@ -54,7 +72,7 @@ def test_tiny_grid_end_to_end_in_child_processes(tmp_path):
     for row in rows:
         spec = RunSpec.from_row(row)
         assert (spec.n_features, spec.n_train, spec.n_val, spec.n_test) == (4, 400, 200, 300)
-        data = benchmark.simulate(spec)
+        data = simulate_run(spec)
         if row["mechanism"] == "MCAR":
             expected = data.truth.bayes_rate(data.X_test, data.y_test)
             assert float(row["bayes_r2"]) == pytest.approx(expected, abs=1e-12)
@@ -64,7 +82,7 @@ def test_tiny_grid_end_to_end_in_child_processes(tmp_path):
         else:
             assert row["bayes_r2"] == "nan"
         if row["method"] == "impute_mask_lr":
-            # The child process saw the same data as simulate() gives here.
+            # The child process saw the same data as simulate_run() gives here.
             assert float(row["r2"]) == pytest.approx(_zero_impute_mask_r2(data), abs=1e-8)
         else:
             params = json.loads(row["params"])
@@ -82,15 +100,16 @@ def test_tiny_grid_end_to_end_in_child_processes(tmp_path):
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
 
 
+@pytest.mark.slow
 def test_resume_skips_finished_runs_and_keeps_their_rows(tmp_path, monkeypatch):
     calls = []
-    real_execute = benchmark.execute_run
+    real_execute = runner.execute_run
 
     def counting_execute(spec, settings, bayes_r2=None):
         calls.append((spec, bayes_r2))
         return real_execute(spec, settings, bayes_r2)
 
-    monkeypatch.setattr(benchmark, "execute_run", counting_execute)
+    monkeypatch.setattr(runner, "execute_run", counting_execute)
     small = dict(mechanisms=["MCAR"], n_features=[3], n_train=[200], n_val=100, n_test=100)
     first = grid(**small, repeats=1, methods=["impute_mask_lr"])
     run_benchmark(first, tmp_path, in_process=True, progress=False)
@@ -127,9 +146,7 @@ def test_failed_run_is_reported_and_not_written(tmp_path, monkeypatch):
     def failing_fit(data, settings):
         raise RuntimeError("boom")
 
-    monkeypatch.setitem(
-        benchmark.METHODS, "impute_mask_lr", benchmark.Method("broken", failing_fit)
-    )
+    monkeypatch.setitem(METHODS, "impute_mask_lr", Method("broken", failing_fit))
     specs = grid(
         mechanisms=["MCAR"], n_features=[3], n_train=[100], n_val=50, n_test=50, repeats=1,
         methods=["impute_mask_lr", "hgb"],
@@ -156,9 +173,9 @@ def test_bad_options_give_clear_errors(option, value, expected, capsys, tmp_path
     error = capsys.readouterr().err
     assert option in error and expected in error
     if option == "--mechanisms":
-        assert all(name in error for name in benchmark.MECHANISMS)
+        assert all(name in error for name in MECHANISMS)
     if option == "--methods":
-        assert all(name in error for name in benchmark.METHODS)
+        assert all(name in error for name in METHODS)
     assert not (tmp_path / "runs.csv").exists()
 
 
@@ -185,9 +202,9 @@ def test_grid_covers_every_run_repeat_by_repeat():
 
 def test_simulation_depends_on_the_data_key_only():
     spec = RunSpec("em", "gaussian_sm", 3, 50, 20, 30, 1, 7)
-    a = benchmark.simulate(spec)
-    b = benchmark.simulate(spec._replace(method="neumiss"))
-    c = benchmark.simulate(spec._replace(repeat=2))
+    a = simulate_run(spec)
+    b = simulate_run(spec._replace(method="neumiss"))
+    c = simulate_run(spec._replace(repeat=2))
     assert a.X_train.shape == (50, 3) and a.X_val.shape == (20, 3) and a.X_test.shape == (30, 3)
     np.testing.assert_array_equal(a.X_train, b.X_train)
     np.testing.assert_array_equal(a.y_test, b.y_test)
@@ -218,7 +235,7 @@ def test_probit_gap_is_taken_to_the_best_method_of_the_same_repeat():
     }
     records = [(m, "probit_sm", rep, value, np.nan) for (m, rep), value in r2.items()]
     records += [("em", "MCAR", 0, 0.80, 0.81), ("neumiss", "MCAR", 0, 0.79, 0.81)]
-    runs = benchmark.add_gaps(_frame(records))
+    runs = add_gaps(_frame(records))
 
     for (method, repeat), value in r2.items():
         best = max(v for (m, rep), v in r2.items() if rep == repeat)
@@ -228,13 +245,13 @@ def test_probit_gap_is_taken_to_the_best_method_of_the_same_repeat():
     mcar = runs[runs.mechanism == "MCAR"].set_index("method")["gap"]
     assert mcar["em"] == pytest.approx(-0.01) and mcar["neumiss"] == pytest.approx(-0.02)
 
-    summary = benchmark.summarize(runs)
+    summary = summarize(runs)
     neumiss = summary[(summary.mechanism == "probit_sm") & (summary.method == "neumiss")]
     assert neumiss["gap"].item() == pytest.approx(np.median([0.0, 0.72 - 0.73, 0.0]))
     assert neumiss["fit_seconds"].item() == 2.0 and neumiss["n_runs"].item() == 3
     assert neumiss["choices"].item() == "2/3/4"
 
-    text = benchmark.format_summary(summary)
+    text = format_summary(summary)
     # The paper's published medians stand beside ours (MCAR, d=10, n=1e4: EM, NeuMiss).
     mcar_line = next(line for line in text.splitlines() if line.startswith("| 10 | 1e4 | 1 |"))
     assert mcar_line.endswith("| -0.0002 | -0.0236 (3) |")
@@ -242,30 +259,28 @@ def test_probit_gap_is_taken_to_the_best_method_of_the_same_repeat():
 
 
 def test_paper_medians_cover_the_paper_grid():
-    keys = {(m, d, n) for m, d, n, *_ in benchmark.PAPER_MEDIANS}
-    assert keys == {
-        (m, d, n)
-        for m in benchmark.MECHANISMS
-        for d in benchmark.PAPER_N_FEATURES
-        for n in benchmark.PAPER_N_TRAIN
+    keys = [(p.mechanism, p.n_features, p.n_train) for p in PAPER_MEDIANS]
+    assert len(keys) == len(set(keys))
+    assert set(keys) == {
+        (m, d, n) for m in MECHANISMS for d in PAPER_N_FEATURES for n in PAPER_N_TRAIN
     }
 
 
 @pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux /proc")
 def test_peak_memory_sees_a_temporary_allocation():
-    baseline = benchmark._reset_peak_memory()
+    baseline = runner._reset_peak_memory()
     assert baseline is not None
     block = np.ones(200 * 2**20 // 8)  # 200 MB, touched
     del block
-    peak = benchmark._peak_memory_mb(baseline)
+    peak = runner._peak_memory_mb(baseline)
     assert 190 <= peak <= 400
-    baseline = benchmark._reset_peak_memory()
-    assert benchmark._peak_memory_mb(baseline) < 50  # the reset forgot the earlier peak
+    baseline = runner._reset_peak_memory()
+    assert runner._peak_memory_mb(baseline) < 50  # the reset forgot the earlier peak
 
 
 def test_help_lists_the_options(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        benchmark.main(["--help"])
+        benchmark_cli.main(["--help"])
     assert exit_info.value.code == 0
     text = capsys.readouterr().out
     assert all(f"--{o}" in text for o in ("mechanisms", "n-features", "n-train", "quick", "jobs"))
@@ -276,8 +291,9 @@ def test_report_only_needs_runs(tmp_path, capsys):
     assert "no runs in" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_norm_em_agrees_with_the_package_em(tmp_path):
-    reason = benchmark.METHODS["norm_em"].unavailable()
+    reason = METHODS["norm_em"].unavailable()
     if reason is not None:
         pytest.skip(f"R's norm is not usable here: {reason}")
     specs = grid(
@@ -300,18 +316,51 @@ def test_malformed_runs_file_names_the_line(tmp_path):
         writer = csv.writer(handle)
         writer.writerows([COLUMNS, good, bad])
     with pytest.raises(ValueError, match=r"runs\.csv, line 3: .*written 'nan'"):
-        benchmark.read_runs(path)
-    assert len(benchmark.read_runs(path.with_name("absent.csv"))) == 0
+        read_runs(path)
+    assert len(read_runs(path.with_name("absent.csv"))) == 0
 
 
-def test_neumiss_settings_match_the_estimator():
-    """The benchmark repeats AUTO_DEPTHS (its CLI imports no torch) and passes
-    NEUMISS_PARAMS to NeuMissRegressor: both must stay valid for the estimator."""
-    from neumiss import NeuMissRegressor
-    from neumiss.estimators import AUTO_DEPTHS
+@pytest.mark.slow
+def test_neumiss_settings_are_accepted_by_the_estimator():
+    """The benchmark's NeuMiss settings, with depth="auto", fit and stay as given."""
+    from neumiss.estimators import NeuMissRegressor
 
-    assert benchmark.NEUMISS_DEPTHS == AUTO_DEPTHS
-    model = NeuMissRegressor(depth=list(benchmark.NEUMISS_DEPTHS), **benchmark.NEUMISS_PARAMS)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 3))
+    X[rng.random(X.shape) < 0.3] = np.nan
+    model = NeuMissRegressor(depth="auto", max_epochs=2, random_state=0, **NEUMISS_PARAMS)
+    model.fit(X, rng.standard_normal(200))
     params = model.get_params()
-    assert all(params[name] == value for name, value in benchmark.NEUMISS_PARAMS.items())
-    model._check_params()  # raises on any invalid value
+    assert all(params[name] == value for name, value in NEUMISS_PARAMS.items())
+
+
+@pytest.mark.slow
+def test_help_works_without_torch():
+    """``--help`` imports nothing that needs torch: it answers where torch is not installed.
+
+    An import hook makes ``import torch`` fail as if torch were absent (setting
+    ``sys.modules["torch"] = None`` instead breaks scipy, which looks torch up
+    in ``sys.modules`` when it is imported).
+    """
+    code = """
+import importlib.abc, sys
+
+class NoTorch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] == "torch":
+            raise ModuleNotFoundError(f"No module named {name!r}")
+
+sys.meta_path.insert(0, NoTorch())
+from neumiss.benchmark import cli
+try:
+    cli.main(["--help"])
+except SystemExit as exit_info:
+    assert exit_info.code == 0, exit_info.code
+loaded = {"torch", "onnx", "matplotlib"} & set(sys.modules)
+assert not loaded, loaded
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert "--neumiss-depths" in result.stdout

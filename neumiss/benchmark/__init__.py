@@ -1,0 +1,49 @@
+"""``neumiss benchmark``: the paper's simulation study (Section 5.4, Figure 5), rerun.
+
+A *run* is one method on one (cell, repeat) of the paper's grid. For each run
+the benchmark records the test R², the Bayes rate (R² of the Bayes predictor
+on the same test set; none for probit self-masking), the fit seconds and the
+peak memory of the fit, and appends one row to ``runs.csv``. ``summary.md``
+(medians, with the paper's published NeuMiss and EM medians beside them) and
+``figure.png`` (boxplots in the style of the paper's Figure 5) are rebuilt
+from that file.
+
+Modules: :mod:`.data` (a run's key and simulated data), :mod:`.grid` (the paper's
+grid, the runs of a grid, the paper's medians), :mod:`.methods`
+(the compared methods), :mod:`.runner` (running them, isolated and measured),
+:mod:`.store` (``runs.csv``), :mod:`.report` (table and figure), :mod:`.cli`
+(the command: ``neumiss benchmark --help``, also ``python -m neumiss.benchmark``).
+None imports torch until a run starts.
+"""
+
+from .data import MECHANISMS, RunSpec, SimulatedData, simulate_run
+from .grid import PAPER_MEDIANS, grid
+from .methods import DEFAULT_METHODS, METHODS, NEUMISS_PARAMS, Method, RunSettings
+from .report import add_gaps, format_summary, load_runs, plot_figure, summarize, write_report
+from .runner import BenchmarkResult, execute_run, run_benchmark
+from .store import COLUMNS, read_runs
+
+__all__ = [
+    "BenchmarkResult",
+    "COLUMNS",
+    "DEFAULT_METHODS",
+    "MECHANISMS",
+    "METHODS",
+    "Method",
+    "NEUMISS_PARAMS",
+    "PAPER_MEDIANS",
+    "RunSettings",
+    "RunSpec",
+    "SimulatedData",
+    "add_gaps",
+    "execute_run",
+    "format_summary",
+    "grid",
+    "load_runs",
+    "plot_figure",
+    "read_runs",
+    "run_benchmark",
+    "simulate_run",
+    "summarize",
+    "write_report",
+]

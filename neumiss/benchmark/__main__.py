@@ -1,0 +1,8 @@
+"""``python -m neumiss.benchmark``: the ``neumiss benchmark`` command."""
+
+import sys
+
+from neumiss.benchmark.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,194 @@
+"""``neumiss benchmark``: the paper's simulation study (Section 5.4, Figure 5), rerun.
+
+``configure_parser`` and ``run`` implement the command of :mod:`neumiss.cli`;
+:func:`main` is ``python -m neumiss.benchmark``. Nothing here imports torch
+before a run starts, so ``--help`` and bad options answer at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .data import MECHANISMS
+from .grid import (
+    PAPER_N_FEATURES,
+    PAPER_N_TEST,
+    PAPER_N_TRAIN,
+    PAPER_N_VAL,
+    PAPER_REPEATS,
+    grid,
+)
+from .methods import DEFAULT_METHODS, METHODS, MLP_WIDTHS, RunSettings
+from .report import FIGURE_FILE, SUMMARY_FILE, write_report
+from .runner import run_benchmark
+from .store import RUNS_FILE, read_runs
+
+#: The ``--quick`` preset: a few minutes on two cores.
+QUICK = {
+    "mechanisms": ("MCAR", "gaussian_sm"),
+    "n_features": (10,),
+    "n_train": (10_000,),
+    "n_val": 2_000,
+    "n_test": 2_000,
+    "repeats": 2,
+    "methods": ("em", "mice_lr", "impute_mask_lr", "hgb", "neumiss"),
+}
+
+
+def _positive_int(text: str) -> int:
+    """``text`` as an integer >= 1, also written like ``1e4``; ArgumentTypeError otherwise."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if not value.is_integer() or value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(value)
+
+
+def _non_negative_int(text: str) -> int:
+    """``text`` as an integer >= 0; ArgumentTypeError otherwise."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``neumiss benchmark`` to ``parser``."""
+    parser.epilog = (
+        "Rerunning the same command resumes: runs already in OUT/runs.csv are skipped. "
+        "Options left out take the paper's values, or the --quick preset's "
+        f"({', '.join(f'{k}={v}' for k, v in QUICK.items())})."
+    )
+    parser.add_argument(
+        "--mechanisms", nargs="+", choices=MECHANISMS, metavar="MECHANISM",
+        help=f"missingness mechanisms, among {', '.join(MECHANISMS)} (default: all)",
+    )
+    parser.add_argument(
+        "--n-features", nargs="+", type=_positive_int, metavar="D",
+        help=f"numbers of features (default: {' '.join(map(str, PAPER_N_FEATURES))})",
+    )
+    parser.add_argument(
+        "--n-train", nargs="+", type=_positive_int, metavar="N",
+        help="training-set sizes, e.g. 1e4 2e4 1e5 (the default)",
+    )
+    parser.add_argument(
+        "--n-val", type=_positive_int, help=f"validation rows (default: {PAPER_N_VAL})"
+    )
+    parser.add_argument(
+        "--n-test", type=_positive_int, help=f"test rows (default: {PAPER_N_TEST})"
+    )
+    parser.add_argument(
+        "--repeats", type=_positive_int, help=f"simulations per cell (default: {PAPER_REPEATS})"
+    )
+    parser.add_argument(
+        "--methods", nargs="+", choices=tuple(METHODS), metavar="METHOD",
+        help=f"methods, among {', '.join(METHODS)} (default: {' '.join(DEFAULT_METHODS)})",
+    )
+    parser.add_argument(
+        "--out", default="benchmark_results", type=Path,
+        help="folder of runs.csv, summary.md and figure.png (default: benchmark_results)",
+    )
+    parser.add_argument("--quick", action="store_true", help="small preset, a few minutes")
+    parser.add_argument(
+        "--jobs", type=_positive_int, default=1,
+        help="runs at the same time, each in its own process (default: 1)",
+    )
+    parser.add_argument(
+        "--threads", type=_positive_int, default=1, help="threads per run (default: 1)"
+    )
+    parser.add_argument(
+        "--neumiss-depths", nargs="+", type=_non_negative_int, metavar="DEPTH",
+        help="NeuMiss depths tried, the best on validation kept (default: those of "
+        "NeuMissRegressor(depth='auto'))",
+    )
+    parser.add_argument(
+        "--mlp-widths", nargs="+", type=_positive_int, default=list(MLP_WIDTHS), metavar="Q",
+        help="MLP hidden widths tried, as multiples of d, the best on validation kept "
+        f"(default: {' '.join(map(str, MLP_WIDTHS))})",
+    )
+    parser.add_argument(
+        "--seed", type=_non_negative_int, default=0, help="base random seed (default: 0)"
+    )
+    parser.add_argument(
+        "--report-only", action="store_true",
+        help="only rebuild summary.md and figure.png from OUT/runs.csv",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``neumiss benchmark`` with parsed ``args``; return the exit status."""
+    out = args.out
+    if args.report_only:
+        if not read_runs(out / RUNS_FILE):
+            print(f"error: no runs in {out / RUNS_FILE}", file=sys.stderr)
+            return 1
+        for path in write_report(out):
+            print(f"wrote {path}")
+        return 0
+    preset = QUICK if args.quick else {}
+    options = {
+        "mechanisms": args.mechanisms or preset.get("mechanisms", MECHANISMS),
+        "n_features": args.n_features or preset.get("n_features", PAPER_N_FEATURES),
+        "n_train": args.n_train or preset.get("n_train", PAPER_N_TRAIN),
+        "n_val": args.n_val or preset.get("n_val", PAPER_N_VAL),
+        "n_test": args.n_test or preset.get("n_test", PAPER_N_TEST),
+        "repeats": args.repeats or preset.get("repeats", PAPER_REPEATS),
+        "methods": args.methods or preset.get("methods", DEFAULT_METHODS),
+        "seed": args.seed,
+    }
+    methods = []
+    for name in dict.fromkeys(options["methods"]):
+        reason = METHODS[name].unavailable()
+        if reason is None:
+            methods.append(name)
+        else:
+            print(f"skipping method {name!r}: {reason}", file=sys.stderr)
+    if not methods:
+        print("error: none of the requested methods can run here", file=sys.stderr)
+        return 1
+    options["methods"] = methods
+    try:
+        specs = grid(**options)
+        settings = RunSettings(
+            neumiss_depths=None if args.neumiss_depths is None else tuple(args.neumiss_depths),
+            mlp_widths=tuple(args.mlp_widths),
+            threads=args.threads,
+        )
+        result = run_benchmark(
+            specs, out, settings=settings, jobs=args.jobs, progress=not args.no_progress
+        )
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(
+            f"\ninterrupted: finished runs are in {out / RUNS_FILE}; "
+            "rerun the same command to resume",
+            file=sys.stderr,
+        )
+        return 130
+    print(
+        f"{result.n_computed} runs computed, {result.n_skipped} already in {out / RUNS_FILE}, "
+        f"{len(result.failures)} failed"
+    )
+    if (out / SUMMARY_FILE).exists():
+        print((out / SUMMARY_FILE).read_text())
+        print(f"table: {out / SUMMARY_FILE}\nfigure: {out / FIGURE_FILE}")
+    return 1 if result.failures else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m neumiss.benchmark [options]``; return the exit status."""
+    parser = argparse.ArgumentParser(
+        prog="python -m neumiss.benchmark", description=__doc__.splitlines()[0]
+    )
+    configure_parser(parser)
+    return run(parser.parse_args(argv))

@@ -1,0 +1,98 @@
+"""``runs.csv``, the benchmark's record: one row per finished run.
+
+Rows are appended and flushed to disk as runs finish; on start, runs already
+there (same method, mechanism, ``d``, ``n_train``, ``n_val``, ``n_test``,
+repeat and seed) are skipped, so a killed benchmark restarted with the same
+command only computes what is missing.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import sys
+from pathlib import Path
+
+from .data import RunSpec
+
+#: Columns identifying a run (the resume key), then its results, in ``runs.csv``.
+KEY_COLUMNS = RunSpec._fields
+RESULT_COLUMNS = (
+    "r2",
+    "bayes_r2",
+    "r2_minus_bayes",
+    "fit_seconds",
+    "peak_memory_mb",
+    "threads",
+    "params",
+    "finished_at",
+)
+COLUMNS = KEY_COLUMNS + RESULT_COLUMNS
+RUNS_FILE = "runs.csv"
+
+
+def read_runs(path) -> list[dict]:
+    """Rows of a ``runs.csv`` (strings), after checking its columns; [] when there is none.
+
+    A last line cut short by a killed writer is removed from the file. Raises
+    ``ValueError`` for other columns, or naming the file and line of a row
+    whose key or Bayes rate is not a number.
+    """
+    path = Path(path)
+    if not path.exists():
+        return []
+    with open(path, "rb+") as handle:
+        content = handle.read()
+        if content and not content.endswith(b"\n"):
+            keep = content.rfind(b"\n") + 1
+            handle.truncate(keep)
+            print(
+                f"{path}: removed an incomplete last line (a run interrupted while writing)",
+                file=sys.stderr,
+            )
+    with open(path, newline="") as handle:
+        reader = csv.DictReader(handle)
+        if reader.fieldnames is None:
+            return []
+        if tuple(reader.fieldnames) != COLUMNS:
+            raise ValueError(
+                f"{path} has columns {reader.fieldnames}, expected {list(COLUMNS)}; "
+                "it was not written by this version of the benchmark: use another --out"
+            )
+        rows = list(reader)
+    for line, row in enumerate(rows, start=2):
+        try:
+            RunSpec.from_row(row)
+            float(row["bayes_r2"])
+        except ValueError as error:
+            raise ValueError(
+                f"{path}, line {line}: {error} (missing numbers are written 'nan'); "
+                "fix or remove that line"
+            ) from None
+    return rows
+
+
+class RunsWriter:
+    """Appends rows to ``runs.csv`` (writing the header if the file is new or empty),
+    each flushed to disk before the next run."""
+
+    def __init__(self, path: Path):
+        new = not path.exists() or path.stat().st_size == 0
+        self._handle = open(path, "a", newline="")
+        self._writer = csv.DictWriter(self._handle, fieldnames=COLUMNS)
+        if new:
+            self._writer.writeheader()
+            self._sync()
+
+    def write(self, row: dict) -> None:
+        """Append ``row`` (a dict with the keys of :data:`COLUMNS`) and flush it to disk."""
+        self._writer.writerow(row)
+        self._sync()
+
+    def _sync(self) -> None:
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+
+    def close(self) -> None:
+        """Close the file."""
+        self._handle.close()
