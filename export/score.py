@@ -6,15 +6,20 @@ Usage::
     python export/score.py model.onnx input.csv > predictions.csv
 
 Empty cells, ``NA`` and ``nan`` (any case) are missing values. The first line is
-a header when none of its cells is a number (``--header yes/no`` forces it); if
-both the header and the model carry feature names they must match, in order.
+a header when it spells the model's feature names, or when none of its cells is
+a number (``--header yes/no`` forces it); if both the header and the model carry
+feature names they must match, in order. Categorical and boolean columns are
+encoded as the model's metadata ``encoding`` says: one 0/1 column per category
+seen at fit (a missing or unseen category marks the whole group missing; unseen
+ones are reported on standard error), booleans as 0/1 (``true``/``false``/``1``/``0``).
 Output: one column ``prediction`` for a regressor; ``label`` and one
 ``proba_<class>`` column per class for a classifier.
 
 As a library (``importlib`` on this file): :class:`NeuMissOnnxModel` scores
-arrays, :func:`build_inputs` turns a table with NaN, or an explicit ``(X, M)``
-pair, into the model's float32 inputs and rejects NaN in observed entries.
-Errors are :class:`ScoringError`; the command prints them and exits with 1.
+encoded arrays, :func:`build_inputs` turns an array with NaN, or an explicit
+``(X, M)`` pair, into the model's float32 inputs and rejects NaN in observed
+entries, :func:`encode_rows` encodes rows of text cells. Errors are
+:class:`ScoringError`; the command prints them and exits with 1.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ import onnxruntime as ort
 PRODUCER = "neumiss"
 #: Cell texts read as missing values, compared after stripping and lower-casing.
 MISSING_TOKENS = frozenset({"", "na", "nan"})
+#: Cell texts of a boolean column, compared after stripping and lower-casing.
+BOOLEAN_TOKENS = {"true": 1.0, "false": 0.0, "1": 1.0, "0": 0.0}
 
 
 class ScoringError(ValueError):
@@ -65,7 +72,14 @@ class NeuMissOnnxModel:
     ----------
     task : {"regression", "classification"}
     n_features : int
+        Columns of the input table.
+    n_encoded : int
+        Columns of the graph's inputs ``X`` and ``M`` (one per category of a
+        categorical column).
     feature_names : list of str or None
+    encoding : list of dict
+        Per input column: ``name``, ``kind`` ("numeric", "boolean" or
+        "categorical"), ``categories`` and ``other`` (a last shared column).
     classes : list or None
         Class labels in the order of the probability columns (classifier).
 
@@ -97,14 +111,18 @@ class NeuMissOnnxModel:
         self.n_features = int(props["n_features"])
         self.feature_names = json.loads(props["feature_names"])
         self.classes = json.loads(props["classes"])
+        self.encoding = json.loads(props["encoding"])
+        self.n_encoded = sum(_width(column) for column in self.encoding)
 
     def predict(self, X, M=None) -> dict[str, np.ndarray]:
-        """Run the model on ``X`` (NaN = missing) or on an explicit ``(X, M)`` pair.
+        """Run the model on encoded ``X`` (NaN = missing) or on an explicit ``(X, M)`` pair.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-        M : array-like of shape (n_samples, n_features), optional
+        X : array-like of shape (n_samples, n_encoded)
+            The input table's columns as :func:`encode_rows` writes them (the
+            table itself when every column is numeric).
+        M : array-like of shape (n_samples, n_encoded), optional
             1 / True = missing. When omitted, the NaN entries of ``X`` are missing.
 
         Returns
@@ -113,7 +131,7 @@ class NeuMissOnnxModel:
             ``{"y": (n,) float64}`` for a regressor, ``{"label": (n,),
             "probabilities": (n, n_classes) float32}`` for a classifier.
         """
-        x, m = build_inputs(X, M, n_features=self.n_features)
+        x, m = build_inputs(X, M, n_features=self.n_encoded)
         names = [o.name for o in self.session.get_outputs()]
         return dict(zip(names, self.session.run(names, {"X": x, "M": m}), strict=True))
 
@@ -166,9 +184,74 @@ def build_inputs(X, M=None, *, n_features: int | None = None) -> tuple[np.ndarra
     return x, missing.astype(np.float32)
 
 
-def _is_header(cells: list[str]) -> bool:
+def _is_header(cells: list[str], model: NeuMissOnnxModel) -> bool:
+    names = model.feature_names
+    if names is not None and [c.strip() for c in cells] == [str(n) for n in names]:
+        return True
     numbers = [_parse_cell(c) for c in cells]
     return all(v is None or np.isnan(v) for v in numbers) and any(v is None for v in numbers)
+
+
+def _width(column: dict) -> int:
+    if column["kind"] != "categorical":
+        return 1
+    return len(column["categories"]) + bool(column["other"])
+
+
+def encode_rows(rows: list[list[str]], model: NeuMissOnnxModel, lines: list[int] | None = None,
+                unseen: dict | None = None) -> np.ndarray:
+    """Encode rows of text cells for the model: float64 (n, n_encoded), NaN = missing.
+
+    Parameters
+    ----------
+    rows : list of lists of str
+        One list of ``n_features`` cells per row.
+    model : NeuMissOnnxModel
+    lines : list of int, optional
+        Line number of each row, for error messages (default 1, 2, ...).
+    unseen : dict, optional
+        Filled with column name -> set of categories not seen at fit (scored as missing).
+
+    Raises
+    ------
+    ScoringError
+        A numeric cell that is not a number, or a boolean cell that is not one,
+        with its line and column.
+    """
+    lines = list(range(1, len(rows) + 1)) if lines is None else lines
+    out = np.zeros((len(rows), model.n_encoded), dtype=np.float64)
+    start = 0
+    for col, column in enumerate(model.encoding):
+        width = _width(column)
+        block = out[:, start : start + width]
+        index = {c: i for i, c in enumerate(column["categories"])}
+        for r, cells in enumerate(rows):
+            text = cells[col].strip()
+            if text.lower() in MISSING_TOKENS:
+                block[r] = np.nan
+                continue
+            if column["kind"] == "categorical":
+                position = index.get(text, len(index) if column["other"] else None)
+                if position is None:
+                    block[r] = np.nan
+                    if unseen is not None:
+                        unseen.setdefault(str(column["name"]), set()).add(text)
+                else:
+                    block[r, position] = 1.0
+                continue
+            value = (
+                BOOLEAN_TOKENS.get(text.lower()) if column["kind"] == "boolean"
+                else _parse_cell(text)
+            )
+            if value is None:
+                expected = "true or false" if column["kind"] == "boolean" else "a number"
+                raise ScoringError(
+                    f"line {lines[r]}, column {col + 1} ({column['name']}): {cells[col]!r} "
+                    f"is not {expected} (missing values are empty cells, NA or nan)"
+                )
+            block[r] = value
+        start += width
+    return out
 
 
 def _check_header(header: list[str], model: NeuMissOnnxModel) -> None:
@@ -195,47 +278,57 @@ def _check_header(header: list[str], model: NeuMissOnnxModel) -> None:
 
 
 def read_table(path: str, model: NeuMissOnnxModel, header: str = "auto") -> np.ndarray:
-    """Read a CSV file into a float64 array (n, d) with NaN for missing cells.
+    """Read a CSV file into the model's encoded features, float64 (n, n_encoded), NaN = missing.
 
     Parameters
     ----------
     path : str, or "-" for standard input
     model : NeuMissOnnxModel
-        Gives the expected number of columns and, if any, the feature names.
+        Gives the expected columns, their encoding and, if any, the feature names.
     header : {"auto", "yes", "no"}
-        Whether the first line holds column names; "auto": when none of its
-        cells is a number.
+        Whether the first line holds column names; "auto": when it spells the
+        model's feature names, or none of its cells is a number.
 
     Raises
     ------
     ScoringError
-        Wrong number of columns, a non-numeric cell, bad column names (each
-        message gives the line and column), or an empty table.
+        Wrong number of columns, a cell that does not fit its column, bad
+        column names (each message gives the line and column), an empty table,
+        or a file that is not UTF-8 text. Categories not seen at fit are scored
+        as missing and reported on standard error.
     """
     d = model.n_features
-    rows = []
+    rows, lines = [], []
     handle = sys.stdin if path == "-" else open(path, newline="", encoding="utf-8-sig")
-    with handle:
-        for line_number, cells in enumerate(csv.reader(handle), start=1):
-            if not cells:  # blank line
-                continue
-            if line_number == 1 and (header == "yes" or (header == "auto" and _is_header(cells))):
-                _check_header(cells, model)
-                continue
-            if len(cells) != d:
-                raise ScoringError(f"line {line_number}: expected {d} columns, got {len(cells)}")
-            values = [_parse_cell(c) for c in cells]
-            if None in values:
-                col = values.index(None)
-                name = f" ({model.feature_names[col]})" if model.feature_names else ""
-                raise ScoringError(
-                    f"line {line_number}, column {col + 1}{name}: {cells[col]!r} is not a number "
-                    "(missing values are empty cells, NA or nan)"
-                )
-            rows.append(values)
+    try:
+        with handle:
+            for line_number, cells in enumerate(csv.reader(handle), start=1):
+                if not cells:  # blank line
+                    continue
+                if line_number == 1 and (
+                    header == "yes" or (header == "auto" and _is_header(cells, model))
+                ):
+                    _check_header(cells, model)
+                    continue
+                if len(cells) != d:
+                    raise ScoringError(
+                        f"line {line_number}: expected {d} columns, got {len(cells)}"
+                    )
+                rows.append(cells)
+                lines.append(line_number)
+    except UnicodeDecodeError as exc:
+        raise ScoringError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     if not rows:
         raise ScoringError(f"{path}: no data rows")
-    return np.array(rows, dtype=np.float64)
+    unseen: dict[str, set] = {}
+    encoded = encode_rows(rows, model, lines=lines, unseen=unseen)
+    for name, values in unseen.items():
+        print(
+            f"score.py: warning: column {name!r} has categories not seen at fit, scored as "
+            f"missing: {sorted(values)[:5]!r}",
+            file=sys.stderr,
+        )
+    return encoded
 
 
 def write_predictions(stream, model: NeuMissOnnxModel, outputs: dict[str, np.ndarray]) -> None:

@@ -10,7 +10,6 @@ All accept NaN in ``X`` (the ``allow_nan`` tag), pandas data frames and follow t
 scikit-learn estimator API.
 """
 
-import numbers
 import warnings
 
 import numpy as np
@@ -24,9 +23,10 @@ from sklearn.neural_network import MLPRegressor
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
+from .constraints import AnyOf, Boolean, Integer, NoneValue, Options, Real, SequenceOf, check_params
+from .gaussian import PatternLayout, conditional_mean, conditional_moments
 from .preprocessing import observed_mean_scale
 from .validation import check_features, check_training_data
-from .gaussian import PatternLayout, conditional_mean, conditional_moments
 
 __all__ = [
     "EMRegressor",
@@ -39,8 +39,13 @@ __all__ = [
 class _MissingValuesRegressor(RegressorMixin, BaseEstimator):
     """Shared validation: ``fit`` / ``predict`` take NaN in X, subclasses do the rest.
 
-    Subclasses implement ``_fit(X, y)`` and ``_predict(X)`` on validated float64 arrays.
+    Subclasses declare their parameters' constraints in ``_parameter_constraints``
+    (:mod:`neumiss.constraints`) and implement ``_fit(X, y)`` and ``_predict(X)`` on
+    validated float64 arrays.
     """
+
+    #: constructor parameter -> constraint, checked first thing in ``fit``
+    _parameter_constraints: dict = {}
 
     def fit(self, X, y):
         """Fit on ``X`` of shape (n_samples, n_features), NaN = missing, and ``y``.
@@ -49,6 +54,7 @@ class _MissingValuesRegressor(RegressorMixin, BaseEstimator):
         -------
         self
         """
+        check_params(type(self).__name__, self.get_params(deep=False), self._parameter_constraints)
         X, y = check_training_data(self, X, y, y_numeric=True)
         self._fit(X, y.astype(float))
         return self
@@ -155,6 +161,13 @@ class EMRegressor(_JointGaussianRegressor):
     most, are then cheap. The result is still the maximum of the full-data likelihood.
     """
 
+    _parameter_constraints = {
+        "max_iter": Integer(1),
+        "tol": Real(0),
+        "ridge": Real(0),
+        "accelerate": Boolean(),
+    }
+
     def __init__(self, max_iter=200, tol=1e-4, ridge=1e-6, accelerate=True):
         self.max_iter = max_iter
         self.tol = tol
@@ -162,7 +175,6 @@ class EMRegressor(_JointGaussianRegressor):
         self.accelerate = accelerate
 
     def _fit(self, X, y):
-        self._check_params()
         Z = np.column_stack([y, X])
         n, dim = Z.shape
         empty = np.flatnonzero(np.isnan(Z).all(axis=0))
@@ -201,14 +213,6 @@ class EMRegressor(_JointGaussianRegressor):
         self.n_iter_ = n_iter
         self.converged_ = converged
         self.loglik_history_ = history
-
-    def _check_params(self):
-        if not isinstance(self.max_iter, numbers.Integral) or self.max_iter < 1:
-            raise ValueError(f"max_iter must be an integer >= 1, got {self.max_iter!r}.")
-        for name in ("tol", "ridge"):
-            value = getattr(self, name)
-            if not isinstance(value, numbers.Real) or not value >= 0:
-                raise ValueError(f"{name} must be a real number >= 0, got {value!r}.")
 
 
 def _run_em(Z, start, ridge, tol, max_iter, accelerate):
@@ -352,6 +356,8 @@ class MICERegressor(_MissingValuesRegressor):
     feature_names_in_ : ndarray of str, only when ``X`` has string column names.
     """
 
+    _parameter_constraints = {"max_iter": Integer(0)}
+
     def __init__(self, max_iter=10, random_state=None):
         self.max_iter = max_iter
         self.random_state = random_state
@@ -427,6 +433,16 @@ class ImputeMaskMLPRegressor(_MissingValuesRegressor):
     feature_names_in_ : ndarray of str, only when ``X`` has string column names.
     """
 
+    _parameter_constraints = {
+        "width": AnyOf(NoneValue(), Integer(1)),
+        "width_factors": SequenceOf(Integer(1)),
+        "validation_fraction": Real(0, 1, closed="neither"),
+        "learning_rate_init": AnyOf(Options("auto"), Real(0, None, closed="neither")),
+        "batch_size": Integer(1),
+        "max_iter": Integer(1),
+        "alpha": Real(0),
+    }
+
     def __init__(
         self,
         width=None,
@@ -448,20 +464,10 @@ class ImputeMaskMLPRegressor(_MissingValuesRegressor):
         self.random_state = random_state
 
     def _fit(self, X, y):
-        n_features = X.shape[1]
-        fraction = self.validation_fraction
-        if not isinstance(fraction, numbers.Real) or not 0 < fraction < 1:
-            raise ValueError(f"validation_fraction must be in (0, 1), got {fraction!r}.")
         if self.width is None:
-            widths = sorted({int(f) * n_features for f in self.width_factors})
-            if not widths or widths[0] < 1:
-                raise ValueError(
-                    f"width_factors must be positive integers, got {self.width_factors!r}."
-                )
-        elif isinstance(self.width, numbers.Integral) and self.width >= 1:
-            widths = [int(self.width)]
+            widths = sorted({int(f) * X.shape[1] for f in self.width_factors})
         else:
-            raise ValueError(f"width must be None or an integer >= 1, got {self.width!r}.")
+            widths = [int(self.width)]
         self.x_mean_, self.x_scale_ = observed_mean_scale(X)
         self.y_mean_ = float(np.mean(y))
         self.y_scale_ = float(np.std(y)) or 1.0

@@ -29,7 +29,8 @@ import numpy as np
 
 from neumiss.gaussian import conditional_mean, group_patterns
 
-#: Mechanism names understood by :func:`bayes_predict` (those of :mod:`neumiss.simulate`).
+#: Names of the missingness mechanisms, defined here only: :data:`neumiss.simulate.MECHANISMS`
+#: maps them, in this order, to their classes; :func:`bayes_predict` understands them.
 MECHANISMS = ("MCAR", "MAR", "gaussian_sm", "probit_sm")
 
 # Largest number of float64 matrix entries held in one stack (32 MB).

@@ -24,7 +24,20 @@ import math
 import torch
 from torch import nn
 
+from .constraints import AnyOf, Boolean, Integer, NoneValue, Options, check_params
+
 WEIGHT_MODES = ("independent", "shared")
+
+#: Arguments of the :class:`NeuMissBlock` and :class:`NeuMissNetwork` constructors.
+_CONSTRAINTS = {
+    "n_features": Integer(1),
+    "depth": Integer(0),
+    "weights": Options(*WEIGHT_MODES),
+    "residual": Boolean(),
+    "n_outputs": Integer(1),
+    "mlp_depth": Integer(0),
+    "mlp_width": AnyOf(NoneValue(), Integer(1)),
+}
 
 
 class NeuMissBlock(nn.Module):
@@ -76,12 +89,11 @@ class NeuMissBlock(nn.Module):
         residual: bool = False,
     ) -> None:
         super().__init__()
-        if int(n_features) < 1:
-            raise ValueError(f"n_features must be >= 1, got {n_features!r}")
-        if int(depth) < 0:
-            raise ValueError(f"depth must be >= 0, got {depth!r}")
-        if weights not in WEIGHT_MODES:
-            raise ValueError(f"weights must be one of {WEIGHT_MODES}, got {weights!r}")
+        check_params(
+            type(self).__name__,
+            {"n_features": n_features, "depth": depth, "weights": weights, "residual": residual},
+            _CONSTRAINTS,
+        )
         self.n_features = int(n_features)
         self.depth = int(depth)
         self.weights = weights
@@ -187,6 +199,19 @@ class NeuMissNetwork(nn.Module):
         mlp_width: int | None = None,
     ) -> None:
         super().__init__()
+        check_params(
+            type(self).__name__,
+            {
+                "n_features": n_features,
+                "n_outputs": n_outputs,
+                "depth": depth,
+                "weights": weights,
+                "residual": residual,
+                "mlp_depth": mlp_depth,
+                "mlp_width": mlp_width,
+            },
+            _CONSTRAINTS,
+        )
         self.block = NeuMissBlock(n_features, depth=depth, weights=weights, residual=residual)
         width = int(mlp_width) if mlp_width is not None else n_features
         layers: list[nn.Module] = []

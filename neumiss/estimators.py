@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 import torch
+from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
@@ -34,6 +35,7 @@ from .constraints import (
     SequenceOf,
     check_params,
 )
+from .encoding import TableEncoder
 from .preprocessing import Standardizer
 from .search import AUTO_DEPTHS, Objective, SearchResult, search_depths
 from .training import OPTIMIZERS, TrainingConfig, TrainingData, torch_threads
@@ -155,7 +157,9 @@ class _BaseNeuMiss(BaseEstimator):
         Parameters
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
-            Numeric features; NaN (or None / pd.NA in a DataFrame) marks a missing value.
+            Features; NaN (or None / pd.NA in a DataFrame) marks a missing
+            value. DataFrame columns may be numeric, boolean or categorical
+            (``category``, ``object`` or ``string`` of text): see ``encoder_``.
         y : array-like of shape (n_samples,)
             Targets, without missing values.
         validation_data : pair (X_val, y_val), optional
@@ -169,10 +173,12 @@ class _BaseNeuMiss(BaseEstimator):
         """
         check_params(type(self).__name__, self.get_params(deep=False), self._parameter_constraints)
         with torch_threads(self.n_jobs):
-            X, y = check_training_data(self, X, y, y_numeric=self._y_numeric)
+            X, y = check_training_data(self, X, y, y_numeric=self._y_numeric, tables=True)
             y_encoded = self._encode_target(y)
             device = _resolve_device(self.device)
             seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+            self.encoder_ = TableEncoder().fit(X)
+            X = self.encoder_.transform(X)
             self._warn_features_never_observed(X)
             self.preprocessor_ = Standardizer().fit(X)
             train_data, val_data, y_val = self._split(X, y_encoded, validation_data, seed, device)
@@ -200,7 +206,9 @@ class _BaseNeuMiss(BaseEstimator):
         self.untied_result_ = search.untied
 
     def _warn_features_never_observed(self, X: np.ndarray) -> None:
-        never_observed = np.flatnonzero(np.isnan(X).all(axis=0))
+        """Warn about input columns whose encoded columns are missing in every row of ``X``."""
+        columns = self.encoder_.input_index()
+        never_observed = np.unique(columns[np.isnan(X).all(axis=0)])
         if never_observed.size:
             names = getattr(self, "feature_names_in_", None)
             labels = [names[i] if names is not None else int(i) for i in never_observed]
@@ -267,7 +275,8 @@ class _BaseNeuMiss(BaseEstimator):
         """Validated ``(X_val, encoded y_val)``; call after the training data set the schema."""
         if not isinstance(validation_data, (tuple, list)) or len(validation_data) != 2:
             raise ValueError("validation_data must be a pair (X_val, y_val)")
-        X_val = check_features(self, validation_data[0], reset=False)
+        X_val = check_features(self, validation_data[0], reset=False, tables=True)
+        X_val = self.encoder_.transform(X_val)
         y_val = np.asarray(validation_data[1])
         if y_val.ndim != 1 or y_val.shape[0] != X_val.shape[0]:
             raise ValueError(
@@ -285,7 +294,7 @@ class _BaseNeuMiss(BaseEstimator):
 
     def _build_network(self, depth: int, weights: str) -> NeuMissNetwork:
         return NeuMissNetwork(
-            self.n_features_in_,
+            self.encoder_.n_features_out_,
             n_outputs=self._n_outputs(),
             depth=depth,
             weights=weights,
@@ -300,14 +309,15 @@ class _BaseNeuMiss(BaseEstimator):
 
     # ----------------------------------------------------------------- predict
     def _apply(self, X, *, block_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """The network (or its block only) over the standardized rows of ``X``, in chunks.
+        """The network (or its block only) over the encoded, standardized rows of ``X``.
 
-        Returns the validated ``X`` (float64, NaN = missing) and the outputs,
-        float64 of shape (n_samples, n_outputs), or (n_samples, n_features)
-        for the block.
+        Rows go through in chunks of :data:`PREDICT_CHUNK`. Returns the encoded
+        ``X`` (float64 of shape (n_samples, n_encoded), NaN = missing) and the
+        outputs, float64 of shape (n_samples, n_outputs), or (n_samples,
+        n_encoded) for the block.
         """
         check_is_fitted(self, "network_")
-        X = check_features(self, X, reset=False)
+        X = self.encoder_.transform(check_features(self, X, reset=False, tables=True))
         module = self.network_.block if block_only else self.network_
         device = next(module.parameters()).device
         chunks = []
@@ -332,10 +342,12 @@ class _BaseNeuMiss(BaseEstimator):
 
         Returns
         -------
-        ndarray of shape (n_samples, n_features): observed values unchanged,
-        missing ones replaced by the learned block's output. With an MLP head
-        (or for MNAR data) this is the representation the head uses, not an
-        estimate of the missing values themselves.
+        ndarray of shape (n_samples, n_encoded): observed values unchanged,
+        missing ones replaced by the learned block's output. The columns are
+        the encoded ones (``encoder_.output_names()``): the input columns when
+        all are numeric, one column per category for categorical ones. With an
+        MLP head (or for MNAR data) this is the representation the head uses,
+        not an estimate of the missing values themselves.
         """
         X, out = self._apply(X, block_only=True)
         return np.where(np.isnan(X), self.preprocessor_.inverse_transform(out), X)
@@ -467,8 +479,13 @@ class NeuMissRegressor(RegressorMixin, _BaseNeuMiss):
     n_epochs_, best_epoch_ : int
     validation_score_ : float
         Validation R² of the restored weights.
+    encoder_ : TableEncoder
+        How each input column is encoded (numeric; boolean as 0/1; categorical
+        as one column per category, a missing or unseen category marking its
+        whole group missing).
     preprocessor_ : Standardizer
-        Standardization of X from its observed entries (``mean_``, ``scale_``).
+        Standardization of the encoded columns from their observed entries
+        (``mean_``, ``scale_``).
     y_mean_, y_scale_ : float
     n_features_in_ : int
     feature_names_in_ : ndarray of str, when X was a DataFrame with string columns.
@@ -578,7 +595,7 @@ class NeuMissClassifier(ClassifierMixin, _BaseNeuMiss):
         """Class probabilities, ndarray of shape (n_samples, n_classes), rows sum to 1."""
         out = self._forward(X)
         if out.shape[1] == 1:
-            p1 = 1.0 / (1.0 + np.exp(-out[:, 0]))
+            p1 = expit(out[:, 0])
             return np.column_stack([1.0 - p1, p1])
         out = out - out.max(axis=1, keepdims=True)
         proba = np.exp(out)

@@ -9,8 +9,13 @@ Scoring the exported file needs ONNX Runtime only (see ``export/README.md``).
 
 Inputs (N is dynamic):
 
-* ``X`` float32 (N, d): raw feature values, **0 where missing**;
+* ``X`` float32 (N, d): encoded feature values (the table's columns when all
+  are numeric; one 0/1 column per category of a categorical column, see the
+  metadata ``encoding``), **0 where missing**;
 * ``M`` float32 (N, d): 1 = missing, 0 = observed.
+
+The categorical encoding stays outside the graph (its inputs stay numeric);
+``export/score.py`` applies it from the metadata with numpy alone.
 
 Outputs: ``y`` float64 (N,) for a regressor; ``label`` (N,) and
 ``probabilities`` float32 (N, n_classes) for a classifier.
@@ -29,21 +34,27 @@ from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
 from ._version import __version__
+from .constraints import Integer, check_params
 
 #: Opset written by default: ONNX 1.12 / ONNX Runtime >= 1.12 support it.
 DEFAULT_OPSET = 17
 #: Oldest opset with the operator signatures used here (``Squeeze`` axes as input).
 MIN_OPSET = 13
+#: Arguments of :func:`export_onnx`: the opsets this module writes and ``onnx`` knows.
+_EXPORT_CONSTRAINTS = {"opset": Integer(MIN_OPSET, onnx.defs.onnx_opset_version())}
 #: ``producer_name`` of every exported model; the scorer refuses other producers.
 PRODUCER = "neumiss"
 #: Version of the input/output contract below, stored as metadata ``format_version``.
 FORMAT_VERSION = 1
 
 INPUT_CONTRACT = (
-    "X: float32 [N, d], raw feature values in the training units and order "
-    "(metadata feature_names), with every missing entry set to 0 (never NaN: the "
+    "X: float32 [N, d], the encoded feature values in the training units and order "
+    "(metadata encoded_feature_names; metadata encoding says how each input column "
+    "of feature_names maps to them: numeric as is, boolean as 0/1, categorical as one "
+    "0/1 column per category), with every missing entry set to 0 (never NaN: the "
     "graph multiplies missing entries by 0 and NaN * 0 is NaN). "
-    "M: float32 [N, d], 1 where the entry is missing, 0 where it is observed. "
+    "M: float32 [N, d], 1 where the entry is missing (every column of a categorical "
+    "column's group when its category is missing or unseen), 0 where it is observed. "
     "Outputs: regressor y float64 [N]; classifier label [N] (the class, metadata classes) "
     "and probabilities float32 [N, n_classes] (columns in the order of metadata classes)."
 )
@@ -181,6 +192,11 @@ def _json_labels(values) -> list:
     return [v.item() if isinstance(v, np.generic) else v for v in values]
 
 
+def _json_encoding(state: list[dict]) -> list[dict]:
+    """The encoder's state with column names JSON can hold (numpy scalars as Python ones)."""
+    return [{**column, "name": _json_labels([column["name"]])[0]} for column in state]
+
+
 def _metadata(estimator, task: str) -> dict[str, str]:
     block = estimator.network_.block
     names = getattr(estimator, "feature_names_in_", None)
@@ -193,6 +209,8 @@ def _metadata(estimator, task: str) -> dict[str, str]:
         "task": task,
         "n_features": str(estimator.n_features_in_),
         "feature_names": json.dumps(_json_labels(names) if names is not None else None),
+        "encoding": json.dumps(_json_encoding(estimator.encoder_.get_state())),
+        "encoded_feature_names": json.dumps(estimator.encoder_.output_names()),
         "classes": json.dumps(classes),
         "depth": str(block.depth),
         "weights": block.weights,
@@ -240,11 +258,13 @@ def export_onnx(estimator, path=None, *, opset: int = DEFAULT_OPSET) -> onnx.Mod
     Returns
     -------
     onnx.ModelProto
-        Inputs ``X`` and ``M``, float32 of shape (N, d), N dynamic; ``X`` holds
+        Inputs ``X`` and ``M``, float32 of shape (N, d), N dynamic, d the number
+        of encoded columns (``estimator.encoder_.n_features_out_``); ``X`` holds
         0 where ``M`` is 1. Outputs: ``y`` float64 (N,) for a regressor;
         ``label`` (N,) (dtype of ``classes_``: int64, float64, bool or string)
         and ``probabilities`` float32 (N, n_classes) for a classifier.
-        ``metadata_props`` record the producer, version, feature names, classes,
+        ``metadata_props`` record the producer, version, feature names, the
+        encoding of each input column and the encoded column names, classes,
         depth, weights mode, residual option, MLP depth and the input contract.
 
     Raises
@@ -257,13 +277,9 @@ def export_onnx(estimator, path=None, *, opset: int = DEFAULT_OPSET) -> onnx.Mod
         For an unsupported ``opset`` or class labels that ONNX cannot hold.
     """
     task = _check_estimator(estimator)
-    newest = onnx.defs.onnx_opset_version()
-    if isinstance(opset, bool) or not isinstance(opset, (int, np.integer)) or not (
-        MIN_OPSET <= opset <= newest
-    ):
-        raise ValueError(f"opset must be an integer from {MIN_OPSET} to {newest}, got {opset!r}")
+    check_params("export_onnx", {"opset": opset}, _EXPORT_CONSTRAINTS)
 
-    d = int(estimator.n_features_in_)
+    d = int(estimator.encoder_.n_features_out_)
     g = _Graph()
     obs = g.op("Sub", [g.constant("one", 1.0), "M"], "one_minus_M")
     x = _standardize(g, estimator.preprocessor_, obs)

@@ -21,16 +21,20 @@ import numpy as np
 import torch
 
 from ._version import __version__
+from .encoding import TableEncoder
 from .preprocessing import Standardizer
 
 FORMAT = "neumiss-estimator"
-#: 2: the standardization is stored as ``preprocessor_`` (1 had ``x_mean_``, ``x_scale_``).
+#: 2: ``encoder_`` (the table's encoding) and ``preprocessor_`` (its standardization)
+#: are stored (1 had ``x_mean_`` and ``x_scale_``).
 FORMAT_VERSION = 2
 
 
 def _encode(value):
     if isinstance(value, Standardizer):
         return {"__standardizer__": _encode(value.get_state())}
+    if isinstance(value, TableEncoder):
+        return {"__table_encoder__": _encode(value.get_state())}
     if isinstance(value, np.ndarray):
         return {"__ndarray__": value.tolist(), "dtype": value.dtype.str}
     if isinstance(value, np.generic):
@@ -49,6 +53,8 @@ def _decode(value):
             return np.asarray(value["__ndarray__"], dtype=dtype)
         if "__standardizer__" in value:
             return Standardizer.from_state(_decode(value["__standardizer__"]))
+        if "__table_encoder__" in value:
+            return TableEncoder.from_state(_decode(value["__table_encoder__"]))
         return {k: _decode(v) for k, v in value.items()}
     return value
 

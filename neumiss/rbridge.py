@@ -16,11 +16,15 @@ import os
 import numpy as np
 
 from .baselines import _JointGaussianRegressor
+from .constraints import Integer, Real, check_params
 
 _INSTALL_RPY2 = (
     "pip install 'neumiss[r]' (installs rpy2==3.5.17; rpy2 3.6 needs R >= 4.3), "
     "and R itself (Debian/Ubuntu: apt-get install r-base-core r-base-dev)"
 )
+
+#: Settings of :func:`em_norm`, also the parameters of :class:`NormEMRegressor`.
+_EM_NORM_CONSTRAINTS = {"max_iter": Integer(1), "criterion": Real(0, None, closed="neither")}
 
 
 @contextlib.contextmanager
@@ -116,8 +120,10 @@ def em_norm(X, max_iter=1000, criterion=1e-4):
         If rpy2, R or the R package ``norm`` is missing.
     ValueError
         If X is not a 2-D numeric array, contains infinite values or a column without any
-        observed value, or if ``max_iter`` / ``criterion`` are not positive.
+        observed value, or if ``max_iter`` is not an integer >= 1 or ``criterion`` not a
+        finite number > 0.
     """
+    check_params("em_norm", {"max_iter": max_iter, "criterion": criterion}, _EM_NORM_CONSTRAINTS)
     X = np.array(X, dtype=float)  # copy: the user's array is never touched
     if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"X must be a non-empty 2-D array, got shape {X.shape}.")
@@ -126,10 +132,6 @@ def em_norm(X, max_iter=1000, criterion=1e-4):
     empty = np.flatnonzero(np.isnan(X).all(axis=0))
     if empty.size:
         raise ValueError(f"X has no observed value in column(s) {empty.tolist()}.")
-    if int(max_iter) != max_iter or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}.")
-    if not criterion > 0:
-        raise ValueError(f"criterion must be positive, got {criterion!r}.")
 
     robjects, norm = load_norm()
     n, p = X.shape
@@ -168,6 +170,8 @@ class NormEMRegressor(_JointGaussianRegressor):
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Only when X has string column names.
     """
+
+    _parameter_constraints = _EM_NORM_CONSTRAINTS
 
     def __init__(self, max_iter=1000, criterion=1e-4):
         self.max_iter = max_iter

@@ -31,7 +31,7 @@ Masks are boolean arrays with ``True`` = missing, same shape as ``X``.
 
 from __future__ import annotations
 
-import numbers
+import math
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -43,28 +43,45 @@ from sklearn.base import BaseEstimator
 from sklearn.metrics import r2_score
 from sklearn.utils.validation import check_is_fitted
 
+from neumiss import bayes
 from neumiss.bayes import bayes_predict
+from neumiss.constraints import (
+    AnyOf,
+    Boolean,
+    InstanceOf,
+    Integer,
+    NoneValue,
+    Options,
+    Real,
+    check_params,
+)
 
 LINKS = ("linear", "square", "cube", "stairs")
 
 
 # --------------------------------------------------------------------------- validation
 
+_MISSING_RATE = Real(0, 1, closed="left")
+_RANDOM_STATE = AnyOf(
+    NoneValue(),
+    Integer(0),
+    InstanceOf(
+        (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence),
+        "a numpy Generator, BitGenerator or SeedSequence",
+    ),
+)
 
-def _check_int(value, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _check_missing_rate(missing_rate) -> float:
-    if (
-        isinstance(missing_rate, bool)
-        or not isinstance(missing_rate, numbers.Real)
-        or not 0.0 <= missing_rate < 1.0
-    ):
-        raise ValueError(f"missing_rate must be a number in [0, 1), got {missing_rate!r}")
-    return float(missing_rate)
+#: Arguments of :func:`make_regression` (and ``n_samples``, ``random_state`` of
+#: :meth:`SimulationTruth.sample`).
+_MAKE_REGRESSION_CONSTRAINTS = {
+    "n_samples": Integer(1),
+    "n_features": Integer(1),
+    "missing_rate": _MISSING_RATE,
+    "snr": AnyOf(Real(0, None, closed="neither"), Options(math.inf)),
+    "prop_latent": Real(0, 1),
+    "link": Options(*LINKS),
+    "random_state": _RANDOM_STATE,
+}
 
 
 def _check_complete(X, n_features: int | None = None) -> np.ndarray:
@@ -101,8 +118,8 @@ def _moments(X: np.ndarray, mean, cov) -> tuple[np.ndarray, np.ndarray]:
 class _Mechanism(BaseEstimator):
     """Shared sampling logic: a mask entry is missing with probability ``missing_proba``."""
 
-    #: name used by :func:`make_regression` and :func:`neumiss.bayes.bayes_predict`
-    name = ""
+    #: constructor parameter -> constraint, checked by ``fit`` (:mod:`neumiss.constraints`)
+    _parameter_constraints = {"missing_rate": _MISSING_RATE}
     #: calibrated attributes reported by ``fitted_params``
     _fitted_attributes: tuple[str, ...] = ()
 
@@ -123,8 +140,9 @@ class _Mechanism(BaseEstimator):
         -------
         self
         """
+        check_params(type(self).__name__, self.get_params(deep=False), self._parameter_constraints)
         X = _check_complete(X)
-        self.missing_rate_ = _check_missing_rate(self.missing_rate)
+        self.missing_rate_ = float(self.missing_rate)
         self.n_features_in_ = X.shape[1]
         self._fit(X, mean, cov)
         return self
@@ -191,8 +209,6 @@ class MCAR(_Mechanism):
     missing_rate : float in [0, 1), default=0.5
     """
 
-    name = "MCAR"
-
     def __init__(self, missing_rate=0.5):
         self.missing_rate = missing_rate
 
@@ -230,7 +246,11 @@ class MAR(_Mechanism):
     intercept_ : ndarray of shape (n_incomplete,)
     """
 
-    name = "MAR"
+    _parameter_constraints = {
+        **_Mechanism._parameter_constraints,
+        "p_obs": Real(0, 1, closed="left"),
+        "random_state": _RANDOM_STATE,
+    }
     _fitted_attributes = ("observed_features_", "incomplete_features_", "coef_", "intercept_")
 
     def __init__(self, missing_rate=0.5, p_obs=0.1, random_state=None):
@@ -239,10 +259,6 @@ class MAR(_Mechanism):
         self.random_state = random_state
 
     def _fit(self, X, mean, cov):
-        if isinstance(self.p_obs, bool) or not (
-            isinstance(self.p_obs, numbers.Real) and 0.0 <= self.p_obs < 1.0
-        ):
-            raise ValueError(f"p_obs must be a number in [0, 1), got {self.p_obs!r}")
         d = X.shape[1]
         n_observed = max(1, int(self.p_obs * d))
         if n_observed >= d:
@@ -310,7 +326,11 @@ class GaussianSelfMasking(_Mechanism):
     mu_tilde_, sigma_tilde_, K_ : ndarray of shape (n_features,)
     """
 
-    name = "gaussian_sm"
+    _parameter_constraints = {
+        **_Mechanism._parameter_constraints,
+        "k": Real(),
+        "sigma_scale": AnyOf(NoneValue(), Real(0, None, closed="neither")),
+    }
     _fitted_attributes = ("mu_tilde_", "sigma_tilde_", "K_")
 
     def __init__(self, missing_rate=0.5, k=2.0, sigma_scale=None):
@@ -319,16 +339,6 @@ class GaussianSelfMasking(_Mechanism):
         self.sigma_scale = sigma_scale
 
     def _fit(self, X, mean, cov):
-        if isinstance(self.k, bool) or not (
-            isinstance(self.k, numbers.Real) and np.isfinite(self.k)
-        ):
-            raise ValueError(f"k must be a finite number, got {self.k!r}")
-        if self.sigma_scale is not None and not (
-            isinstance(self.sigma_scale, numbers.Real) and 0 < self.sigma_scale < np.inf
-        ):
-            raise ValueError(
-                f"sigma_scale must be a positive number or None, got {self.sigma_scale!r}"
-            )
         mean, var = _moments(X, mean, cov)
         rate, k2 = self.missing_rate_, float(self.k) ** 2
 
@@ -388,7 +398,11 @@ class ProbitSelfMasking(_Mechanism):
     lam_, mu_tilde_ : ndarray of shape (n_features,)
     """
 
-    name = "probit_sm"
+    _parameter_constraints = {
+        **_Mechanism._parameter_constraints,
+        "lam": AnyOf(Real(None, 0, closed="neither"), Real(0, None, closed="neither")),
+        "standardize": Boolean(),
+    }
     _fitted_attributes = ("lam_", "mu_tilde_")
 
     def __init__(self, missing_rate=0.5, lam=0.5, standardize=False):
@@ -397,10 +411,6 @@ class ProbitSelfMasking(_Mechanism):
         self.standardize = standardize
 
     def _fit(self, X, mean, cov):
-        if isinstance(self.lam, bool) or not (
-            isinstance(self.lam, numbers.Real) and np.isfinite(self.lam) and self.lam != 0
-        ):
-            raise ValueError(f"lam must be a finite nonzero number, got {self.lam!r}")
         mean, var = _moments(X, mean, cov)
         lam = np.full(X.shape[1], float(self.lam))
         if self.standardize:
@@ -416,7 +426,10 @@ class ProbitSelfMasking(_Mechanism):
         return norm.cdf(self.lam_ * (X - self.mu_tilde_))
 
 
-MECHANISMS = {cls.name: cls for cls in (MCAR, MAR, GaussianSelfMasking, ProbitSelfMasking)}
+#: Mechanism name (those of :data:`neumiss.bayes.MECHANISMS`, in that order) -> class.
+MECHANISMS = dict(
+    zip(bayes.MECHANISMS, (MCAR, MAR, GaussianSelfMasking, ProbitSelfMasking), strict=True)
+)
 
 
 # --------------------------------------------------------------------------- response model
@@ -527,7 +540,11 @@ class SimulationTruth:
         y : ndarray (n_samples,)
         X_complete : ndarray (n_samples, d), only if ``return_complete``
         """
-        n_samples = _check_int(n_samples, "n_samples", 1)
+        check_params(
+            "SimulationTruth.sample",
+            {"n_samples": n_samples, "random_state": random_state},
+            _MAKE_REGRESSION_CONSTRAINTS,
+        )
         rng = np.random.default_rng(random_state)
         X_complete = _draw_gaussian(self.mean, self.cov, n_samples, rng)
         y = self.signal(X_complete) + np.sqrt(self.noise_var) * rng.standard_normal(n_samples)
@@ -550,7 +567,7 @@ class SimulationTruth:
                 f"the Bayes predictor is only implemented for link='linear', not {self.link!r}"
             )
         params = {}
-        if self.mechanism == GaussianSelfMasking.name:
+        if isinstance(self.missingness, GaussianSelfMasking):
             params = {
                 "mu_tilde": self.mechanism_params["mu_tilde"],
                 "sigma_tilde": self.mechanism_params["sigma_tilde"],
@@ -611,19 +628,21 @@ def make_regression(
     y : ndarray (n_samples,)
     truth : SimulationTruth
     """
-    n_samples = _check_int(n_samples, "n_samples", 1)
-    n_features = _check_int(n_features, "n_features", 1)
+    check_params(
+        "make_regression",
+        {
+            "n_samples": n_samples,
+            "n_features": n_features,
+            "missing_rate": missing_rate,
+            "snr": snr,
+            "prop_latent": prop_latent,
+            "link": link,
+            "random_state": random_state,
+        },
+        _MAKE_REGRESSION_CONSTRAINTS,
+    )
     if mechanism not in MECHANISMS:
         raise ValueError(f"mechanism must be one of {sorted(MECHANISMS)}, got {mechanism!r}")
-    missing_rate = _check_missing_rate(missing_rate)
-    if isinstance(snr, bool) or not isinstance(snr, numbers.Real) or not snr > 0:
-        raise ValueError(f"snr must be a positive number, got {snr!r}")
-    if isinstance(prop_latent, bool) or not (
-        isinstance(prop_latent, numbers.Real) and 0 <= prop_latent <= 1
-    ):
-        raise ValueError(f"prop_latent must be a number in [0, 1], got {prop_latent!r}")
-    if link not in LINKS:
-        raise ValueError(f"link must be one of {LINKS}, got {link!r}")
     mechanism_cls = MECHANISMS[mechanism]
     allowed = set(mechanism_cls._get_param_names()) - {"missing_rate", "random_state"}
     unknown = sorted(set(mechanism_params) - allowed)
@@ -644,7 +663,7 @@ def make_regression(
     kwargs = dict(mechanism_params)
     if "random_state" in mechanism_cls._get_param_names():
         kwargs["random_state"] = rng
-    missingness = mechanism_cls(missing_rate=missing_rate, **kwargs)
+    missingness = mechanism_cls(missing_rate=float(missing_rate), **kwargs)
     for array in (mean, cov, coef):
         array.setflags(write=False)
     # Draw the complete data, calibrate the mechanism on it, then mask it.

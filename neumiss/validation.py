@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_consistent_length, validate_data
 
 
 def _numeric_frame(X: pd.DataFrame) -> pd.DataFrame:
@@ -35,17 +35,38 @@ def _numeric_frame(X: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(columns, index=X.index)
 
 
-def check_features(estimator, X, *, reset: bool) -> np.ndarray:
-    """Validate ``X`` for ``estimator`` and return a new float64 array with NaN.
+def _check_frame(estimator, X: pd.DataFrame, *, reset: bool) -> pd.DataFrame:
+    """Check a table's column names and size, leaving its values to the encoder."""
+    duplicated = X.columns[X.columns.duplicated()].unique().tolist()
+    if duplicated:
+        raise ValueError(f"X has duplicate column names {duplicated!r}: give each column its own")
+    validate_data(estimator, X, reset=reset, skip_check_array=True)
+    if X.shape[0] < 1 or X.shape[1] < 1:
+        raise ValueError(
+            f"Found array with {X.shape[0]} sample(s) and {X.shape[1]} feature(s) "
+            f"(shape={X.shape}) while a minimum of 1 is required by {type(estimator).__name__}."
+        )
+    return X
+
+
+def check_features(estimator, X, *, reset: bool, tables: bool = False):
+    """Validate ``X`` for ``estimator``; NaN (None, pd.NA in a DataFrame) marks missing values.
 
     ``reset=True`` (fit) records ``n_features_in_`` and ``feature_names_in_``;
-    ``reset=False`` (predict) checks them. Infinite values, complex or
-    non-numeric data, 1-D or empty arrays raise ``ValueError``. The caller's
-    object is never modified: the result is always a fresh array.
+    ``reset=False`` (predict) checks them. The caller's object is never modified.
+
+    Returns
+    -------
+    With ``tables=True`` and a DataFrame: the DataFrame itself, its names and
+    size checked (its columns may be of any type; :class:`neumiss.encoding.TableEncoder`
+    reads them). Otherwise a new float64 array of shape (n_samples, n_features);
+    infinite values, complex or non-numeric data, 1-D or empty arrays raise ``ValueError``.
     """
     if isinstance(X, pd.DataFrame):
+        if tables:
+            return _check_frame(estimator, X, reset=reset)
         X = _numeric_frame(X)
-    X = validate_data(
+    return validate_data(
         estimator,
         X,
         reset=reset,
@@ -54,17 +75,22 @@ def check_features(estimator, X, *, reset: bool) -> np.ndarray:
         ensure_min_samples=1,
         copy=True,
     )
-    return X
 
 
-def check_training_data(estimator, X, y, *, y_numeric: bool) -> tuple[np.ndarray, np.ndarray]:
+def check_training_data(estimator, X, y, *, y_numeric: bool, tables: bool = False):
     """Validate ``(X, y)`` at fit time; NaN allowed in ``X`` only.
 
-    Returns fresh arrays: X float64 (n, d) with NaN, y (n,).
+    Returns ``X`` as :func:`check_features` does and a new array ``y`` of shape (n,).
     """
     if y is None:
         name = type(estimator).__name__
         raise ValueError(f"{name} requires y to be passed, but the target y is None.")
+    if tables and isinstance(X, pd.DataFrame):
+        # y first: validating y alone forgets feature names, which X then records.
+        y = validate_data(estimator, X="no_validation", y=y, y_numeric=y_numeric)
+        X = _check_frame(estimator, X, reset=True)
+        check_consistent_length(X, y)
+        return X, np.array(y, copy=True)
     if isinstance(X, pd.DataFrame):
         X = _numeric_frame(X)
     X, y = validate_data(

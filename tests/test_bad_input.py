@@ -31,13 +31,27 @@ def test_inf_in_X_is_rejected():
         model.predict(X)
 
 
-def test_non_numeric_columns_are_named():
+def test_a_column_mixing_numbers_and_text_is_named():
     X, y = data()
     frame = pd.DataFrame(X, columns=["a", "b", "c"])
     frame["b"] = frame["b"].astype(object)
     frame.loc[5, "b"] = "high"
-    frame["c"] = "x"
-    with pytest.raises(ValueError, match=r"non-numeric columns \['b', 'c'\]"):
+    with pytest.raises(ValueError, match=r"column 'b' mixes numbers and text"):
+        fast().fit(frame, y)
+
+
+def test_date_columns_are_refused_with_their_name():
+    X, y = data()
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    frame["when"] = pd.Timestamp("2020-01-01") + pd.to_timedelta(np.arange(len(frame)), "D")
+    with pytest.raises(ValueError, match=r"column 'when' holds dates"):
+        fast().fit(frame, y)
+
+
+def test_duplicate_column_names_are_refused():
+    X, y = data()
+    frame = pd.DataFrame(X, columns=["a", "b", "a"])
+    with pytest.raises(ValueError, match=r"duplicate column names \['a'\]"):
         fast().fit(frame, y)
 
 

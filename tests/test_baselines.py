@@ -280,18 +280,65 @@ def test_bad_data_raise_clear_errors(estimator):
 @pytest.mark.parametrize(
     ("estimator", "message"),
     [
-        (EMRegressor(max_iter=0), "max_iter must be an integer >= 1"),
-        (EMRegressor(tol=-1.0), "tol must be a real number >= 0"),
-        (EMRegressor(ridge="big"), "ridge must be a real number >= 0"),
+        (EMRegressor(max_iter=0), "EMRegressor: max_iter must be an integer >= 1, got 0"),
+        (EMRegressor(tol=-1.0), "tol must be a finite number >= 0"),
+        (EMRegressor(ridge="big"), "ridge must be a finite number >= 0, got 'big'"),
         (ImputeMaskMLPRegressor(width=0), "width must be None or an integer >= 1"),
-        (ImputeMaskMLPRegressor(width_factors=(0,)), "width_factors must be positive"),
-        (ImputeMaskMLPRegressor(validation_fraction=1.5), "validation_fraction must be in"),
+        (
+            ImputeMaskMLPRegressor(width_factors=(0,)),
+            "width_factors must be a non-empty list of integers >= 1",
+        ),
+        (
+            ImputeMaskMLPRegressor(validation_fraction=1.5),
+            r"validation_fraction must be a number in \(0, 1\)",
+        ),
+        (ImputeMaskMLPRegressor(learning_rate_init="fast"), "learning_rate_init must be 'auto'"),
+        (MICERegressor(max_iter=-1), "MICERegressor: max_iter must be an integer >= 0"),
     ],
 )
 def test_bad_parameters_raise_clear_errors(estimator, message):
     X = np.random.default_rng(0).standard_normal((20, 2))
     with pytest.raises(ValueError, match=message):
         estimator.fit(X, X[:, 0])
+
+
+@pytest.mark.parametrize(
+    ("estimator", "name"),
+    [
+        (EMRegressor(max_iter=True), "max_iter"),
+        (EMRegressor(tol=False), "tol"),
+        (EMRegressor(ridge=np.True_), "ridge"),
+        (EMRegressor(accelerate=1), "accelerate"),
+        (EMRegressor(accelerate="yes"), "accelerate"),
+        (MICERegressor(max_iter=True), "max_iter"),
+        (ImputeMaskMLPRegressor(width=True), "width"),
+        (ImputeMaskMLPRegressor(width_factors=(1, True)), "width_factors"),
+        (ImputeMaskMLPRegressor(validation_fraction=True), "validation_fraction"),
+        (ImputeMaskMLPRegressor(batch_size=True), "batch_size"),
+        (ImputeMaskMLPRegressor(max_iter=True), "max_iter"),
+        (ImputeMaskMLPRegressor(alpha=False), "alpha"),
+    ],
+    ids=repr,
+)
+def test_booleans_are_not_numbers_and_numbers_not_booleans(estimator, name):
+    X = np.random.default_rng(0).standard_normal((20, 2))
+    with pytest.raises(ValueError, match=f"^{type(estimator).__name__}: {name} must be "):
+        estimator.fit(X, X[:, 0])
+
+
+def test_numpy_scalars_are_valid_parameters():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 3))
+    X[rng.random(X.shape) < 0.2] = np.nan
+    y = np.nan_to_num(X).sum(axis=1)
+    numpy_em = EMRegressor(max_iter=np.int64(50), tol=np.float64(1e-4), accelerate=np.True_)
+    np.testing.assert_array_equal(
+        numpy_em.fit(X, y).predict(X), EMRegressor(max_iter=50).fit(X, y).predict(X)
+    )
+    mlp = ImputeMaskMLPRegressor(width=np.int64(3), max_iter=np.int64(5), random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        assert mlp.fit(X, y).best_width_ == 3
 
 
 def test_em_rejects_a_feature_never_observed():

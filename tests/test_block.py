@@ -100,14 +100,44 @@ def test_forward_nan_builds_mask():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"n_features": 0}, "n_features"),
-        ({"n_features": 3, "depth": -1}, "depth"),
-        ({"n_features": 3, "weights": "tied"}, "weights"),
+        ({"n_features": 0}, "NeuMissBlock: n_features must be an integer >= 1, got 0"),
+        ({"n_features": 3, "depth": -1}, "depth must be an integer >= 0, got -1"),
+        ({"n_features": 3, "weights": "tied"}, "weights must be one of 'independent', 'shared'"),
     ],
 )
 def test_block_rejects_bad_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
         NeuMissBlock(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("cls", "kwargs", "name"),
+    [
+        (NeuMissBlock, {"n_features": True}, "n_features"),
+        (NeuMissBlock, {"depth": True}, "depth"),
+        (NeuMissBlock, {"n_features": 3.0}, "n_features"),
+        (NeuMissBlock, {"residual": 1}, "residual"),
+        (NeuMissBlock, {"residual": "yes"}, "residual"),
+        (NeuMissNetwork, {"n_outputs": True}, "n_outputs"),
+        (NeuMissNetwork, {"depth": np.True_}, "depth"),
+        (NeuMissNetwork, {"mlp_depth": True}, "mlp_depth"),
+        (NeuMissNetwork, {"mlp_width": True}, "mlp_width"),
+        (NeuMissNetwork, {"residual": 0}, "residual"),
+    ],
+)
+def test_booleans_are_not_numbers_and_numbers_not_booleans(cls, kwargs, name):
+    with pytest.raises(ValueError, match=f"^{cls.__name__}: {name} must be "):
+        cls(**{"n_features": 3, **kwargs})
+
+
+def test_numpy_integers_and_booleans_are_valid_arguments():
+    net = NeuMissNetwork(
+        np.int64(4), n_outputs=np.int64(2), depth=np.int64(3), residual=np.True_,
+        mlp_depth=np.int64(1), mlp_width=np.int64(5),
+    )
+    assert net.block.depth == 3 and type(net.block.depth) is int
+    assert net.block.residual is True
+    assert net(torch.zeros(2, 4), torch.zeros(2, 4)).shape == (2, 2)
 
 
 def test_network_output_shape_and_repeatable_init():

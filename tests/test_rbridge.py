@@ -105,10 +105,22 @@ def test_em_norm_bad_input(X, match):
 
 
 def test_em_norm_bad_settings():
-    with pytest.raises(ValueError, match="max_iter"):
+    with pytest.raises(ValueError, match="em_norm: max_iter must be an integer >= 1, got 0"):
         rbridge.em_norm(np.eye(3), max_iter=0)
-    with pytest.raises(ValueError, match="criterion"):
+    with pytest.raises(ValueError, match="em_norm: max_iter must be an integer >= 1, got 2.5"):
+        rbridge.em_norm(np.eye(3), max_iter=2.5)
+    with pytest.raises(ValueError, match="criterion must be a finite number > 0, got -1.0"):
         rbridge.em_norm(np.eye(3), criterion=-1.0)
+
+
+@pytest.mark.parametrize(("name", "value"), [("max_iter", True), ("criterion", True)])
+def test_booleans_are_not_em_norm_settings(name, value):
+    # Checked before R is loaded: these run without rpy2 or R.
+    with pytest.raises(ValueError, match=f"^em_norm: {name} must be "):
+        rbridge.em_norm(np.eye(3), **{name: value})
+    X = np.random.default_rng(0).standard_normal((10, 2))
+    with pytest.raises(ValueError, match=f"^NormEMRegressor: {name} must be "):
+        rbridge.NormEMRegressor(**{name: value}).fit(X, X[:, 0])
 
 
 # ------------------------------------------------------------------- with R

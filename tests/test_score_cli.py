@@ -270,3 +270,44 @@ def test_build_inputs_rejects_bad_masks(score, M, message):
 def test_build_inputs_counts_columns(score):
     with pytest.raises(score.ScoringError, match="X has 3 columns, the model expects 4"):
         score.build_inputs(np.ones((2, 3)), n_features=4)
+
+
+@pytest.fixture(scope="module")
+def categorical_model(tmp_path_factory):
+    """A regressor on a table with categorical, string and boolean columns, and its ONNX file."""
+    from .test_encoding import mixed_table
+
+    frame, y = mixed_table(300)
+    estimator = neumiss.NeuMissRegressor(max_epochs=5, random_state=0).fit(frame, y)
+    path = tmp_path_factory.mktemp("categorical") / "model.onnx"
+    export_onnx(estimator, path)
+    return estimator, frame, path
+
+
+def test_scorer_encodes_categories_as_the_estimator(score, categorical_model, tmp_path):
+    estimator, frame, path = categorical_model
+    table = frame.iloc[:40].astype(object).copy()
+    table.loc[table.index[0], "size"] = "XXL"  # unseen: scored as missing, with a warning
+    csv_path = tmp_path / "input.csv"
+    table.to_csv(csv_path, index=False, na_rep="NA")
+    code, out, err = _score(path, csv_path)
+    assert code == 0, err
+    assert "column 'size' has categories not seen at fit" in err and "XXL" in err
+    predicted = pd.read_csv(io.StringIO(out))["prediction"].to_numpy()
+    with pytest.warns(UserWarning, match="not seen at fit"):
+        expected = estimator.predict(table)
+    np.testing.assert_allclose(predicted, expected, rtol=0, atol=1e-5 * estimator.y_scale_)
+    model = score.NeuMissOnnxModel(str(path))
+    assert model.n_features == 4 and model.n_encoded == 8
+    assert [c["kind"] for c in model.encoding] == ["numeric", "categorical", "categorical",
+                                                    "boolean"]
+
+
+def test_scorer_names_the_cell_of_a_bad_boolean(categorical_model, tmp_path):
+    _, frame, path = categorical_model
+    table = frame.iloc[:3].astype(object).copy()
+    table.loc[table.index[1], "flag"] = "maybe"
+    table.to_csv(tmp_path / "input.csv", index=False, na_rep="NA")
+    code, _, err = _score(path, tmp_path / "input.csv")
+    assert code == 1
+    assert "line 3, column 4 (flag): 'maybe' is not true or false" in err

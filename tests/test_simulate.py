@@ -8,6 +8,7 @@ from scipy.integrate import quad
 from scipy.special import expit
 from scipy.stats import norm
 
+from neumiss import bayes
 from neumiss.simulate import (
     MAR,
     MCAR,
@@ -255,25 +256,105 @@ def test_truth_is_frozen_and_read_only():
     "kwargs, match",
     [
         ({"mechanism": "MNAR"}, "mechanism must be one of .*MAR.*MCAR.*gaussian_sm.*probit_sm"),
-        ({"missing_rate": 1.0}, "missing_rate"),
+        ({"missing_rate": 1.0}, r"make_regression: missing_rate must be a number in \[0, 1\)"),
         ({"missing_rate": -0.1}, "missing_rate"),
-        ({"n_features": 0}, "n_features"),
-        ({"n_samples": 0}, "n_samples"),
-        ({"n_samples": 2.5}, "n_samples"),
-        ({"snr": 0}, "snr"),
+        ({"n_features": 0}, "make_regression: n_features must be an integer >= 1, got 0"),
+        ({"n_samples": 0}, "n_samples must be an integer >= 1"),
+        ({"n_samples": 2.5}, "n_samples must be an integer >= 1, got 2.5"),
+        ({"snr": 0}, "snr must be a finite number > 0 or inf, got 0"),
         ({"snr": -1.0}, "snr"),
-        ({"prop_latent": 1.5}, "prop_latent"),
-        ({"link": "exp"}, "link must be one of"),
+        ({"prop_latent": 1.5}, r"prop_latent must be a number in \[0, 1\]"),
+        ({"link": "exp"}, "link must be one of 'linear', 'square', 'cube', 'stairs'"),
+        ({"random_state": -1}, "random_state must be None, an integer >= 0 or a numpy Generator"),
         ({"mechanism": "MAR", "n_features": 1}, "at least 2 features"),
-        ({"mechanism": "MAR", "p_obs": 1.0}, "p_obs"),
-        ({"mechanism": "probit_sm", "lam": 0.0}, "lam"),
-        ({"mechanism": "gaussian_sm", "sigma_scale": -1.0}, "sigma_scale"),
+        ({"mechanism": "MAR", "p_obs": 1.0}, r"MAR: p_obs must be a number in \[0, 1\)"),
+        (
+            {"mechanism": "probit_sm", "lam": 0.0},
+            "ProbitSelfMasking: lam must be a number < 0 or a finite number > 0, got 0.0",
+        ),
+        (
+            {"mechanism": "gaussian_sm", "sigma_scale": -1.0},
+            "GaussianSelfMasking: sigma_scale must be None or a finite number > 0",
+        ),
+        ({"mechanism": "gaussian_sm", "k": np.nan}, "k must be a finite number, got nan"),
     ],
 )
 def test_bad_arguments_raise_value_error(kwargs, match):
     args = {"n_samples": 20, "n_features": 5, **kwargs}
     with pytest.raises(ValueError, match=match):
         make_regression(**args)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "owner", "name"),
+    [
+        ({"n_samples": True}, "make_regression", "n_samples"),
+        ({"n_features": np.True_}, "make_regression", "n_features"),
+        ({"missing_rate": False}, "make_regression", "missing_rate"),
+        ({"snr": True}, "make_regression", "snr"),
+        ({"prop_latent": True}, "make_regression", "prop_latent"),
+        ({"random_state": True}, "make_regression", "random_state"),
+        ({"mechanism": "MAR", "p_obs": False}, "MAR", "p_obs"),
+        ({"mechanism": "gaussian_sm", "k": True}, "GaussianSelfMasking", "k"),
+        ({"mechanism": "gaussian_sm", "sigma_scale": True}, "GaussianSelfMasking", "sigma_scale"),
+        ({"mechanism": "probit_sm", "lam": True}, "ProbitSelfMasking", "lam"),
+        ({"mechanism": "probit_sm", "standardize": 1}, "ProbitSelfMasking", "standardize"),
+        ({"mechanism": "probit_sm", "standardize": "no"}, "ProbitSelfMasking", "standardize"),
+    ],
+    ids=repr,
+)
+def test_booleans_are_not_numbers_and_numbers_not_booleans(kwargs, owner, name):
+    args = {"n_samples": 20, "n_features": 5, **kwargs}
+    with pytest.raises(ValueError, match=f"^{owner}: {name} must be "):
+        make_regression(**args)
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "name"),
+    [
+        (MCAR(missing_rate=True), "missing_rate"),
+        (MAR(random_state=True), "random_state"),
+        (ProbitSelfMasking(standardize=np.float64(1.0)), "standardize"),
+    ],
+    ids=repr,
+)
+def test_mechanism_fit_checks_its_parameters(mechanism, name):
+    with pytest.raises(ValueError, match=f"^{type(mechanism).__name__}: {name} must be "):
+        mechanism.fit(np.random.default_rng(0).standard_normal((10, 3)))
+
+
+def test_truth_sample_checks_its_arguments():
+    _, _, truth = make_regression(20, 3, random_state=0)
+    with pytest.raises(ValueError, match="^SimulationTruth.sample: n_samples must be an integer"):
+        truth.sample(True)
+    with pytest.raises(ValueError, match="^SimulationTruth.sample: random_state must be"):
+        truth.sample(5, random_state="seed")
+
+
+def test_numpy_scalars_and_infinite_snr_are_valid():
+    python = make_regression(30, 4, missing_rate=0.3, snr=5.0, prop_latent=0.5, random_state=1)
+    numpy = make_regression(
+        np.int64(30),
+        np.int32(4),
+        missing_rate=np.float64(0.3),
+        snr=np.float32(5.0),
+        prop_latent=np.float64(0.5),
+        random_state=np.int64(1),
+    )
+    for a, b in zip(python[:2], numpy[:2]):
+        np.testing.assert_array_equal(a, b)
+    _, _, truth = make_regression(30, 4, mechanism="probit_sm", snr=np.inf, standardize=np.True_)
+    assert truth.noise_var == 0.0
+    _, y, X_complete = truth.sample(30, random_state=0, return_complete=True)
+    np.testing.assert_allclose(y, truth.signal(X_complete))
+
+
+def test_mechanism_names_are_those_of_bayes_in_order():
+    # The benchmark relies on this order.
+    assert tuple(MECHANISMS) == bayes.MECHANISMS == ("MCAR", "MAR", "gaussian_sm", "probit_sm")
+    assert [cls.__name__ for cls in MECHANISMS.values()] == [
+        "MCAR", "MAR", "GaussianSelfMasking", "ProbitSelfMasking"
+    ]
 
 
 def test_unknown_mechanism_parameter_is_named():

@@ -1,0 +1,151 @@
+"""Mixed-type tables: encoding categorical and boolean columns, and the estimators on them."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import neumiss
+from neumiss import NeuMissClassifier, NeuMissRegressor
+from neumiss.encoding import MAX_CATEGORIES, OTHER, TableEncoder
+
+
+def mixed_table(n=400, seed=0):
+    """Numeric, categorical (with NaN), string, boolean columns; y depends on the category."""
+    rng = np.random.default_rng(seed)
+    colour = rng.choice(["red", "green", "blue"], size=n)
+    effect = {"red": 2.0, "green": 0.0, "blue": -2.0}
+    x = rng.normal(size=n)
+    flag = rng.random(n) < 0.5
+    y = x + np.vectorize(effect.get)(colour) + 0.5 * flag + 0.1 * rng.normal(size=n)
+    frame = pd.DataFrame({
+        "x": x,
+        "colour": pd.Categorical(colour, categories=["red", "green", "blue"]),
+        "size": pd.array(rng.choice(["S", "M", "L"], size=n), dtype="string"),
+        "flag": pd.array(flag, dtype="boolean"),
+    })
+    frame.loc[rng.random(n) < 0.2, "x"] = np.nan
+    frame.loc[rng.random(n) < 0.2, "colour"] = np.nan
+    frame.loc[rng.random(n) < 0.1, "size"] = pd.NA
+    frame.loc[rng.random(n) < 0.1, "flag"] = pd.NA
+    return frame, y
+
+
+def test_encoder_one_hot_with_missing_groups():
+    frame = pd.DataFrame({
+        "c": pd.Categorical(["a", None, "b", "a"], categories=["b", "a", "unused"]),
+        "t": ["u", "v", None, "u"],
+        "b": [True, None, False, True],
+        "n": ["1.5", "2", None, "4"],
+    })
+    before = frame.copy()
+    encoder = TableEncoder().fit(frame)
+    kinds = [c.kind for c in encoder.columns_]
+    assert kinds == ["categorical", "categorical", "boolean", "numeric"]
+    # A categorical dtype keeps its order; unused categories get no column.
+    assert encoder.output_names() == ["c=b", "c=a", "t=u", "t=v", "b", "n"]
+    nan = np.nan
+    expected = np.array([
+        [0, 1, 1, 0, 1, 1.5],
+        [nan, nan, 0, 1, nan, 2],
+        [1, 0, nan, nan, 0, nan],
+        [0, 1, 1, 0, 1, 4],
+    ])
+    np.testing.assert_array_equal(encoder.transform(frame), expected)
+    pd.testing.assert_frame_equal(frame, before)  # never modified
+    np.testing.assert_array_equal(encoder.input_index(), [0, 0, 1, 1, 2, 3])
+
+
+def test_unseen_category_is_missing_with_a_warning():
+    encoder = TableEncoder().fit(pd.DataFrame({"t": ["u", "v", "u"]}))
+    with pytest.warns(UserWarning, match=r"column 't' has categories not seen at fit.*\['w'\]"):
+        out = encoder.transform(pd.DataFrame({"t": ["w", "v"]}))
+    np.testing.assert_array_equal(out, [[np.nan, np.nan], [0.0, 1.0]])
+
+
+def test_many_categories_are_capped_with_a_warning_naming_the_column():
+    codes = [f"z{i % 1000:03d}" for i in range(3000)] + ["z000"] * 50
+    frame = pd.DataFrame({"zip": codes})
+    with pytest.warns(UserWarning, match=r"column 'zip' has 1,000 categories.*encode it yourself"):
+        encoder = TableEncoder().fit(frame)
+    assert encoder.n_features_out_ == MAX_CATEGORIES
+    assert encoder.output_names()[0] == "zip=z000"  # the most frequent is kept
+    assert encoder.output_names()[-1] == f"zip={OTHER}"
+    out = encoder.transform(frame)
+    assert np.all(out.sum(axis=1) == 1)  # every row in exactly one column, rare ones in <other>
+
+
+def test_encoder_state_round_trip():
+    frame, _ = mixed_table(50)
+    encoder = TableEncoder().fit(frame)
+    again = TableEncoder.from_state(encoder.get_state())
+    np.testing.assert_array_equal(again.transform(frame), encoder.transform(frame))
+
+
+@settings(max_examples=25, deadline=None)
+@given(order=st.permutations(range(4)), seed=st.integers(0, 10_000))
+def test_encoding_follows_the_column_order(order, seed):
+    frame, _ = mixed_table(60, seed)
+    encoder = TableEncoder().fit(frame)
+    permuted = TableEncoder().fit(frame.iloc[:, list(order)])
+    blocks = np.split(encoder.transform(frame), np.cumsum([c.width for c in encoder.columns_])[:-1],
+                      axis=1)
+    np.testing.assert_array_equal(
+        permuted.transform(frame.iloc[:, list(order)]), np.hstack([blocks[i] for i in order])
+    )
+
+
+def test_regressor_learns_from_categorical_columns():
+    frame, y = mixed_table(1500)
+    train, test = slice(0, 1200), slice(1200, None)
+    model = NeuMissRegressor(random_state=0).fit(frame[train], y[train])
+    numeric_only = NeuMissRegressor(random_state=0).fit(frame[["x"]][train], y[train])
+    with_categories = model.score(frame[test], y[test])
+    assert with_categories > 0.75  # colour is missing in 20% of rows: about 0.8 at best
+    assert with_categories > numeric_only.score(frame[["x"]][test], y[test]) + 0.3
+    assert model.encoder_.n_features_out_ == 1 + 3 + 3 + 1
+    assert model.network_.block.n_features == 8
+
+
+def test_missing_and_unseen_categories_predict_as_missing():
+    frame, y = mixed_table(300)
+    model = NeuMissRegressor(max_epochs=5, random_state=0).fit(frame, y)
+    rows = frame.iloc[:5].copy()
+    rows["size"] = rows["size"].astype(object)
+    unseen = rows.copy()
+    unseen["size"] = "XXL"
+    missing = rows.copy()
+    missing["size"] = None
+    with pytest.warns(UserWarning, match="column 'size' has categories not seen at fit"):
+        predicted_unseen = model.predict(unseen)
+    np.testing.assert_array_equal(predicted_unseen, model.predict(missing))
+
+
+@pytest.mark.slow
+def test_classifier_save_load_and_pickle_with_categories(tmp_path):
+    import pickle
+
+    frame, y = mixed_table(300)
+    labels = np.where(y > 0, "up", "down")
+    model = NeuMissClassifier(max_epochs=5, random_state=0).fit(frame, labels)
+    model.save(tmp_path / "model.pt")
+    loaded = neumiss.load(tmp_path / "model.pt")
+    np.testing.assert_array_equal(loaded.predict_proba(frame), model.predict_proba(frame))
+    clone = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(clone.predict_proba(frame), model.predict_proba(frame))
+
+
+def test_impute_returns_the_encoded_columns():
+    frame, y = mixed_table(200)
+    model = NeuMissRegressor(max_epochs=3, random_state=0).fit(frame, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        imputed = model.impute(frame)
+    encoded = model.encoder_.transform(frame)
+    assert imputed.shape == encoded.shape == (200, 8)
+    observed = ~np.isnan(encoded)
+    np.testing.assert_array_equal(imputed[observed], encoded[observed])
+    assert np.isfinite(imputed).all()

@@ -1,0 +1,104 @@
+"""Properties for any input, with hypothesis: ONNX and save/load parity, unit invariance."""
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+import neumiss
+from neumiss import NeuMissClassifier, NeuMissRegressor
+
+from .conftest import gaussian_regression
+
+D = 4
+
+
+@pytest.fixture(scope="module")
+def models():
+    draw, *_ = gaussian_regression(D, 600, np.random.default_rng(3), missing_rate=0.3)
+    X, y = draw(600)
+    regressor = NeuMissRegressor(depth=2, mlp_depth=1, max_epochs=4, random_state=0).fit(X, y)
+    classifier = NeuMissClassifier(depth=2, max_epochs=4, random_state=0).fit(X, y > np.median(y))
+    return regressor, classifier
+
+
+def _rows(max_rows=30):
+    """Rows of finite values in a wide range, each entry possibly missing (NaN)."""
+    values = st.floats(-1e4, 1e4, allow_nan=False, width=32)
+    return st.integers(1, max_rows).flatmap(
+        lambda n: st.tuples(
+            arrays(np.float64, (n, D), elements=values),
+            arrays(np.bool_, (n, D)),
+        )
+    ).map(lambda pair: np.where(pair[1], np.nan, pair[0]))
+
+
+def _session(model, tmp_path_factory):
+    path = tmp_path_factory.mktemp("onnx") / "model.onnx"
+    model.to_onnx(path)
+    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+
+@pytest.fixture(scope="module")
+def sessions(models, tmp_path_factory):
+    return [_session(model, tmp_path_factory) for model in models]
+
+
+def _feeds(X):
+    missing = np.isnan(X)
+    return {"X": np.where(missing, 0.0, X).astype(np.float32), "M": missing.astype(np.float32)}
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(X=_rows())
+def test_onnx_matches_predict_for_any_rows(models, sessions, X):
+    regressor, classifier = models
+    y = sessions[0].run(["y"], _feeds(X))[0]
+    expected = regressor.predict(X)
+    np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-4 * regressor.y_scale_)
+    label, proba = sessions[1].run(["label", "probabilities"], _feeds(X))
+    np.testing.assert_allclose(proba, classifier.predict_proba(X), rtol=0, atol=1e-4)
+    confident = np.abs(classifier.predict_proba(X)[:, 1] - 0.5) > 1e-4
+    np.testing.assert_array_equal(label[confident], classifier.predict(X)[confident])
+
+
+@pytest.fixture(scope="module")
+def reloaded(models, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("saved")
+    out = []
+    for i, model in enumerate(models):
+        model.save(folder / f"{i}.pt")
+        out.append(neumiss.load(folder / f"{i}.pt"))
+    return out
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(X=_rows())
+def test_save_load_predicts_identically_for_any_rows(models, reloaded, X):
+    np.testing.assert_array_equal(reloaded[0].predict(X), models[0].predict(X))
+    np.testing.assert_array_equal(reloaded[1].predict_proba(X), models[1].predict_proba(X))
+
+
+@pytest.mark.slow
+@settings(max_examples=6, deadline=None)
+@given(
+    scales=arrays(np.float64, (D,), elements=st.sampled_from([1e-3, 0.1, 1.0, 7.0, 1e3])),
+    shift=st.floats(-100, 100),
+)
+def test_fit_is_invariant_to_feature_units(scales, shift):
+    # Standardization inside the estimator: changing units (and origins) of the
+    # features changes nothing but float rounding.
+    draw, *_ = gaussian_regression(D, 300, np.random.default_rng(5), missing_rate=0.3)
+    X, y = draw(300)
+    kwargs = {"depth": 2, "max_epochs": 3, "random_state": 0}
+    base = NeuMissRegressor(**kwargs).fit(X, y)
+    moved = NeuMissRegressor(**kwargs).fit(X * scales + shift, y)
+    np.testing.assert_allclose(
+        moved.predict(X * scales + shift), base.predict(X), rtol=1e-3, atol=1e-3 * np.std(y)
+    )
