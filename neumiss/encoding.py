@@ -178,6 +178,11 @@ class TableEncoder:
         """Names of the encoded columns: ``name`` or ``name=category``."""
         return [n for c in self.columns_ for n in c.output_names()]
 
+    def numeric_columns(self) -> np.ndarray:
+        """Boolean array over the encoded columns: True for those of numeric input columns."""
+        return np.repeat([c.kind == "numeric" for c in self.columns_],
+                         [c.width for c in self.columns_])
+
     def input_index(self) -> np.ndarray:
         """For each encoded column, the index of the input column it comes from."""
         return np.repeat(np.arange(len(self.columns_)), [c.width for c in self.columns_])

@@ -70,6 +70,7 @@ class _BaseNeuMiss(BaseEstimator):
         "mlp_width": AnyOf(NoneValue(), Integer(1)),
         "weights": Options("independent", "shared", "auto"),
         "residual": Boolean(),
+        "compress_tails": Boolean(),
         "optimizer": Options(*OPTIMIZERS),
         "learning_rate": Real(0, None, closed="neither"),
         "batch_size": AnyOf(Options("auto"), Integer(1)),
@@ -95,6 +96,7 @@ class _BaseNeuMiss(BaseEstimator):
         mlp_width=None,
         weights="independent",
         residual=False,
+        compress_tails=False,
         optimizer=_TRAINING.optimizer,
         learning_rate=_TRAINING.learning_rate,
         batch_size="auto",
@@ -114,6 +116,7 @@ class _BaseNeuMiss(BaseEstimator):
         self.mlp_width = mlp_width
         self.weights = weights
         self.residual = residual
+        self.compress_tails = compress_tails
         self.optimizer = optimizer
         self.learning_rate = learning_rate
         self.batch_size = batch_size
@@ -180,7 +183,9 @@ class _BaseNeuMiss(BaseEstimator):
             self.encoder_ = TableEncoder().fit(X)
             X = self.encoder_.transform(X)
             self._warn_features_never_observed(X)
-            self.preprocessor_ = Standardizer().fit(X)
+            self.preprocessor_ = Standardizer(
+                self.compress_tails, numeric=self.encoder_.numeric_columns()
+            ).fit(X)
             train_data, val_data, y_val = self._split(X, y_encoded, validation_data, seed, device)
             objective = Objective(
                 self._loss, functools.partial(self._score_from_loss, y_val=y_val)
@@ -428,6 +433,12 @@ class NeuMissRegressor(RegressorMixin, _BaseNeuMiss):
         in the paper's grid.
     residual : bool, default=False
         Residual connections in the block (the ``+ Id`` of the Neumann recursion).
+    compress_tails : bool, default=False
+        Numeric columns with heavy tails (an observed value beyond 8 robust
+        deviations from the median) are scaled by their median and robust
+        deviation and compressed smoothly beyond 3 of them (see
+        :class:`~neumiss.preprocessing.Standardizer`); other columns are only
+        standardized.
     optimizer : {"adam", "sgd"}, default="adam"
     learning_rate : float, default=1e-2
         Initial learning rate (on standardized X and y).

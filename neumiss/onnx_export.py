@@ -93,9 +93,16 @@ def _array(parameter) -> np.ndarray:
 
 
 def _standardize(g: _Graph, preprocessor, obs: str) -> str:
-    """``((X - mean_) / scale_) * (1 - M)``: :meth:`Standardizer.transform` as nodes."""
+    """:meth:`Standardizer.transform` as nodes: ``z = (X - mean_) / scale_``, compressed
+    as ``z / sqrt(1 + (z * inverse_bound_)^2)`` when some column is, times ``1 - M``."""
     centred = g.op("Sub", ["X", g.constant("x_mean", preprocessor.mean_)], "x_centred")
     scaled = g.op("Div", [centred, g.constant("x_scale", preprocessor.scale_)], "x_scaled")
+    if preprocessor.inverse_bound_.any():
+        ratio = g.op("Mul", [scaled, g.constant("x_inverse_bound", preprocessor.inverse_bound_)],
+                     "x_ratio")
+        one_plus = g.op("Add", [g.constant("one", 1.0), g.op("Mul", [ratio, ratio], "x_ratio2")],
+                        "x_one_plus_ratio2")
+        scaled = g.op("Div", [scaled, g.op("Sqrt", [one_plus], "x_denominator")], "x_compressed")
     return g.op("Mul", [scaled, obs], "x")
 
 

@@ -1,0 +1,78 @@
+"""The Standardizer: observed-entry scaling, and the smooth compression of heavy tails."""
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+from neumiss import NeuMissRegressor
+from neumiss.preprocessing import CLIP_BOUND, Standardizer, observed_mean_scale
+
+
+def heavy_table(n=3000, seed=0):
+    """Column 0 Gaussian, column 1 log-normal (heavy right tail), column 2 one-hot-like 0/1."""
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([
+        rng.normal(size=n), np.exp(2.0 * rng.normal(size=n)), (rng.random(n) < 0.02) * 1.0,
+    ])
+    X[rng.random(X.shape) < 0.2] = np.nan
+    return X
+
+
+def test_observed_mean_scale_ignores_missing_entries():
+    X = np.array([[1.0, np.nan], [3.0, 5.0], [np.nan, 5.0]])
+    mean, scale = observed_mean_scale(X)
+    np.testing.assert_allclose(mean, [2.0, 5.0])
+    np.testing.assert_allclose(scale, [1.0, 1.0])  # constant column: scale 1
+
+
+def test_gaussian_columns_are_only_standardized():
+    X = heavy_table()
+    plain = Standardizer().fit(X)
+    compressing = Standardizer(compress_tails=True, numeric=np.array([True, True, False])).fit(X)
+    x_plain, mask = plain.transform(X)
+    x_comp, mask_comp = compressing.transform(X)
+    np.testing.assert_array_equal(mask, mask_comp)
+    np.testing.assert_array_equal(x_comp[:, [0, 2]], x_plain[:, [0, 2]])
+    # The log-normal column is compressed: bounded by CLIP_BOUND, median at 0, order kept.
+    np.testing.assert_array_equal(compressing.inverse_bound_, [0.0, 1.0 / CLIP_BOUND, 0.0])
+    observed = ~np.isnan(X[:, 1])
+    assert np.abs(x_comp[observed, 1]).max() < CLIP_BOUND
+    assert compressing.mean_[1] == pytest.approx(np.nanmedian(X[:, 1]))
+    order = np.argsort(X[observed, 1])
+    assert np.all(np.diff(x_comp[observed, 1][order]) >= 0)
+
+
+def test_columns_not_marked_numeric_are_never_compressed():
+    X = heavy_table()
+    standardizer = Standardizer(compress_tails=True, numeric=np.zeros(3, bool)).fit(X)
+    assert not standardizer.inverse_bound_.any()
+
+
+def test_inverse_transform_undoes_the_compression():
+    X = heavy_table()
+    standardizer = Standardizer(compress_tails=True).fit(X)
+    x, mask = standardizer.transform(X)
+    back = standardizer.inverse_transform(x.astype(np.float64))
+    observed = mask == 0
+    np.testing.assert_allclose(back[observed], X[observed], rtol=1e-3, atol=1e-4)
+
+
+def test_state_round_trip():
+    X = heavy_table()
+    standardizer = Standardizer(compress_tails=True).fit(X)
+    again = Standardizer.from_state(standardizer.get_state())
+    np.testing.assert_array_equal(again.transform(X)[0], standardizer.transform(X)[0])
+
+
+def test_compressed_model_exports_to_onnx(tmp_path):
+    X = heavy_table(800)
+    y = np.nan_to_num(X[:, 0]) + np.log(np.nan_to_num(X[:, 1], nan=1.0))
+    model = NeuMissRegressor(compress_tails=True, max_epochs=5, random_state=0).fit(X, y)
+    assert model.preprocessor_.inverse_bound_[1] > 0
+    model.to_onnx(tmp_path / "m.onnx")
+    session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    missing = np.isnan(X)
+    feeds = {"X": np.where(missing, 0, X).astype(np.float32), "M": missing.astype(np.float32)}
+    np.testing.assert_allclose(
+        session.run(["y"], feeds)[0], model.predict(X), rtol=1e-4, atol=1e-4 * model.y_scale_
+    )
