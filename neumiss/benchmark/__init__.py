@@ -13,12 +13,16 @@ grid, the runs of a grid, the paper's medians), :mod:`.methods`
 (the compared methods), :mod:`.runner` (running them, isolated and measured),
 :mod:`.store` (``runs.csv``), :mod:`.report` (table and figure), :mod:`.cli`
 (the command: ``neumiss benchmark --help``, also ``python -m neumiss.benchmark``).
-None imports torch until a run starts.
+The real-data suite (``neumiss benchmark --suite real``) is the subpackage
+:mod:`.realdata`; its tasks and runner are re-exported here as ``TASKS``,
+``Task`` and ``run_suite``. None imports torch until a run starts.
 """
 
+from . import realdata
 from .data import MECHANISMS, RunSpec, SimulatedData, simulate_run
 from .grid import PAPER_MEDIANS, grid
 from .methods import DEFAULT_METHODS, METHODS, NEUMISS_PARAMS, Method, RunSettings
+from .realdata import TASKS, Task, run_suite
 from .report import add_gaps, format_summary, load_runs, plot_figure, summarize, write_report
 from .runner import BenchmarkResult, execute_run, run_benchmark
 from .store import COLUMNS, read_runs
@@ -35,6 +39,8 @@ __all__ = [
     "RunSettings",
     "RunSpec",
     "SimulatedData",
+    "TASKS",
+    "Task",
     "add_gaps",
     "execute_run",
     "format_summary",
@@ -42,7 +48,9 @@ __all__ = [
     "load_runs",
     "plot_figure",
     "read_runs",
+    "realdata",
     "run_benchmark",
+    "run_suite",
     "simulate_run",
     "summarize",
     "write_report",

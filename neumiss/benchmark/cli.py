@@ -1,4 +1,5 @@
-"""``neumiss benchmark``: the paper's simulation study (Section 5.4, Figure 5), rerun.
+"""``neumiss benchmark``: the paper's simulation study (Section 5.4, Figure 5), rerun;
+with ``--suite real``, the real-data suite (:mod:`neumiss.benchmark.realdata`).
 
 ``configure_parser`` and ``run`` implement the command of :mod:`neumiss.cli`;
 :func:`main` is ``python -m neumiss.benchmark``. Nothing here imports torch
@@ -8,6 +9,7 @@ before a run starts, so ``--help`` and bad options answer at once.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -21,9 +23,21 @@ from .grid import (
     grid,
 )
 from .methods import DEFAULT_METHODS, METHODS, MLP_WIDTHS, RunSettings
+from .realdata import methods as real_methods
+from .realdata.cache import DEFAULT_CACHE
+from .realdata.protocol import DEFAULT_REPEATS as REAL_REPEATS
+from .realdata.tasks import TASKS
 from .report import FIGURE_FILE, SUMMARY_FILE, write_report
 from .runner import run_benchmark
 from .store import RUNS_FILE, read_runs
+
+SUITES = ("simulated", "real")
+#: Default output folders of the suites.
+OUT = {"simulated": Path("benchmark_results"), "real": Path("benchmark_results") / "realdata"}
+#: Options of one suite only (argparse destinations), refused with the other.
+SIMULATED_ONLY = ("mechanisms", "n_features", "n_train", "n_val", "n_test", "quick",
+                  "neumiss_depths", "mlp_widths")
+REAL_ONLY = ("tasks", "cache", "neumiss_params")
 
 #: The ``--quick`` preset: a few minutes on two cores.
 QUICK = {
@@ -59,12 +73,36 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _labelled_params(text: str) -> tuple[str, dict]:
+    """``LABEL=JSON`` as ``(label, params dict)``; ArgumentTypeError naming the problem."""
+    label, equals, params = text.partition("=")
+    if not equals or not real_methods.LABEL_PATTERN.fullmatch(label):
+        raise argparse.ArgumentTypeError(
+            f"expected LABEL=JSON with a label of letters, digits and _.+-, got {text!r}"
+        )
+    if label in real_methods.METHODS or label in METHODS:
+        raise argparse.ArgumentTypeError(f"label {label!r} is a built-in method's name")
+    try:
+        values = json.loads(params)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"{label}: invalid JSON {params!r} ({error})") from None
+    if not isinstance(values, dict):
+        raise argparse.ArgumentTypeError(f"{label}: expected a JSON object, got {params!r}")
+    return label, values
+
+
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``neumiss benchmark`` to ``parser``."""
     parser.epilog = (
         "Rerunning the same command resumes: runs already in OUT/runs.csv are skipped. "
         "Options left out take the paper's values, or the --quick preset's "
-        f"({', '.join(f'{k}={v}' for k, v in QUICK.items())})."
+        f"({', '.join(f'{k}={v}' for k, v in QUICK.items())}). "
+        "--suite real cross-validates methods on R data sets with missing values "
+        "(set up once with: bash scripts/setup_realdata.sh)."
+    )
+    parser.add_argument(
+        "--suite", choices=SUITES, default="simulated",
+        help="simulated: the paper's grid (default); real: the real-data suite",
     )
     parser.add_argument(
         "--mechanisms", nargs="+", choices=MECHANISMS, metavar="MECHANISM",
@@ -85,15 +123,21 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "--n-test", type=_positive_int, help=f"test rows (default: {PAPER_N_TEST})"
     )
     parser.add_argument(
-        "--repeats", type=_positive_int, help=f"simulations per cell (default: {PAPER_REPEATS})"
+        "--repeats", type=_positive_int,
+        help=f"simulations per cell (default: {PAPER_REPEATS}); real suite: cross-validation "
+        f"repeats (default: {REAL_REPEATS})",
+    )
+    real_names = tuple(real_methods.METHODS)
+    parser.add_argument(
+        "--methods", nargs="+", choices=tuple(dict.fromkeys(METHODS | real_methods.METHODS)),
+        metavar="METHOD",
+        help=f"methods, among {', '.join(METHODS)} (default: {' '.join(DEFAULT_METHODS)}); "
+        f"real suite: among {', '.join(real_names)} (default: all)",
     )
     parser.add_argument(
-        "--methods", nargs="+", choices=tuple(METHODS), metavar="METHOD",
-        help=f"methods, among {', '.join(METHODS)} (default: {' '.join(DEFAULT_METHODS)})",
-    )
-    parser.add_argument(
-        "--out", default="benchmark_results", type=Path,
-        help="folder of runs.csv, summary.md and figure.png (default: benchmark_results)",
+        "--out", type=Path,
+        help=f"folder of runs.csv, summary.md and figure.png (default: {OUT['simulated']}; "
+        f"real suite: {OUT['real']})",
     )
     parser.add_argument("--quick", action="store_true", help="small preset, a few minutes")
     parser.add_argument(
@@ -109,7 +153,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "NeuMissRegressor(depth='auto'))",
     )
     parser.add_argument(
-        "--mlp-widths", nargs="+", type=_positive_int, default=list(MLP_WIDTHS), metavar="Q",
+        "--mlp-widths", nargs="+", type=_positive_int, metavar="Q",
         help="MLP hidden widths tried, as multiples of d, the best on validation kept "
         f"(default: {' '.join(map(str, MLP_WIDTHS))})",
     )
@@ -121,11 +165,47 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="only rebuild summary.md and figure.png from OUT/runs.csv",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    real = parser.add_argument_group("real suite (--suite real)")
+    real.add_argument(
+        "--tasks", nargs="+", choices=tuple(TASKS), metavar="TASK",
+        help=f"tasks, among {', '.join(TASKS)} (default: all)",
+    )
+    real.add_argument(
+        "--cache", type=Path,
+        help=f"folder of the exported R data sets (default: {DEFAULT_CACHE})",
+    )
+    real.add_argument(
+        "--neumiss-params", nargs="+", type=_labelled_params, metavar="LABEL=JSON",
+        help="NeuMiss configurations run as methods named LABEL, e.g. "
+        "'mlp2_wd={\"mlp_depth\": 2, \"weight_decay\": 1e-4}' (estimator parameters; "
+        "random_state is set per fold); run besides --methods, or alone when --methods is "
+        "not given",
+    )
+
+
+def _misplaced_options(args: argparse.Namespace) -> str | None:
+    """An error message for options or methods of the other suite, None when all fit."""
+    other = REAL_ONLY if args.suite == "simulated" else SIMULATED_ONLY
+    given = [f"--{name.replace('_', '-')}" for name in other if getattr(args, name)]
+    if given:
+        return f"{', '.join(given)}: not an option of --suite {args.suite}"
+    valid = METHODS if args.suite == "simulated" else real_methods.METHODS
+    foreign = [m for m in args.methods or () if m not in valid]
+    if foreign:
+        return (f"methods {foreign} are not in --suite {args.suite}; valid: "
+                f"{', '.join(valid)}")
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``neumiss benchmark`` with parsed ``args``; return the exit status."""
-    out = args.out
+    problem = _misplaced_options(args)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    if args.suite == "real":
+        return _run_real(args)
+    out = args.out or OUT["simulated"]
     if args.report_only:
         if not read_runs(out / RUNS_FILE):
             print(f"error: no runs in {out / RUNS_FILE}", file=sys.stderr)
@@ -159,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
         specs = grid(**options)
         settings = RunSettings(
             neumiss_depths=None if args.neumiss_depths is None else tuple(args.neumiss_depths),
-            mlp_widths=tuple(args.mlp_widths),
+            mlp_widths=tuple(args.mlp_widths or MLP_WIDTHS),
             threads=args.threads,
         )
         result = run_benchmark(
@@ -182,6 +262,58 @@ def run(args: argparse.Namespace) -> int:
     if (out / SUMMARY_FILE).exists():
         print((out / SUMMARY_FILE).read_text())
         print(f"table: {out / SUMMARY_FILE}\nfigure: {out / FIGURE_FILE}")
+    return 1 if result.failures else 0
+
+
+def _run_real(args: argparse.Namespace) -> int:
+    """``neumiss benchmark --suite real``: run the real-data suite; return the exit status."""
+    from .realdata import report as real_report
+    from .realdata.cache import CacheMissingError
+    from .realdata.runner import run_suite
+    from .realdata.store import read_runs as read_real_runs
+
+    out = args.out or OUT["real"]
+    if args.report_only:
+        if not read_real_runs(out / RUNS_FILE):
+            print(f"error: no runs in {out / RUNS_FILE}", file=sys.stderr)
+            return 1
+        for path in real_report.write_report(out):
+            print(f"wrote {path}")
+        return 0
+    configs = dict(args.neumiss_params or ())
+    names = args.methods or (() if configs else real_methods.DEFAULT_METHODS)
+    try:
+        methods = [real_methods.METHODS[name] for name in dict.fromkeys(names)]
+        for label, params in configs.items():
+            method = real_methods.neumiss_method(label, params)
+            real_methods.check_neumiss_params(method)
+            methods.append(method)
+        result = run_suite(
+            [TASKS[name] for name in dict.fromkeys(args.tasks or TASKS)], methods, out,
+            cache=args.cache or DEFAULT_CACHE, repeats=args.repeats or REAL_REPEATS,
+            seed=args.seed, jobs=args.jobs, threads=args.threads,
+            progress=not args.no_progress,
+        )
+    except CacheMissingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(
+            f"\ninterrupted: finished folds are in {out / RUNS_FILE}; "
+            "rerun the same command to resume",
+            file=sys.stderr,
+        )
+        return 130
+    print(
+        f"{result.n_computed} fits computed, {result.n_skipped} already in {out / RUNS_FILE}, "
+        f"{len(result.failures)} failed"
+    )
+    if (out / real_report.SUMMARY_FILE).exists():
+        print((out / real_report.SUMMARY_FILE).read_text())
+        print(f"table: {out / real_report.SUMMARY_FILE}\nfigure: {out / real_report.FIGURE_FILE}")
     return 1 if result.failures else 0
 
 

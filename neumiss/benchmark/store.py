@@ -31,6 +31,19 @@ COLUMNS = KEY_COLUMNS + RESULT_COLUMNS
 RUNS_FILE = "runs.csv"
 
 
+def remove_incomplete_last_line(path: Path) -> None:
+    """Cut a last line that does not end with a newline (a writer killed mid-row) off ``path``."""
+    with open(path, "rb+") as handle:
+        content = handle.read()
+        if content and not content.endswith(b"\n"):
+            keep = content.rfind(b"\n") + 1
+            handle.truncate(keep)
+            print(
+                f"{path}: removed an incomplete last line (a run interrupted while writing)",
+                file=sys.stderr,
+            )
+
+
 def read_runs(path) -> list[dict]:
     """Rows of a ``runs.csv`` (strings), after checking its columns; [] when there is none.
 
@@ -41,15 +54,7 @@ def read_runs(path) -> list[dict]:
     path = Path(path)
     if not path.exists():
         return []
-    with open(path, "rb+") as handle:
-        content = handle.read()
-        if content and not content.endswith(b"\n"):
-            keep = content.rfind(b"\n") + 1
-            handle.truncate(keep)
-            print(
-                f"{path}: removed an incomplete last line (a run interrupted while writing)",
-                file=sys.stderr,
-            )
+    remove_incomplete_last_line(path)
     with open(path, newline="") as handle:
         reader = csv.DictReader(handle)
         if reader.fieldnames is None:
@@ -73,19 +78,20 @@ def read_runs(path) -> list[dict]:
 
 
 class RunsWriter:
-    """Appends rows to ``runs.csv`` (writing the header if the file is new or empty),
-    each flushed to disk before the next run."""
+    """Appends rows to a runs file (writing the header if the file is new or empty),
+    each flushed to disk before the next run. ``columns``: the file's columns,
+    those of this benchmark's ``runs.csv`` by default."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, columns: tuple[str, ...] = COLUMNS):
         new = not path.exists() or path.stat().st_size == 0
         self._handle = open(path, "a", newline="")
-        self._writer = csv.DictWriter(self._handle, fieldnames=COLUMNS)
+        self._writer = csv.DictWriter(self._handle, fieldnames=columns)
         if new:
             self._writer.writeheader()
             self._sync()
 
     def write(self, row: dict) -> None:
-        """Append ``row`` (a dict with the keys of :data:`COLUMNS`) and flush it to disk."""
+        """Append ``row`` (a dict with the file's columns as keys) and flush it to disk."""
         self._writer.writerow(row)
         self._sync()
 

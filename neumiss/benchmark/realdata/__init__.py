@@ -1,0 +1,54 @@
+"""The real-data suite of ``neumiss benchmark --suite real``: R data sets with missing values.
+
+Data sets of Debian's R data packages are exported once to a local cache
+(``bash scripts/setup_realdata.sh``); each :class:`Task` names one, its target
+and the columns it drops. Every method is cross-validated on the same folds
+(5 folds x 2 repeats), one thread per fit; ``runs.csv`` gets one row per fit
+and ``summary.md`` and ``figure.png`` are rebuilt from it.
+
+Modules: :mod:`.tasks` (the tasks), :mod:`.cache` (exporting and loading the
+data sets), :mod:`.protocol` (folds, seeds, metrics), :mod:`.methods` (the
+compared methods), :mod:`.store` (``runs.csv``), :mod:`.runner` (running the
+folds), :mod:`.report` (tables and figure). ``python -m neumiss.benchmark.realdata
+[CACHE]`` exports the data sets. None imports torch until a NeuMiss fit starts.
+"""
+
+from .cache import DEFAULT_CACHE, CacheMissingError, export_datasets, load_task, read_dataset
+from .methods import DEFAULT_METHODS, METHODS, NEUMISS_MLP, RealMethod, neumiss_method
+from .protocol import DEFAULT_REPEATS, N_FOLDS, fold_indices, score
+from .report import format_summary, load_runs, plot_figure, rank_methods, summarize, write_report
+from .runner import SuiteResult, execute_run, plan, run_suite
+from .store import COLUMNS, RealRun, read_runs
+from .tasks import TASKS, Task
+
+__all__ = [
+    "COLUMNS",
+    "CacheMissingError",
+    "DEFAULT_CACHE",
+    "DEFAULT_METHODS",
+    "DEFAULT_REPEATS",
+    "METHODS",
+    "NEUMISS_MLP",
+    "N_FOLDS",
+    "RealMethod",
+    "RealRun",
+    "SuiteResult",
+    "TASKS",
+    "Task",
+    "execute_run",
+    "export_datasets",
+    "fold_indices",
+    "format_summary",
+    "load_runs",
+    "load_task",
+    "neumiss_method",
+    "plan",
+    "plot_figure",
+    "rank_methods",
+    "read_dataset",
+    "read_runs",
+    "run_suite",
+    "score",
+    "summarize",
+    "write_report",
+]

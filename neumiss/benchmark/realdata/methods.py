@@ -1,0 +1,230 @@
+"""The methods compared on real data: each builds an unfitted estimator for a task's kind.
+
+Every method takes the task's DataFrame as it is (numeric columns with NaN,
+``category`` columns for factors, ``boolean`` and ``Int64`` with pd.NA):
+
+* ``hgb``: HistGradientBoosting with its defaults, NaN handled natively,
+  categories from the dtype.
+* ``mean_mask_linear``: numeric columns imputed by their mean plus a missing
+  indicator per column with missing values, categories one-hot with missing
+  as its own category, all standardized, then ``RidgeCV`` / ``LogisticRegression``
+  (default C).
+* ``mice_linear``: categories one-hot, a missing category making its whole
+  group missing (first category dropped: dummy coding), ``IterativeImputer``
+  over numeric and one-hot columns, then ``LinearRegression`` / ``LogisticRegression``.
+* ``em``: :class:`neumiss.baselines.EMRegressor` on the same dummy-coded table
+  (regression only).
+* ``neumiss``: ``NeuMissRegressor()`` / ``NeuMissClassifier()`` with the
+  package's defaults, given the DataFrame itself.
+* ``neumiss_mlp``: depth and weights chosen on validation, residual, 2 hidden
+  layers (:data:`NEUMISS_MLP`).
+* More NeuMiss configurations by label: :func:`neumiss_method`.
+
+Estimators are imported when built, so that listing methods imports neither
+torch nor scikit-learn's models.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, TransformerMixin
+
+from .tasks import KINDS
+
+#: The NeuMiss + MLP variant of /work/shared/reference/real_data_anchors.md.
+NEUMISS_MLP = {"depth": "auto", "weights": "auto", "residual": True, "mlp_depth": 2}
+#: Ridge penalties tried by ``mean_mask_linear`` (leave-one-out CV).
+RIDGE_ALPHAS = tuple(np.logspace(-3, 3, 13))
+LABEL_PATTERN = re.compile(r"[A-Za-z0-9_.+-]+")
+
+
+@dataclass(frozen=True)
+class RealMethod:
+    """A compared method.
+
+    ``build(kind, random_state)`` returns an unfitted estimator for a task of
+    ``kind`` (module-level functions or partials of them, so that child
+    processes can receive it). ``config`` (JSON-able) is recorded with every
+    run: a label run again must have the same config. ``torch``: whether its
+    process should warm torch up before the first timed fit.
+    """
+
+    name: str
+    build: Callable[[str, int], object]
+    kinds: tuple[str, ...] = KINDS
+    config: Mapping = field(default_factory=dict)
+    torch: bool = False
+
+    def config_json(self) -> str:
+        """``config`` as the JSON text stored in ``runs.csv``."""
+        return json.dumps(self.config, sort_keys=True)
+
+
+def _categorical(X: pd.DataFrame) -> list[str]:
+    """Columns of ``X`` that are categories (pandas ``category``, ``object`` or ``string``)."""
+    return [c for c in X.columns if isinstance(X[c].dtype, pd.CategoricalDtype)
+            or pd.api.types.is_object_dtype(X[c]) or pd.api.types.is_string_dtype(X[c])]
+
+
+def _as_float(X: pd.DataFrame) -> pd.DataFrame:
+    """``X`` with its non-categorical columns (float, ``Int64``, ``boolean``) as float64,
+    pd.NA as NaN: what scikit-learn's imputers take."""
+    categorical = set(_categorical(X))
+    return X.assign(**{
+        c: X[c].astype("float64") for c in X.columns if c not in categorical
+    })
+
+
+class DummyEncoder(TransformerMixin, BaseEstimator):
+    """Numeric columns as they are, categories dummy-coded with missing groups.
+
+    Wraps :class:`neumiss.encoding.TableEncoder` (one column per category seen
+    at fit, a missing category making its whole group NaN) and drops the first
+    column of each category group, so that the columns are not collinear.
+    Output: float64 of shape (n_samples, n_columns), NaN = missing.
+    """
+
+    def fit(self, X, y=None):
+        from ...encoding import TableEncoder
+
+        self.encoder_ = TableEncoder().fit(X)
+        keep, start = [], 0
+        for column in self.encoder_.columns_:
+            first = 1 if column.kind == "categorical" else 0
+            keep += range(start + first, start + column.width)
+            start += column.width
+        self.columns_ = np.asarray(keep, dtype=np.int64)
+        return self
+
+    def transform(self, X):
+        return self.encoder_.transform(X)[:, self.columns_]
+
+
+def _hgb(kind: str, random_state: int):
+    from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+
+    model = (HistGradientBoostingRegressor if kind == "regression"
+             else HistGradientBoostingClassifier)
+    return model(categorical_features="from_dtype", random_state=random_state)
+
+
+def _mean_mask_linear(kind: str, random_state: int):
+    from sklearn.compose import ColumnTransformer, make_column_selector
+    from sklearn.impute import SimpleImputer
+    from sklearn.linear_model import LogisticRegression, RidgeCV
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardScaler
+
+    columns = ColumnTransformer([
+        ("numeric", SimpleImputer(strategy="mean", add_indicator=True, keep_empty_features=True),
+         make_column_selector(dtype_include="number")),
+        ("categories", OneHotEncoder(handle_unknown="ignore", sparse_output=False),
+         _categorical),
+    ])
+    model = (RidgeCV(alphas=RIDGE_ALPHAS) if kind == "regression"
+             else LogisticRegression(max_iter=1000))
+    return make_pipeline(FunctionTransformer(_as_float), columns, StandardScaler(), model)
+
+
+def _mice_linear(kind: str, random_state: int):
+    from sklearn.experimental import enable_iterative_imputer  # noqa: F401
+    from sklearn.impute import IterativeImputer
+    from sklearn.linear_model import LinearRegression, LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    model = LinearRegression() if kind == "regression" else LogisticRegression(max_iter=1000)
+    return make_pipeline(
+        DummyEncoder(), IterativeImputer(random_state=random_state, keep_empty_features=True),
+        StandardScaler(), model,
+    )
+
+
+def _em(kind: str, random_state: int):
+    from sklearn.pipeline import make_pipeline
+
+    from ...baselines import EMRegressor
+
+    return make_pipeline(DummyEncoder(), EMRegressor())
+
+
+def _neumiss(params: Mapping, kind: str, random_state: int):
+    from ...estimators import NeuMissClassifier, NeuMissRegressor
+
+    model = NeuMissRegressor if kind == "regression" else NeuMissClassifier
+    return model(**params, random_state=random_state)
+
+
+def neumiss_method(name: str, params: Mapping) -> RealMethod:
+    """A NeuMiss method with estimator ``params`` (``random_state`` is set per fold).
+
+    Raises ``ValueError`` for a label that is not made of letters, digits and
+    ``_.+-``, or for ``random_state`` in ``params``. The parameters themselves
+    are checked by :func:`check_neumiss_params`.
+    """
+    if not LABEL_PATTERN.fullmatch(name):
+        raise ValueError(f"method label {name!r}: use letters, digits and _.+- only")
+    if "random_state" in params:
+        raise ValueError(f"method {name!r}: random_state is set per fold, leave it out")
+    return RealMethod(name, functools.partial(_neumiss, dict(params)), config=dict(params),
+                      torch=True)
+
+
+def check_neumiss_params(method: RealMethod) -> None:
+    """Build ``method`` for both kinds and check its parameters (imports torch).
+
+    Raises ``ValueError`` naming the method and the bad parameter.
+    """
+    from ...constraints import check_params
+
+    for kind in method.kinds:
+        try:
+            estimator = method.build(kind, 0)
+            check_params(type(estimator).__name__, estimator.get_params(deep=False),
+                         estimator._parameter_constraints)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"method {method.name!r}: {error}") from None
+
+
+#: Built-in methods by command-line name, in the order of tables.
+METHODS = {method.name: method for method in (
+    RealMethod("hgb", _hgb),
+    RealMethod("mean_mask_linear", _mean_mask_linear),
+    RealMethod("mice_linear", _mice_linear),
+    RealMethod("em", _em, kinds=("regression",)),
+    neumiss_method("neumiss", {}),
+    neumiss_method("neumiss_mlp", NEUMISS_MLP),
+)}
+DEFAULT_METHODS = tuple(METHODS)
+
+
+def fitted_info(model) -> dict:
+    """What a fitted model chose or ran, for the ``params`` column: iterations,
+    convergence, NeuMiss depth, weights and epochs (those it has)."""
+    final = model.steps[-1][1] if hasattr(model, "steps") else model
+    info = {}
+    for attribute, key in (("n_iter_", "n_iter"), ("converged_", "converged"),
+                           ("best_depth_", "depth"), ("weights_", "weights"),
+                           ("n_epochs_", "epochs")):
+        value = getattr(final, attribute, None)
+        if value is None:
+            continue
+        if isinstance(value, (np.ndarray, list, tuple)):
+            value = np.max(value)
+        info[key] = value.item() if isinstance(value, np.generic) else value
+    return info
+
+
+def predict(model, kind: str, X: pd.DataFrame) -> np.ndarray:
+    """Predictions of ``model``, shape (n_rows,): values (regression) or P(class 1) (binary)."""
+    if kind == "regression":
+        return np.asarray(model.predict(X), dtype=np.float64)
+    classes = list(model.classes_)
+    return np.asarray(model.predict_proba(X)[:, classes.index(1)], dtype=np.float64)

@@ -1,0 +1,285 @@
+"""The report of the real-data suite: ``summary.md`` and ``figure.png`` from ``runs.csv``.
+
+Per task and method: the mean and standard deviation (ddof=1) of each metric
+over the folds of all repeats (5 folds x 2 repeats = 10 by default). The
+ranking metric is R² for regression (higher is better) and the log loss for
+binary tasks (lower is better). Over tasks, for each method:
+
+* **mean rank**: its rank among the methods run on a task (1 = best, ties
+  share the mean rank), averaged over the tasks it ran on (also per kind);
+* **within 1 std**: the number of tasks where its mean is within one standard
+  deviation of the best method's folds of the best mean;
+* **fit seconds**: the mean over all its fits.
+
+``figure.png`` shows, per task, each method's score minus the best method's,
+fold by fold (paired on the folds, which are the same for every method): the
+mean and, as error bars, the standard deviation of that difference.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .methods import METHODS
+from .protocol import RANKING_METRIC
+from .store import RUNS_FILE, read_runs
+from .tasks import KINDS, TASKS
+
+SUMMARY_FILE = "summary.md"
+FIGURE_FILE = "figure.png"
+METRIC_TITLES = {"r2": "R²", "log_loss": "log loss", "auc": "AUC", "accuracy": "accuracy"}
+#: Metrics shown per kind of task, the ranking metric first.
+SHOWN_METRICS = {"regression": ("r2",), "binary": ("log_loss", "auc", "accuracy")}
+
+
+def load_runs(path) -> pd.DataFrame:
+    """``runs.csv`` as a DataFrame, with ``metric`` (the ranking metric's value) and
+    ``utility`` (the same, signed so that higher is better)."""
+    read_runs(path)  # checks the columns, drops a cut last line
+    text = {c: str for c in ("task", "method", "kind", "test_digest", "config", "params",
+                             "finished_at")}
+    return add_utility(pd.read_csv(path, dtype=text))
+
+
+def add_utility(runs: pd.DataFrame) -> pd.DataFrame:
+    """Copy of ``runs`` (columns of ``runs.csv``) with ``metric`` and ``utility`` columns."""
+    runs = runs.copy()
+    runs["metric"] = np.nan
+    runs["utility"] = np.nan
+    for kind, (metric, higher_is_better) in RANKING_METRIC.items():
+        rows = runs["kind"] == kind
+        runs.loc[rows, "metric"] = runs.loc[rows, metric]
+        runs.loc[rows, "utility"] = runs.loc[rows, metric] * (1 if higher_is_better else -1)
+    return runs
+
+
+def _ordered(values: Iterable[str], order: Sequence[str]) -> list[str]:
+    """The distinct ``values``: those of ``order`` in its order, then the others sorted."""
+    present = set(values)
+    return [v for v in order if v in present] + sorted(present - set(order))
+
+
+def summarize(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per (task, method) of a frame from :func:`add_utility`.
+
+    Returns
+    -------
+    DataFrame, one row per (task, method), tasks and methods in table order,
+    with columns task, method, kind, n_rows, n_features, missing_share,
+    n_folds, ``<metric>_mean`` and ``<metric>_std`` for R², log loss, AUC
+    and accuracy, utility_mean, fit_seconds (mean), rank (within the task)
+    and within_std (within one std of the best method's folds of the best mean).
+    """
+    grouped = runs.groupby(["task", "method"], sort=False)
+    summary = grouped.agg(
+        kind=("kind", "first"),
+        n_rows=("n_rows", "first"),
+        n_features=("n_features", "first"),
+        missing_share=("missing_share", "first"),
+        n_folds=("utility", "size"),
+        utility_mean=("utility", "mean"),
+        fit_seconds=("fit_seconds", "mean"),
+    )
+    for metric in METRIC_TITLES:
+        summary[f"{metric}_mean"] = grouped[metric].mean()
+        summary[f"{metric}_std"] = grouped[metric].std()
+    summary = summary.reset_index()
+    task_order = {t: i for i, t in enumerate(_ordered(summary["task"], tuple(TASKS)))}
+    method_order = {m: i for i, m in enumerate(_ordered(summary["method"], tuple(METHODS)))}
+    summary = summary.sort_values(
+        ["task", "method"], key=lambda c: c.map(task_order if c.name == "task" else method_order)
+    ).reset_index(drop=True)
+    by_task = summary.groupby("task", sort=False)
+    summary["rank"] = by_task["utility_mean"].rank(ascending=False, method="average")
+    best = summary.loc[by_task["utility_mean"].idxmax()].set_index("task")
+    metric = summary["kind"].map({k: m for k, (m, _) in RANKING_METRIC.items()})
+    mean = np.array([summary.at[i, f"{m}_mean"] for i, m in metric.items()])
+    best_mean = np.array([best.at[t, f"{m}_mean"] for t, m in zip(summary["task"], metric)])
+    best_std = np.array([best.at[t, f"{m}_std"] for t, m in zip(summary["task"], metric)])
+    summary["within_std"] = np.abs(mean - best_mean) <= np.nan_to_num(best_std)
+    return summary
+
+
+def rank_methods(summary: pd.DataFrame) -> pd.DataFrame:
+    """Per method, from :func:`summarize`: ``n_tasks``, ``mean_rank`` and its mean per kind
+    (``mean_rank_regression``, ``mean_rank_binary``; NaN where it ran on none),
+    ``n_within_std`` and ``fit_seconds`` (mean over its tasks of the per-fold mean)."""
+    table = summary.groupby("method", sort=False).agg(
+        n_tasks=("task", "size"),
+        mean_rank=("rank", "mean"),
+        n_within_std=("within_std", "sum"),
+        fit_seconds=("fit_seconds", "mean"),
+    )
+    for kind in KINDS:
+        part = summary[summary["kind"] == kind]
+        table[f"mean_rank_{kind}"] = part.groupby("method")["rank"].mean()
+    return table.reset_index()
+
+
+def _fmt(value: float, digits: int = 3) -> str:
+    return "" if value is None or math.isnan(value) else f"{value:.{digits}f}"
+
+
+def _mean_std(row: pd.Series, metric: str) -> str:
+    return f"{_fmt(row[f'{metric}_mean'])} ± {_fmt(row[f'{metric}_std'])}"
+
+
+def _bold_best(cells: list[str], values: Sequence[float], higher_is_better: bool) -> list[str]:
+    """``cells`` with the one(s) of the best value in bold."""
+    finite = [v for v in values if not math.isnan(v)]
+    if not finite:
+        return cells
+    best = max(finite) if higher_is_better else min(finite)
+    return [f"**{c}**" if v == best else c for c, v in zip(cells, values)]
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return lines + ["| " + " | ".join(row) + " |" for row in rows]
+
+
+def format_summary(summary: pd.DataFrame) -> str:
+    """``summary.md``: tasks by methods, the methods' ranks, then one table per task."""
+    methods = _ordered(summary["method"], tuple(METHODS))
+    tasks = list(dict.fromkeys(summary["task"]))
+    lines = [
+        "# neumiss benchmark: real data",
+        "",
+        "Mean ± standard deviation over the cross-validation folds (5 per repeat, the "
+        "same folds for every method). Regression: R² (higher is better); binary: log loss "
+        "(lower is better). Best in bold.",
+        "",
+        "## Methods over tasks",
+        "",
+        "Mean rank among the methods run on each task (1 = best); within 1 std: tasks where "
+        "the method's mean is within one standard deviation (the best method's, over folds) "
+        "of the best mean; fit seconds: mean per fit.",
+        "",
+    ]
+    ranks = rank_methods(summary).set_index("method")
+    rows = []
+    for method in methods:
+        r = ranks.loc[method]
+        rows.append([
+            method, _fmt(r["mean_rank"], 2), _fmt(r["mean_rank_regression"], 2),
+            _fmt(r["mean_rank_binary"], 2), f"{int(r['n_within_std'])}/{int(r['n_tasks'])}",
+            _fmt(r["fit_seconds"], 2),
+        ])
+    lines += _table(["method", "mean rank", "regression", "binary", "within 1 std",
+                     "fit seconds"], rows)
+    lines += ["", "## Ranking metric per task", ""]
+    rows = []
+    for task in tasks:
+        part = summary[summary["task"] == task].set_index("method")
+        kind = part["kind"].iloc[0]
+        metric, higher = RANKING_METRIC[kind]
+        values = [part.at[m, f"{metric}_mean"] if m in part.index else math.nan for m in methods]
+        cells = [_mean_std(part.loc[m], metric) if m in part.index else "" for m in methods]
+        head = [task, f"{METRIC_TITLES[metric]}", str(int(part["n_rows"].iloc[0]))]
+        rows.append(head + _bold_best(cells, values, higher))
+    lines += _table(["task", "metric", "rows", *methods], rows)
+    for task in tasks:
+        part = summary[summary["task"] == task]
+        first = part.iloc[0]
+        kind = first["kind"]
+        lines += [
+            "", f"## {task}", "",
+            f"{kind}, {int(first['n_rows'])} rows, {int(first['n_features'])} features, "
+            f"{100 * first['missing_share']:.1f}% of feature cells missing; "
+            f"{int(part['n_folds'].max())} folds.",
+            "",
+        ]
+        metrics = SHOWN_METRICS[kind]
+        columns = []
+        for metric in metrics:
+            higher = metric != "log_loss"
+            cells = [_mean_std(row, metric) for _, row in part.iterrows()]
+            columns.append(_bold_best(cells, list(part[f"{metric}_mean"]), higher))
+        rows = [
+            [row["method"], *(column[i] for column in columns), _fmt(row["rank"], 1),
+             _fmt(row["fit_seconds"], 2)]
+            for i, (_, row) in enumerate(part.iterrows())
+        ]
+        lines += _table(["method", *(METRIC_TITLES[m] for m in metrics), "rank",
+                         "fit seconds"], rows)
+    return "\n".join(lines) + "\n"
+
+
+def paired_differences(runs: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
+    """Per (task, method): mean and std over folds of its utility minus the best method's
+    (the best by mean, on the same fold); 0 for the best method itself."""
+    best = summary.loc[summary.groupby("task", sort=False)["utility_mean"].idxmax()]
+    best_runs = runs.merge(best[["task", "method"]], on=["task", "method"])
+    fold = ["task", "repeat", "fold", "seed"]
+    paired = runs.merge(best_runs[fold + ["utility"]], on=fold, suffixes=("", "_best"))
+    paired["difference"] = paired["utility"] - paired["utility_best"]
+    table = paired.groupby(["task", "method"], sort=False)["difference"].agg(["mean", "std"])
+    return table.reset_index()
+
+
+def plot_figure(runs: pd.DataFrame, summary: pd.DataFrame, path) -> None:
+    """Save to ``path`` each method's score minus the best method's, per task, with the
+    standard deviation over folds as error bars; one panel per kind of task."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    differences = paired_differences(runs, summary)
+    methods = _ordered(summary["method"], tuple(METHODS))
+    kinds = [k for k in KINDS if (summary["kind"] == k).any()]
+    colors = plt.get_cmap("tab10").colors
+    n_tasks = max(summary[summary["kind"] == k]["task"].nunique() for k in kinds)
+    fig, axes = plt.subplots(
+        1, len(kinds), figsize=(6.0 * len(kinds), 0.5 * n_tasks * (1 + 0.12 * len(methods)) + 2),
+        squeeze=False,
+    )
+    x_titles = {"regression": "R² − best R²", "binary": "best log loss − log loss"}
+    offsets = np.linspace(-0.3, 0.3, len(methods)) if len(methods) > 1 else np.zeros(1)
+    for ax, kind in zip(axes[0], kinds):
+        tasks = list(dict.fromkeys(summary.loc[summary["kind"] == kind, "task"]))
+        for j, method in enumerate(methods):
+            part = differences[differences["method"] == method].set_index("task")
+            present = [t for t in tasks if t in part.index]
+            ax.errorbar(
+                part.loc[present, "mean"], [tasks.index(t) + offsets[j] for t in present],
+                xerr=part.loc[present, "std"].fillna(0.0), fmt="o", markersize=4, capsize=2,
+                color=colors[j % len(colors)], label=method,
+            )
+        ax.axvline(0.0, color="0.4", linewidth=0.8, linestyle="--")
+        ax.set_xscale("symlog", linthresh=0.01)
+        shown = differences[differences["task"].isin(tasks)]
+        low = (shown["mean"] - shown["std"].fillna(0.0)).min()
+        high = (shown["mean"] + shown["std"].fillna(0.0)).max()
+        ax.set_xlim(1.3 * min(low, -0.01), 1.3 * max(high, 0.01))  # error bars in full
+        ax.set_yticks(range(len(tasks)), tasks)
+        ax.invert_yaxis()
+        ax.set_xlabel(x_titles[kind])
+        ax.set_title(f"{kind} ({METRIC_TITLES[RANKING_METRIC[kind][0]]})")
+        ax.grid(axis="x", color="0.9")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    for ax in axes[0][1:]:  # a method absent from the first panel (none yet) is added
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            if label not in labels:
+                handles.append(handle)
+                labels.append(label)
+    fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 6), frameon=False)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write_report(out) -> tuple[Path, Path]:
+    """Rebuild ``summary.md`` and ``figure.png`` from ``out/runs.csv``; return their paths."""
+    out = Path(out)
+    runs = load_runs(out / RUNS_FILE)
+    summary = summarize(runs)
+    summary_path, figure_path = out / SUMMARY_FILE, out / FIGURE_FILE
+    summary_path.write_text(format_summary(summary))
+    plot_figure(runs, summary, figure_path)
+    return summary_path, figure_path

@@ -1,0 +1,311 @@
+"""Tests of the real-data suite: task records, the cache loader, folds, report, end to end.
+
+Only the first test reads the exported R data sets (skipped without them); the
+others write a tiny cache of their own, so they run without R.
+"""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from neumiss.benchmark.realdata import (
+    COLUMNS,
+    METHODS,
+    N_FOLDS,
+    TASKS,
+    CacheMissingError,
+    RealRun,
+    Task,
+    execute_run,
+    fold_indices,
+    load_task,
+    neumiss_method,
+    rank_methods,
+    read_dataset,
+    read_runs,
+    run_suite,
+    summarize,
+)
+from neumiss.benchmark.realdata.cache import DEFAULT_CACHE, check_task, read_schema
+from neumiss.benchmark.realdata.report import add_utility
+from neumiss.cli import main as cli_main
+
+REPO_CACHE = Path(__file__).resolve().parent.parent / DEFAULT_CACHE
+
+
+def _write_dataset(cache: Path, package: str, dataset: str, csv_text: str, columns: list):
+    """A data set as export_datasets.R writes it: PACKAGE.DATASET.csv and .json."""
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / f"{package}.{dataset}.csv").write_text(csv_text, encoding="utf-8")
+    schema = {"source": {"package": package, "dataset": dataset}, "columns": columns}
+    (cache / f"{package}.{dataset}.json").write_text(json.dumps(schema), encoding="utf-8")
+
+
+TINY_COLUMNS = [
+    {"name": "x", "type": "numeric"},
+    {"name": "n", "type": "integer"},
+    {"name": "flag", "type": "logical"},
+    {"name": "size", "type": "factor", "levels": ["small", "medium", "large"], "ordered": True},
+    {"name": "colour", "type": "factor", "levels": ["red", "NA", "blue"], "ordered": False},
+    {"name": "grade", "type": "factor", "levels": ["1", "2", "10"], "ordered": False},
+    {"name": "id", "type": "character"},
+    {"name": "outcome", "type": "factor", "levels": ["no", "yes", "maybe"], "ordered": False},
+]
+TINY_CSV = (
+    '"x","n","flag","size","colour","grade","id","outcome"\n'
+    '0.30000000000000004,1,TRUE,"large","NA","10","a1","yes"\n'
+    ',2,FALSE,"small","red","1","a2","no"\n'
+    "-1.5e-07,,,,,,,\n"
+    '2,4,TRUE,"medium","blue","2","a4","maybe"\n'
+    '3,5,FALSE,"small","red",,"a5","no"\n'
+)
+
+
+def test_task_records_are_valid():
+    assert len(TASKS) >= 10
+    assert {t.kind for t in TASKS.values()} == {"regression", "binary"}
+    with pytest.raises(ValueError, match="kind must be one of"):
+        Task("t", "p", "d", "y", "multiclass")
+    with pytest.raises(ValueError, match="give `positive` for binary tasks only"):
+        Task("t", "p", "d", "y", "binary")
+    with pytest.raises(ValueError, match="target 'y' is also dropped"):
+        Task("t", "p", "d", "y", "regression", drop=("y",))
+
+
+def test_task_records_match_the_exported_data_sets():
+    if not (REPO_CACHE / "carData.TitanicSurvival.json").exists():
+        pytest.skip(f"no real-data cache in {REPO_CACHE}: run bash scripts/setup_realdata.sh")
+    for task in TASKS.values():
+        schema = read_schema(REPO_CACHE, task.package, task.dataset)
+        types = {c["name"]: c for c in schema["columns"]}
+        check_task(task, {name: c["type"] for name, c in types.items()})
+        target = types[task.target]
+        if task.kind == "regression":
+            assert target["type"] in ("numeric", "integer"), task.name
+        elif target["type"] == "factor":
+            assert task.positive in target["levels"], task.name
+        for column, values in task.keep.items():
+            assert set(values) <= set(types[column].get("levels", values)), task.name
+        X, y = load_task(task, REPO_CACHE)
+        assert X.isna().to_numpy().any(), f"{task.name}: no missing feature value"
+        assert len(X) == len(y) >= 100 and not set(X.columns) & {task.target, *task.drop}
+
+
+def test_loader_rebuilds_the_r_types(tmp_path):
+    _write_dataset(tmp_path, "pkg", "tiny", TINY_CSV, TINY_COLUMNS)
+    data = read_dataset(tmp_path, "pkg", "tiny")
+    assert list(data.columns) == [c["name"] for c in TINY_COLUMNS]
+    assert data["x"].dtype == np.float64 and data["x"][0] == 0.1 + 0.2
+    assert data["x"][2] == -1.5e-07 and math.isnan(data["x"][1])
+    assert str(data["n"].dtype) == "Int64" and data["n"][2] is pd.NA
+    assert str(data["flag"].dtype) == "boolean" and data["flag"].tolist()[:2] == [True, False]
+    assert data["flag"][2] is pd.NA
+    size = data["size"].dtype
+    assert isinstance(size, pd.CategoricalDtype) and size.ordered
+    assert list(size.categories) == ["small", "medium", "large"]
+    colour = data["colour"]
+    assert list(colour.cat.categories) == ["red", "NA", "blue"] and not colour.dtype.ordered
+    # "NA" in quotes is a level; an empty field is missing.
+    assert colour[0] == "NA" and pd.isna(colour[2])
+    assert list(data["grade"].cat.categories) == ["1", "2", "10"]
+    assert data["id"].dtype == object and data["id"][0] == "a1" and pd.isna(data["id"][2])
+    assert data.iloc[2, 1:].isna().all()
+
+
+def test_loader_errors_name_the_file_and_column(tmp_path):
+    columns = [{"name": "size", "type": "factor", "levels": ["small"], "ordered": False}]
+    _write_dataset(tmp_path, "pkg", "bad", '"size"\n"huge"\n', columns)
+    with pytest.raises(ValueError, match=r"pkg.bad.csv: column 'size' holds 'huge'"):
+        read_dataset(tmp_path, "pkg", "bad")
+    _write_dataset(tmp_path, "pkg", "bad", '"n"\n1.5\n', [{"name": "n", "type": "integer"}])
+    with pytest.raises(ValueError, match=r"column 'n' \(integer\) holds '1.5'"):
+        read_dataset(tmp_path, "pkg", "bad")
+    with pytest.raises(CacheMissingError, match="run `bash scripts/setup_realdata.sh"):
+        load_task(TASKS["titanic"], tmp_path / "nowhere")
+
+
+def test_load_task_filters_rows_drops_columns_and_encodes_the_target(tmp_path):
+    _write_dataset(tmp_path, "pkg", "tiny", TINY_CSV, TINY_COLUMNS)
+    task = Task("tiny", "pkg", "tiny", "outcome", "binary", positive="yes", drop=("id",),
+                keep={"outcome": ("yes", "no")}, numeric=("grade",))
+    X, y = load_task(task, tmp_path)
+    # Rows: "maybe" filtered out, the missing outcome dropped.
+    assert y.tolist() == [1, 0, 0] and y.dtype == np.int64
+    assert list(X.columns) == ["x", "n", "flag", "size", "colour", "grade"]
+    assert X["grade"].dtype == np.float64 and X["grade"].tolist()[:2] == [10.0, 1.0]
+    assert math.isnan(X["grade"][2])
+    regression = Task("r", "pkg", "tiny", "x", "regression", drop=("id", "outcome"))
+    X, y = load_task(regression, tmp_path)
+    assert y.tolist() == [0.1 + 0.2, -1.5e-07, 2.0, 3.0] and "x" not in X
+    with pytest.raises(ValueError, match=r"task 'r2': pkg::tiny has no column\(s\) \['nope'\]"):
+        load_task(Task("r2", "pkg", "tiny", "x", "regression", drop=("nope",)), tmp_path)
+    with pytest.raises(ValueError, match="task 'b': positive class 'Y' leaves one class"):
+        load_task(Task("b", "pkg", "tiny", "outcome", "binary", positive="Y"), tmp_path)
+
+
+def test_folds_partition_the_rows_and_repeat_exactly():
+    y = np.r_[np.zeros(70, dtype=int), np.ones(30, dtype=int)]
+    folds = fold_indices(y, "binary", repeat=0, seed=3)
+    assert len(folds) == N_FOLDS
+    tests = np.sort(np.concatenate([test for _, test in folds]))
+    assert tests.tolist() == list(range(100))
+    assert all(y[test].sum() == 6 for _, test in folds)  # stratified
+    again = fold_indices(y, "binary", repeat=0, seed=3)
+    assert all((a[1] == b[1]).all() for a, b in zip(folds, again))
+    other = fold_indices(y, "binary", repeat=1, seed=3)
+    assert any((a[1] != b[1]).any() for a, b in zip(folds, other))
+
+
+def _synthetic_cache(cache: Path, n: int = 240) -> list[Task]:
+    """A regression and a binary task on one synthetic data set with categories and NaN."""
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=n), rng.normal(size=n)
+    colour = rng.choice(["red", "blue", "green"], size=n)
+    y = 2 * a - b + (colour == "red") + rng.normal(scale=0.3, size=n)
+    a_text = np.where(rng.random(n) < 0.2, "", np.char.mod("%.17g", a))
+    colour_text = np.where(rng.random(n) < 0.1, "", np.char.add(np.char.add('"', colour), '"'))
+    lines = ['"a","b","colour","y","label"']
+    lines += [f'{a_text[i]},{b[i]:.17g},{colour_text[i]},{y[i]:.17g},"{"hi" if y[i] > 0 else "lo"}"'
+              for i in range(n)]
+    columns = [
+        {"name": "a", "type": "numeric"}, {"name": "b", "type": "numeric"},
+        {"name": "colour", "type": "factor", "levels": ["red", "blue", "green"],
+         "ordered": False},
+        {"name": "y", "type": "numeric"},
+        {"name": "label", "type": "factor", "levels": ["lo", "hi"], "ordered": False},
+    ]
+    _write_dataset(cache, "synthetic", "mixed", "\n".join(lines) + "\n", columns)
+    return [
+        Task("synth_reg", "synthetic", "mixed", "y", "regression", drop=("label",)),
+        Task("synth_bin", "synthetic", "mixed", "label", "binary", positive="hi", drop=("y",)),
+    ]
+
+
+def test_every_method_sees_the_same_folds(tmp_path):
+    tasks = _synthetic_cache(tmp_path)
+    for task in tasks:
+        rows = [
+            execute_run(RealRun(task.name, name, 1, 2, 7), task, METHODS[name], tmp_path)
+            for name in ("hgb", "mean_mask_linear", "mice_linear")
+        ]
+        assert len({row["test_digest"] for row in rows}) == 1
+        assert {row["n_test"] for row in rows} == {48}
+        repeated = execute_run(RealRun(task.name, "hgb", 1, 2, 7), task, METHODS["hgb"],
+                               tmp_path)
+        assert repeated["test_digest"] == rows[0]["test_digest"]
+        metric = "r2" if task.kind == "regression" else "auc"
+        assert all(row[metric] > 0.5 for row in rows)
+
+
+def _hand_made_runs() -> pd.DataFrame:
+    """Two tasks, three methods, two folds each, with known means and stds."""
+    rows = []
+    scores = {  # task -> method -> per-fold ranking metric
+        ("reg", "regression"): {"A": (0.80, 0.90), "B": (0.84, 0.84), "C": (0.50, 0.60)},
+        ("bin", "binary"): {"A": (0.30, 0.40), "B": (0.20, 0.30), "C": (0.20, 0.30)},
+    }
+    for (task, kind), by_method in scores.items():
+        for method, values in by_method.items():
+            for fold, value in enumerate(values):
+                rows.append({
+                    "task": task, "method": method, "repeat": 0, "fold": fold, "seed": 0,
+                    "kind": kind, "n_rows": 100, "n_features": 3, "missing_share": 0.1,
+                    "r2": value if kind == "regression" else np.nan,
+                    "log_loss": value if kind == "binary" else np.nan,
+                    "auc": 0.8 if kind == "binary" else np.nan,
+                    "accuracy": 0.7 if kind == "binary" else np.nan,
+                    "fit_seconds": {"A": 1.0, "B": 2.0, "C": 3.0}[method],
+                })
+    return add_utility(pd.DataFrame(rows))
+
+
+def test_report_ranks_and_counts_methods_within_one_std_of_the_best():
+    summary = summarize(_hand_made_runs()).set_index(["task", "method"])
+    # reg: A 0.85 ± 0.0707 (best), B 0.84 (within), C 0.55 (not).
+    assert summary.loc[("reg", "A"), "r2_mean"] == pytest.approx(0.85)
+    assert summary.loc[("reg", "A"), "r2_std"] == pytest.approx(0.1 / math.sqrt(2))
+    assert summary.loc["reg", "rank"].tolist() == [1.0, 2.0, 3.0]
+    assert summary.loc["reg", "within_std"].tolist() == [True, True, False]
+    # bin (lower log loss is better): B and C tie at 0.25, A at 0.35 is 0.1 > 0.0707 away.
+    assert summary.loc["bin", "rank"].tolist() == [3.0, 1.5, 1.5]
+    assert summary.loc["bin", "within_std"].tolist() == [False, True, True]
+    ranks = rank_methods(summarize(_hand_made_runs())).set_index("method")
+    assert ranks["mean_rank"].to_dict() == {"A": 2.0, "B": 1.75, "C": 2.25}
+    assert ranks["mean_rank_regression"].to_dict() == {"A": 1.0, "B": 2.0, "C": 3.0}
+    assert ranks["n_within_std"].to_dict() == {"A": 1, "B": 2, "C": 1}
+    assert ranks["fit_seconds"].to_dict() == {"A": 1.0, "B": 2.0, "C": 3.0}
+
+
+@pytest.mark.slow
+def test_tiny_suite_end_to_end_with_resume(tmp_path):
+    cache, out = tmp_path / "cache", tmp_path / "out"
+    tasks = _synthetic_cache(cache)
+    quick = neumiss_method("neumiss_quick", {"depth": 1, "max_epochs": 3})
+    methods = [METHODS["hgb"], METHODS["em"], quick]
+    result = run_suite(tasks, methods, out, cache=cache, repeats=1, jobs=2, progress=False)
+    assert result.failures == []
+    # em is regression only: 5 folds x (2 + 2 + 1) fits.
+    assert (result.n_computed, result.n_skipped) == (25, 0)
+    rows = read_runs(out / "runs.csv")
+    assert len(rows) == 25 and list(rows[0]) == list(COLUMNS)
+    assert {row["config"] for row in rows if row["method"] == "neumiss_quick"} == {
+        json.dumps({"depth": 1, "max_epochs": 3}, sort_keys=True)}
+    digests = {}
+    for row in rows:
+        digests.setdefault((row["task"], row["fold"]), set()).add(row["test_digest"])
+    assert all(len(d) == 1 for d in digests.values())
+    summary = (out / "summary.md").read_text()
+    assert "## synth_reg" in summary and "| neumiss_quick |" in summary
+    assert (out / "figure.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    again = run_suite(tasks, methods, out, cache=cache, repeats=1, in_process=True,
+                      progress=False)
+    assert (again.n_computed, again.n_skipped) == (0, 25)
+    changed = neumiss_method("neumiss_quick", {"depth": 2, "max_epochs": 3})
+    with pytest.raises(ValueError, match="'neumiss_quick' is in .* with config"):
+        run_suite(tasks, [changed], out, cache=cache, repeats=1, in_process=True,
+                  progress=False)
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--suite", "real", "--mechanisms", "MCAR"],
+         "--mechanisms: not an option of --suite real"),
+        (["--tasks", "titanic"], "--tasks: not an option of --suite simulated"),
+        (["--suite", "real", "--methods", "mlp"], "methods ['mlp'] are not in --suite real"),
+    ],
+)
+def test_options_of_the_other_suite_are_refused(argv, expected, capsys, tmp_path):
+    assert cli_main(["benchmark", *argv, "--out", str(tmp_path)]) == 2
+    assert expected in capsys.readouterr().err
+    assert not (tmp_path / "runs.csv").exists()
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("nolabel", "expected LABEL=JSON"),
+        ("hgb={}", "label 'hgb' is a built-in method's name"),
+        ("x={depth: 2}", "x: invalid JSON"),
+        ("x=[1]", "x: expected a JSON object"),
+    ],
+)
+def test_bad_neumiss_params_give_clear_errors(value, expected, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli_main(["benchmark", "--suite", "real", "--neumiss-params", value])
+    assert exit_info.value.code == 2
+    assert expected in capsys.readouterr().err
+
+
+def test_missing_cache_says_how_to_build_it(capsys, tmp_path):
+    status = cli_main(["benchmark", "--suite", "real", "--tasks", "titanic", "--methods", "hgb",
+                       "--cache", str(tmp_path / "nowhere"), "--out", str(tmp_path / "out")])
+    assert status == 1
+    error = capsys.readouterr().err
+    assert "carData::TitanicSurvival is not in" in error and "scripts/setup_realdata.sh" in error
+    assert not (tmp_path / "out").exists()
