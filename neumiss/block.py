@@ -32,7 +32,7 @@ WEIGHT_MODES = ("independent", "shared")
 _CONSTRAINTS = {
     "n_features": Integer(1),
     "depth": Integer(0),
-    "weights": Options(*WEIGHT_MODES),
+    "weight_sharing": Options(*WEIGHT_MODES),
     "residual": Boolean(),
     "n_outputs": Integer(1),
     "mlp_depth": Integer(0),
@@ -66,7 +66,7 @@ class NeuMissBlock(nn.Module):
         Number of features ``d``.
     depth : int, default=3
         Number of matrices before ``W_mix`` (``S^(0)`` plus ``depth - 1`` iterations).
-    weights : {"independent", "shared"}, default="independent"
+    weight_sharing : {"independent", "shared"}, default="independent"
         ``"independent"``: each Neumann iteration has its own matrix (paper 2020).
         ``"shared"``: every iteration reuses one matrix, as a literal Neumann
         series does (the authors' 2021 follow-up); ``S^(0)`` stays separate.
@@ -85,23 +85,24 @@ class NeuMissBlock(nn.Module):
         self,
         n_features: int,
         depth: int = 3,
-        weights: str = "independent",
+        weight_sharing: str = "independent",
         residual: bool = False,
     ) -> None:
         super().__init__()
         check_params(
             type(self).__name__,
-            {"n_features": n_features, "depth": depth, "weights": weights, "residual": residual},
+            {"n_features": n_features, "depth": depth, "weight_sharing": weight_sharing,
+             "residual": residual},
             _CONSTRAINTS,
         )
         self.n_features = int(n_features)
         self.depth = int(depth)
-        self.weights = weights
+        self.weight_sharing = weight_sharing
         self.residual = bool(residual)
         d = self.n_features
         self.mu = nn.Parameter(torch.empty(d))
         self.S0 = nn.Parameter(torch.empty(d, d)) if self.depth >= 1 else None
-        n_matrices = self.depth - 1 if weights == "independent" else min(self.depth - 1, 1)
+        n_matrices = self.depth - 1 if weight_sharing == "independent" else min(self.depth - 1, 1)
         self.neumann_layers = nn.ParameterList(
             [nn.Parameter(torch.empty(d, d)) for _ in range(max(n_matrices, 0))]
         )
@@ -129,7 +130,7 @@ class NeuMissBlock(nn.Module):
         """The ``depth - 1`` matrices of the Neumann iterations, in order of use."""
         if self.depth <= 1:
             return []
-        if self.weights == "shared":
+        if self.weight_sharing == "shared":
             return [self.neumann_layers[0]] * (self.depth - 1)
         return list(self.neumann_layers)
 
@@ -175,7 +176,7 @@ class NeuMissBlock(nn.Module):
     def extra_repr(self) -> str:
         return (
             f"n_features={self.n_features}, depth={self.depth}, "
-            f"weights={self.weights!r}, residual={self.residual}"
+            f"weight_sharing={self.weight_sharing!r}, residual={self.residual}"
         )
 
 
@@ -193,7 +194,7 @@ class NeuMissNetwork(nn.Module):
         n_features: int,
         n_outputs: int = 1,
         depth: int = 3,
-        weights: str = "independent",
+        weight_sharing: str = "independent",
         residual: bool = False,
         mlp_depth: int = 0,
         mlp_width: int | None = None,
@@ -205,14 +206,16 @@ class NeuMissNetwork(nn.Module):
                 "n_features": n_features,
                 "n_outputs": n_outputs,
                 "depth": depth,
-                "weights": weights,
+                "weight_sharing": weight_sharing,
                 "residual": residual,
                 "mlp_depth": mlp_depth,
                 "mlp_width": mlp_width,
             },
             _CONSTRAINTS,
         )
-        self.block = NeuMissBlock(n_features, depth=depth, weights=weights, residual=residual)
+        self.block = NeuMissBlock(
+            n_features, depth=depth, weight_sharing=weight_sharing, residual=residual
+        )
         width = int(mlp_width) if mlp_width is not None else n_features
         layers: list[nn.Module] = []
         in_dim = n_features
@@ -239,7 +242,7 @@ class NeuMissNetwork(nn.Module):
         Used to train a deeper network from a shallower trained one: ``mu``,
         ``S0``, the common Neumann matrices, ``W_mix`` and the head carry over;
         the extra iterations keep their near-identity initialisation. From a
-        ``weights="shared"`` network into an ``"independent"`` one ("untying"),
+        ``weight_sharing="shared"`` network into an ``"independent"`` one ("untying"),
         every iteration matrix receives the shared matrix, so that at equal
         depth both networks compute the same function.
 
@@ -255,7 +258,8 @@ class NeuMissNetwork(nn.Module):
                 own[name].copy_(value.to(own[name].device))
                 copied.append(name)
         shared = other.block.neumann_layers
-        if other.block.weights == "shared" and self.block.weights == "independent" and shared:
+        modes = (other.block.weight_sharing, self.block.weight_sharing)
+        if modes == ("shared", "independent") and shared:
             for index, layer in enumerate(self.block.neumann_layers):
                 layer.copy_(shared[0].to(layer.device))
                 copied.append(f"block.neumann_layers.{index}")

@@ -68,7 +68,7 @@ class _BaseNeuMiss(BaseEstimator):
         "depth": AnyOf(Integer(0), Options("auto"), SequenceOf(Integer(0))),
         "mlp_depth": Integer(0),
         "mlp_width": AnyOf(NoneValue(), Integer(1)),
-        "weights": Options("independent", "shared", "auto"),
+        "weight_sharing": Options("independent", "shared", "auto"),
         "residual": Boolean(),
         "compress_tails": Boolean(),
         "optimizer": Options(*OPTIMIZERS),
@@ -94,7 +94,7 @@ class _BaseNeuMiss(BaseEstimator):
         *,
         mlp_depth=0,
         mlp_width=None,
-        weights="independent",
+        weight_sharing="independent",
         residual=False,
         compress_tails=False,
         optimizer=_TRAINING.optimizer,
@@ -114,7 +114,7 @@ class _BaseNeuMiss(BaseEstimator):
         self.depth = depth
         self.mlp_depth = mlp_depth
         self.mlp_width = mlp_width
-        self.weights = weights
+        self.weight_sharing = weight_sharing
         self.residual = residual
         self.compress_tails = compress_tails
         self.optimizer = optimizer
@@ -191,7 +191,7 @@ class _BaseNeuMiss(BaseEstimator):
                 self._loss, functools.partial(self._score_from_loss, y_val=y_val)
             )
             search = search_depths(
-                self._build_network, self._candidate_depths(), self.weights,
+                self._build_network, self._candidate_depths(), self.weight_sharing,
                 train_data, val_data, objective, self._training_config(), seed,
                 verbose=int(self.verbose), label=type(self).__name__,
             )
@@ -202,7 +202,7 @@ class _BaseNeuMiss(BaseEstimator):
         best = search.best
         self.network_ = best.network
         self.best_depth_ = best.depth
-        self.weights_ = best.weights
+        self.weight_sharing_ = best.weight_sharing
         self.history_ = best.result.history
         self.n_epochs_ = best.result.n_epochs
         self.best_epoch_ = best.result.best_epoch
@@ -297,12 +297,12 @@ class _BaseNeuMiss(BaseEstimator):
         candidates = self.depth if isinstance(self.depth, (list, tuple)) else [self.depth]
         return tuple(sorted({int(v) for v in candidates}))
 
-    def _build_network(self, depth: int, weights: str) -> NeuMissNetwork:
+    def _build_network(self, depth: int, weight_sharing: str) -> NeuMissNetwork:
         return NeuMissNetwork(
             self.encoder_.n_features_out_,
             n_outputs=self._n_outputs(),
             depth=depth,
-            weights=weights,
+            weight_sharing=weight_sharing,
             residual=self.residual,
             mlp_depth=self.mlp_depth,
             mlp_width=self.mlp_width,
@@ -310,7 +310,7 @@ class _BaseNeuMiss(BaseEstimator):
 
     def _build_fitted_network(self) -> NeuMissNetwork:
         """An untrained network shaped like ``network_``, to load saved weights into."""
-        return self._build_network(self.best_depth_, self.weights_)
+        return self._build_network(self.best_depth_, self.weight_sharing_)
 
     # ----------------------------------------------------------------- predict
     def _apply(self, X, *, block_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -422,12 +422,12 @@ class NeuMissRegressor(RegressorMixin, _BaseNeuMiss):
         Hidden ReLU layers after the block (NeuMiss+MLP for nonlinear targets).
     mlp_width : int or None, default=None
         Width of those hidden layers; ``None`` means ``n_features``.
-    weights : {"independent", "shared", "auto"}, default="independent"
+    weight_sharing : {"independent", "shared", "auto"}, default="independent"
         One matrix per Neumann iteration (paper 2020) or one shared matrix.
         ``"auto"`` trains with a shared matrix, then, at the chosen depth (2 or
         more), fine-tunes an independent copy initialised to it ("untied"; with
         ``tol=0``) and keeps whichever has the lower validation loss
-        (``weights_``). The fine-tune runs only when there are at least
+        (``weight_sharing_``). The fine-tune runs only when there are at least
         :data:`neumiss.search.UNTIE_ROWS_PER_PARAMETER` training rows per parameter of the
         untied block, ``(depth + 1) * n_features**2``; below that it never won
         in the paper's grid.
@@ -475,12 +475,12 @@ class NeuMissRegressor(RegressorMixin, _BaseNeuMiss):
     network_ : NeuMissNetwork
     best_depth_ : int
         The depth used (the chosen one when several were tried).
-    weights_ : {"independent", "shared"}
+    weight_sharing_ : {"independent", "shared"}
         The weight mode of ``network_``.
     untied_result_ : dict or None
-        With ``weights="auto"``: ``val_loss``, ``val_score``, ``epochs`` and
+        With ``weight_sharing="auto"``: ``val_loss``, ``val_score``, ``epochs`` and
         ``seconds`` of the untied fine-tuning (None when it did not run: other
-        ``weights``, a depth below 2 or too few rows per parameter).
+        ``weight_sharing``, a depth below 2 or too few rows per parameter).
     depth_results_ : dict
         For each depth trained: ``val_loss`` and ``val_score`` (validation R²)
         of its best epoch, ``epochs`` trained and training ``seconds``.

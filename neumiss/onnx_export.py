@@ -118,7 +118,7 @@ def _block(g: _Graph, block, x: str, obs: str) -> str:
     for i, weight in enumerate(block.iteration_weights(), start=1):
         # Shared weights appear once in the file, used by every iteration.
         if id(weight) not in names:
-            label = "block.W_shared" if block.weights == "shared" else f"block.W{i}"
+            label = "block.W_shared" if block.weight_sharing == "shared" else f"block.W{i}"
             names[id(weight)] = g.constant(label, _array(weight))
         product = g.op("MatMul", [h, names[id(weight)]], f"block.h{i}_W")
         h = g.op("Mul", [product, obs], f"block.h{i}" + ("_masked" if block.residual else ""))
@@ -220,7 +220,7 @@ def _metadata(estimator, task: str) -> dict[str, str]:
         "encoded_feature_names": json.dumps(estimator.encoder_.output_names()),
         "classes": json.dumps(classes),
         "depth": str(block.depth),
-        "weights": block.weights,
+        "weight_sharing": block.weight_sharing,
         "residual": json.dumps(block.residual),
         "mlp_depth": str(estimator.mlp_depth),
         "input_contract": INPUT_CONTRACT,
@@ -272,7 +272,7 @@ def export_onnx(estimator, path=None, *, opset: int = DEFAULT_OPSET) -> onnx.Mod
         and ``probabilities`` float32 (N, n_classes) for a classifier.
         ``metadata_props`` record the producer, version, feature names, the
         encoding of each input column and the encoded column names, classes,
-        depth, weights mode, residual option, MLP depth and the input contract.
+        depth, weight sharing, residual option, MLP depth and the input contract.
 
     Raises
     ------

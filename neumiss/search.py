@@ -2,7 +2,7 @@
 
 Candidate depths are trained in increasing order on the same split, each
 warm-started from the previous one; the search stops at the first depth that
-does not improve the validation loss. With ``weights="auto"`` the chain uses
+does not improve the validation loss. With ``weight_sharing="auto"`` the chain uses
 one shared Neumann matrix, then an independent ("untied") copy is fine-tuned
 at the chosen depth and kept if it lowers the validation loss.
 """
@@ -23,7 +23,7 @@ from .training import TrainingConfig, TrainingData, TrainingResult, train
 #: warm start stays close (results/README.md, "Depth search").
 AUTO_DEPTHS = (0, 2, 4, 8, 16)
 
-#: ``weights="auto"`` unties only with at least this many training rows per
+#: ``weight_sharing="auto"`` unties only with at least this many training rows per
 #: parameter of the untied block, ``(depth + 1) d^2`` (results/README.md, "Untying").
 UNTIE_ROWS_PER_PARAMETER = 10
 
@@ -43,7 +43,7 @@ class Candidate(NamedTuple):
     """One trained network of the search and its training summary."""
 
     depth: int
-    weights: str
+    weight_sharing: str
     network: NeuMissNetwork
     result: TrainingResult
     seconds: float
@@ -65,7 +65,7 @@ class Candidate(NamedTuple):
 class SearchResult(NamedTuple):
     """The chosen candidate, the summary of every depth trained, and of the fine-tune.
 
-    ``untied`` is None when ``weights="auto"`` did not fine-tune an untied copy
+    ``untied`` is None when ``weight_sharing="auto"`` did not fine-tune an untied copy
     (other weight modes, depth below 2, or too few rows per parameter).
     """
 
@@ -75,7 +75,7 @@ class SearchResult(NamedTuple):
 
 
 def worth_untying(depth: int, n_features: int, n_train: int) -> bool:
-    """Whether ``weights="auto"`` fine-tunes an untied copy at ``depth``: it needs a
+    """Whether ``weight_sharing="auto"`` fine-tunes an untied copy at ``depth``: it needs a
     Neumann iteration (depth >= 2) and :data:`UNTIE_ROWS_PER_PARAMETER` training
     rows per parameter of the untied block, ``(depth + 1) * n_features**2``."""
     return depth >= 2 and n_train >= UNTIE_ROWS_PER_PARAMETER * (depth + 1) * n_features**2
@@ -84,7 +84,7 @@ def worth_untying(depth: int, n_features: int, n_train: int) -> bool:
 def search_depths(
     build_network: Callable[[int, str], NeuMissNetwork],
     depths: Sequence[int],
-    weights: str,
+    weight_sharing: str,
     train_data: TrainingData,
     val_data: TrainingData | None,
     objective: Objective,
@@ -98,12 +98,12 @@ def search_depths(
 
     Parameters
     ----------
-    build_network : callable ``(depth, weights) -> NeuMissNetwork``
+    build_network : callable ``(depth, weight_sharing) -> NeuMissNetwork``
         A new, untrained network on the CPU (it is initialised from a CPU
         generator, then moved to the device of ``train_data``).
     depths : sequence of int
         Candidate depths, increasing and distinct.
-    weights : {"independent", "shared", "auto"}
+    weight_sharing : {"independent", "shared", "auto"}
         Weight mode of the chain; ``"auto"`` chains shared networks, then
         fine-tunes an untied copy (see the module docstring).
     train_data, val_data : TrainingData
@@ -136,7 +136,7 @@ def search_depths(
         )
         return Candidate(depth, mode, network, result, time.perf_counter() - start)
 
-    chain_weights = "shared" if weights == "auto" else weights
+    chain_weights = "shared" if weight_sharing == "auto" else weight_sharing
     best, depth_results = None, {}
     for depth in depths:
         fitted = fit_one(depth, chain_weights, best, config)
@@ -146,7 +146,7 @@ def search_depths(
         best = fitted
     untied_summary = None
     n_features = train_data.x.shape[1]
-    if weights == "auto" and worth_untying(best.depth, n_features, len(train_data)):
+    if weight_sharing == "auto" and worth_untying(best.depth, n_features, len(train_data)):
         # The untied copy's gains come in small steps, so every improvement counts.
         untied = fit_one(best.depth, "independent", best, dataclasses.replace(config, tol=0.0))
         untied_summary = untied.summary()

@@ -22,11 +22,12 @@ from neumiss import NeuMissClassifier, NeuMissRegressor
 CONFIGURATIONS = {
     "regressor_depth3": (NeuMissRegressor, {"depth": 3}, "regression"),
     "regressor_shared_residual": (
-        NeuMissRegressor, {"depth": 4, "weights": "shared", "residual": True}, "regression",
+        NeuMissRegressor, {"depth": 4, "weight_sharing": "shared", "residual": True}, "regression",
     ),
     "regressor_depth_search": (NeuMissRegressor, {"depth": [0, 1, 2, 4]}, "regression"),
     "regressor_weights_auto": (
-        NeuMissRegressor, {"depth": "auto", "weights": "auto", "residual": True}, "regression",
+        NeuMissRegressor, {"depth": "auto", "weight_sharing": "auto", "residual": True},
+        "regression",
     ),
     "regressor_mlp_head": (
         NeuMissRegressor, {"depth": 2, "mlp_depth": 2, "mlp_width": 16}, "regression",
@@ -37,7 +38,7 @@ CONFIGURATIONS = {
 
 
 def _data(task: str):
-    # Enough rows per parameter that weights="auto" unties (d = 5, depth <= 4 needs 1,250).
+    # Enough rows per parameter that weight_sharing="auto" unties (d = 5, depth <= 4 needs 1,250).
     X, y, truth = neumiss.simulate.make_regression(
         6000, 5, mechanism="MCAR", missing_rate=0.3, random_state=0
     )
@@ -56,7 +57,7 @@ def predictions() -> dict[str, np.ndarray]:
         X, y, X_test = _data(task)
         model = cls(random_state=0, **params).fit(X, y)
         out[name] = model.predict(X_test) if task == "regression" else model.predict_proba(X_test)
-        print(f"{name}: fitted (best depth {model.best_depth_}, weights {model.weights_})")
+        print(f"{name}: fitted (best depth {model.best_depth_}, weights {model.weight_sharing_})")
     return out
 
 

@@ -117,7 +117,7 @@ def test_shared_weights_block_gives_same_output(problem):
     p = problem
     X = torch.as_tensor(p["X"][:200])
     blocks = [
-        NeuMissBlock(D, depth=4, weights=weights, residual=True).double()
+        NeuMissBlock(D, depth=4, weight_sharing=weights, residual=True).double()
         for weights in ("independent", "shared")
     ]
     outputs = [set_analytic_weights(b, p["mean"], p["cov"]).forward_nan(X) for b in blocks]

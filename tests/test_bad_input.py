@@ -90,7 +90,7 @@ def test_single_class_classifier():
 
 @pytest.mark.parametrize(
     "param, value",
-    [("depth", -1), ("depth", "deep"), ("weights", "tied"), ("optimizer", "lbfgs"),
+    [("depth", -1), ("depth", "deep"), ("weight_sharing", "tied"), ("optimizer", "lbfgs"),
      ("learning_rate", 0.0), ("batch_size", 0), ("validation_fraction", 1.0),
      ("max_epochs", 0), ("device", "tpu"), ("tol", -0.1), ("tol", 1.0), ("tol", "small")],
 )

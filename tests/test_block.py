@@ -32,7 +32,7 @@ def test_block_equals_per_sample_masked_matrices(depth, weights, residual):
     """The batched block equals an explicit per-sample computation on obs/mis submatrices."""
     torch.manual_seed(depth)
     d, batch = 6, 16
-    block = NeuMissBlock(d, depth=depth, weights=weights, residual=residual).double()
+    block = NeuMissBlock(d, depth=depth, weight_sharing=weights, residual=residual).double()
     with torch.no_grad():
         for p in block.parameters():
             p.add_(0.3 * torch.randn_like(p))
@@ -61,7 +61,7 @@ def test_depth_convention_counts_matrices_before_w_mix():
     assert len(NeuMissBlock(5, depth=0).iteration_weights()) == 0
     assert len(NeuMissBlock(5, depth=1).iteration_weights()) == 0
     assert len(NeuMissBlock(5, depth=4).iteration_weights()) == 3
-    shared = NeuMissBlock(5, depth=4, weights="shared")
+    shared = NeuMissBlock(5, depth=4, weight_sharing="shared")
     assert len(shared.neumann_layers) == 1
     assert all(w is shared.neumann_layers[0] for w in shared.iteration_weights())
     n_params = sum(p.numel() for p in NeuMissBlock(5, depth=4).parameters())
@@ -102,7 +102,8 @@ def test_forward_nan_builds_mask():
     [
         ({"n_features": 0}, "NeuMissBlock: n_features must be an integer >= 1, got 0"),
         ({"n_features": 3, "depth": -1}, "depth must be an integer >= 0, got -1"),
-        ({"n_features": 3, "weights": "tied"}, "weights must be one of 'independent', 'shared'"),
+        ({"n_features": 3, "weight_sharing": "tied"},
+         "weight_sharing must be one of 'independent', 'shared'"),
     ],
 )
 def test_block_rejects_bad_arguments(kwargs, message):
@@ -154,8 +155,8 @@ def test_network_output_shape_and_repeatable_init():
 
 @pytest.mark.parametrize("weights", ["independent", "shared"])
 def test_warm_start_copies_shared_parameters_and_keeps_new_ones(weights):
-    shallow = NeuMissNetwork(4, depth=2, weights=weights)
-    deep = NeuMissNetwork(4, depth=4, weights=weights)
+    shallow = NeuMissNetwork(4, depth=2, weight_sharing=weights)
+    deep = NeuMissNetwork(4, depth=4, weight_sharing=weights)
     shallow.reset_parameters(torch.Generator().manual_seed(0))
     deep.reset_parameters(torch.Generator().manual_seed(1))
     fresh = {name: p.clone() for name, p in deep.named_parameters()}
@@ -177,9 +178,9 @@ def test_warm_start_from_depth_zero_skips_missing_s0():
 
 
 def test_untying_a_shared_network_keeps_its_function():
-    shared = NeuMissNetwork(5, depth=4, weights="shared", residual=True)
+    shared = NeuMissNetwork(5, depth=4, weight_sharing="shared", residual=True)
     shared.reset_parameters(torch.Generator().manual_seed(0))
-    untied = NeuMissNetwork(5, depth=4, weights="independent", residual=True)
+    untied = NeuMissNetwork(5, depth=4, weight_sharing="independent", residual=True)
     untied.reset_parameters(torch.Generator().manual_seed(1))
     copied = untied.warm_start_from(shared)
     assert {f"block.neumann_layers.{i}" for i in range(3)} <= set(copied)

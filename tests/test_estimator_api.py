@@ -126,38 +126,41 @@ def test_depth_auto_picks_best_validation_depth(small_regression):
 
 
 @pytest.mark.slow
-def test_weights_auto_unties_the_shared_matrix_and_keeps_the_better_network():
+def test_weight_sharing_auto_unties_the_shared_matrix_and_keeps_the_better_network():
     # 1,000 rows, d = 4: at depth 3 the untied block has (3 + 1) * 16 parameters,
     # and the 900 training rows exceed UNTIE_ROWS_PER_PARAMETER times that.
     draw, *_ = gaussian_regression(4, 1000, np.random.default_rng(1), missing_rate=0.3)
     X, y = draw(1000)
     assert 900 >= UNTIE_ROWS_PER_PARAMETER * (3 + 1) * 4**2
     model = NeuMissRegressor(
-        depth=[3], weights="auto", residual=True, max_epochs=8, random_state=0
+        depth=[3], weight_sharing="auto", residual=True, max_epochs=8, random_state=0
     ).fit(X, y)
-    assert model.get_params()["weights"] == "auto"
+    assert model.get_params()["weight_sharing"] == "auto"
     untied = model.untied_result_
     assert untied is not None and untied["epochs"] >= 1  # the fine-tune ran
     shared_loss = model.depth_results_[3]["val_loss"]
     kept = "independent" if untied["val_loss"] < shared_loss else "shared"
-    assert model.weights_ == kept == model.network_.block.weights
+    assert model.weight_sharing_ == kept == model.network_.block.weight_sharing
     assert model.validation_score_ == pytest.approx(
         max(untied["val_score"], model.depth_results_[3]["val_score"])
     )
     # Depths below 2 have no iteration matrix to untie.
-    shallow = NeuMissRegressor(depth=1, weights="auto", max_epochs=2, random_state=0).fit(X, y)
-    assert shallow.untied_result_ is None and shallow.weights_ == "shared"
-    fixed = NeuMissRegressor(depth=3, weights="shared", max_epochs=2, random_state=0).fit(X, y)
-    assert fixed.weights_ == "shared" and fixed.untied_result_ is None
+    shallow = NeuMissRegressor(depth=1, weight_sharing="auto", max_epochs=2, random_state=0)
+    shallow.fit(X, y)
+    assert shallow.untied_result_ is None and shallow.weight_sharing_ == "shared"
+    fixed = NeuMissRegressor(depth=3, weight_sharing="shared", max_epochs=2, random_state=0)
+    fixed.fit(X, y)
+    assert fixed.weight_sharing_ == "shared" and fixed.untied_result_ is None
 
 
-def test_weights_auto_does_not_untie_with_few_rows_per_parameter(small_regression):
+def test_weight_sharing_auto_does_not_untie_with_few_rows_per_parameter(small_regression):
     X, y = small_regression  # 270 training rows, d = 5
     needed = UNTIE_ROWS_PER_PARAMETER * (3 + 1) * 5**2
     assert 270 < needed
-    model = NeuMissRegressor(depth=[3], weights="auto", max_epochs=3, random_state=0).fit(X, y)
-    assert model.untied_result_ is None and model.weights_ == "shared"
-    assert model.network_.block.weights == "shared"
+    model = NeuMissRegressor(depth=[3], weight_sharing="auto", max_epochs=3, random_state=0)
+    model.fit(X, y)
+    assert model.untied_result_ is None and model.weight_sharing_ == "shared"
+    assert model.network_.block.weight_sharing == "shared"
 
 
 def test_depth_candidates_are_searched_in_increasing_order(small_regression):
@@ -200,7 +203,7 @@ def test_tol_counts_only_relative_improvements(small_regression):
 
 @pytest.mark.parametrize("kwargs", [{"optimizer": "sgd", "learning_rate": 0.01},
                                     {"mlp_depth": 2, "mlp_width": 16},
-                                    {"weights": "shared", "residual": True}])
+                                    {"weight_sharing": "shared", "residual": True}])
 def test_options_fit_and_predict(small_regression, kwargs):
     X, y = small_regression
     model = NeuMissRegressor(max_epochs=30, random_state=0, **kwargs).fit(X, y)

@@ -23,17 +23,19 @@ REGRESSOR_CONFIGS = {
     "depth0": dict(depth=0),
     "depth1": dict(depth=1),
     "depth2": dict(depth=2),
-    "depth3-shared": dict(depth=3, weights="shared"),
+    "depth3-shared": dict(depth=3, weight_sharing="shared"),
     "depth3-residual": dict(depth=3, residual=True),
-    "depth3-weights-auto": dict(depth=[3], weights="auto", residual=True),
+    "depth3-weights-auto": dict(depth=[3], weight_sharing="auto", residual=True),
     "depth4-shared-residual-mlp": dict(
-        depth=4, weights="shared", residual=True, mlp_depth=2, mlp_width=6
+        depth=4, weight_sharing="shared", residual=True, mlp_depth=2, mlp_width=6
     ),
 }
 CLASSIFIER_CONFIGS = {
     "binary-int-mlp": (dict(depth=2, mlp_depth=1), np.array([3, 7])),
     "binary-bool": (dict(depth=1), np.array([False, True])),
-    "multiclass-str": (dict(depth=3, weights="shared", residual=True), np.array(["a", "b", "c"])),
+    "multiclass-str": (
+        dict(depth=3, weight_sharing="shared", residual=True), np.array(["a", "b", "c"])
+    ),
     "multiclass-float-mlp": (dict(depth=0, mlp_depth=1), np.array([0.0, 1.0, 2.0, 4.0])),
 }
 
@@ -177,7 +179,7 @@ def test_graph_uses_plain_mask_products(regressors, name):
     # Shared weights are stored once: S0, one iteration matrix, W_mix.
     block = [t for t in model.graph.initializer if t.name.startswith("block.")]
     matrices = [t for t in block if len(t.dims) == 2]
-    expected = depth + 1 if estimator.weights == "independent" else min(depth, 2) + 1
+    expected = depth + 1 if estimator.weight_sharing == "independent" else min(depth, 2) + 1
     assert len(matrices) == expected
 
 
@@ -205,7 +207,7 @@ def test_metadata_and_checker(tmp_path, train):
     assert json.loads(meta["feature_names"]) == ["a", "b", "c", "d"]
     assert json.loads(meta["classes"]) == ["no", "yes"]
     assert int(meta["depth"]) == estimator.best_depth_
-    assert meta["task"] == "classification" and meta["weights"] == "independent"
+    assert meta["task"] == "classification" and meta["weight_sharing"] == "independent"
     assert json.loads(meta["residual"]) is False and int(meta["mlp_depth"]) == 1
     assert "M" in meta["input_contract"] and meta["neumiss_version"]
     assert [i.name for i in model.graph.input] == ["X", "M"]

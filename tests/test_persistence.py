@@ -14,14 +14,15 @@ from neumiss import NeuMissClassifier, NeuMissRegressor
 @pytest.fixture(scope="module")
 def fitted_models():
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(1000, 4))  # enough rows per parameter for weights='auto' to untie
+    X = rng.normal(size=(1000, 4))  # enough rows per parameter for weight_sharing='auto' to untie
     y = X @ np.array([1.0, -2.0, 0.5, 0.0])
     labels = np.where(y > 0, "yes", "no")
     X[rng.random(X.shape) < 0.3] = np.nan
     reg = NeuMissRegressor(depth=2, mlp_depth=1, max_epochs=5, random_state=0).fit(X, y)
     clf = NeuMissClassifier(depth="auto", max_epochs=3, random_state=0).fit(X, labels)
-    untied = NeuMissRegressor(depth=[2], weights="auto", max_epochs=5, random_state=1).fit(X, y)
-    assert untied.weights_ == "independent"  # the untied network is the one to rebuild
+    untied = NeuMissRegressor(depth=[2], weight_sharing="auto", max_epochs=5, random_state=1)
+    untied.fit(X, y)
+    assert untied.weight_sharing_ == "independent"  # the untied network is the one to rebuild
     return X, reg, clf, untied
 
 
@@ -93,7 +94,7 @@ def test_load_rejects_foreign_files(tmp_path):
     (tmp_path / "notes.txt").write_text("not a model")
     with pytest.raises(ValueError, match="not a neumiss model file"):
         neumiss.load(tmp_path / "notes.txt")
-    torch.save({"weights": torch.zeros(3)}, tmp_path / "other.pt")
+    torch.save({"weight_sharing": torch.zeros(3)}, tmp_path / "other.pt")
     with pytest.raises(ValueError, match="not a neumiss model file"):
         neumiss.load(tmp_path / "other.pt")
 

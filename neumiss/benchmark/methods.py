@@ -1,7 +1,7 @@
 """The compared methods: how each is fitted on a run's data, and its settings.
 
 * **NeuMiss**: one :class:`~neumiss.NeuMissRegressor` (residual connections,
-  ``weights="auto"``: a shared Neumann matrix, untied at the chosen depth when
+  ``weight_sharing="auto"``: a shared Neumann matrix, untied at the chosen depth when
   that improves validation) with ``depth="auto"`` (or the depths given on the
   command line): it trains on all of n_train, early-stops on the benchmark's
   validation set and keeps the depth with the best validation loss, as the
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 #: NeuMissRegressor settings other than its defaults; why these: "Why the
 #: benchmark's NeuMiss settings" in results/README.md.
 NEUMISS_PARAMS = {
-    "residual": True, "weights": "auto", "patience": 3, "lr_patience": 1, "tol": 2e-3,
+    "residual": True, "weight_sharing": "auto", "patience": 3, "lr_patience": 1, "tol": 2e-3,
 }
 #: Candidate MLP widths, as multiples of d (chosen per run on the validation set).
 MLP_WIDTHS = (1, 5, 20)
@@ -112,7 +112,7 @@ def _fit_neumiss(data: SimulatedData, settings: RunSettings) -> tuple[object, di
     untied = model.untied_result_
     return model, {
         "depth": model.best_depth_,
-        "weights": model.weights_,
+        "weight_sharing": model.weight_sharing_,
         "untied_val_r2": None if untied is None else round(untied["val_score"], 5),
         "untied_seconds": None if untied is None else round(untied["seconds"], 2),
         "epochs": model.n_epochs_,

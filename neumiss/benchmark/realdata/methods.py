@@ -39,7 +39,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from .tasks import KINDS
 
 #: The NeuMiss + MLP variant of /work/shared/reference/real_data_anchors.md.
-NEUMISS_MLP = {"depth": "auto", "weights": "auto", "residual": True, "mlp_depth": 2}
+NEUMISS_MLP = {"depth": "auto", "weight_sharing": "auto", "residual": True, "mlp_depth": 2}
 #: Ridge penalties tried by ``mean_mask_linear`` (leave-one-out CV).
 RIDGE_ALPHAS = tuple(np.logspace(-3, 3, 13))
 LABEL_PATTERN = re.compile(r"[A-Za-z0-9_.+-]+")
@@ -211,7 +211,7 @@ def fitted_info(model) -> dict:
     final = model.steps[-1][1] if hasattr(model, "steps") else model
     info = {}
     for attribute, key in (("n_iter_", "n_iter"), ("converged_", "converged"),
-                           ("best_depth_", "depth"), ("weights_", "weights"),
+                           ("best_depth_", "depth"), ("weight_sharing_", "weight_sharing"),
                            ("n_epochs_", "epochs")):
         value = getattr(final, attribute, None)
         if value is None:
