@@ -19,7 +19,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from . import persistence
 from .block import NeuMissNetwork
@@ -55,6 +55,14 @@ def _resolve_device(device: str) -> torch.device:
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError(f"device={device!r} but no CUDA GPU is available; use 'cpu' or 'auto'")
     return torch.device(device)
+
+
+def _check_case_weights(sample_weight, X) -> np.ndarray | None:
+    """``sample_weight`` as float64 (n_samples,), or None; non-negative, not all zero
+    (scikit-learn's checks, with their messages)."""
+    if sample_weight is None:
+        return None
+    return _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
 
 
 class _BaseNeuMiss(BaseEstimator):
@@ -142,19 +150,20 @@ class _BaseNeuMiss(BaseEstimator):
         raise NotImplementedError
 
     def _loss(self, output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """The loss of each row: (batch, n_outputs), (batch,) -> (batch,)."""
         raise NotImplementedError
 
     def _target_tensor(self, y: np.ndarray, device: torch.device) -> torch.Tensor:
         return torch.as_tensor(y, dtype=torch.float32, device=device)
 
-    def _score_from_loss(self, val_loss: float, y_val: np.ndarray) -> float:
+    def _score_from_loss(self, val_loss: float, y_val: np.ndarray, w_val) -> float:
         return -val_loss
 
     def _stratify(self, y: np.ndarray):
         return None
 
     # --------------------------------------------------------------------- fit
-    def fit(self, X, y, validation_data=None):
+    def fit(self, X, y, sample_weight=None, validation_data=None):
         """Fit the network on ``X`` (NaN = missing) and ``y``.
 
         Parameters
@@ -165,6 +174,9 @@ class _BaseNeuMiss(BaseEstimator):
             (``category``, ``object`` or ``string`` of text): see ``encoder_``.
         y : array-like of shape (n_samples,)
             Targets, without missing values.
+        sample_weight : array-like of shape (n_samples,), optional
+            Case weights (non-negative): each row's loss counts this many
+            times, in training and in the internal validation split.
         validation_data : pair (X_val, y_val), optional
             Held-out rows for early stopping, the learning-rate schedule and
             ``depth="auto"``. When given, every row of ``X`` is used for
@@ -177,6 +189,7 @@ class _BaseNeuMiss(BaseEstimator):
         check_params(type(self).__name__, self.get_params(deep=False), self._parameter_constraints)
         with torch_threads(self.n_jobs):
             X, y = check_training_data(self, X, y, y_numeric=self._y_numeric, tables=True)
+            weight = _check_case_weights(sample_weight, X)
             y_encoded = self._encode_target(y)
             device = _resolve_device(self.device)
             seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
@@ -186,9 +199,11 @@ class _BaseNeuMiss(BaseEstimator):
             self.preprocessor_ = Standardizer(
                 self.compress_tails, numeric=self.encoder_.numeric_columns()
             ).fit(X)
-            train_data, val_data, y_val = self._split(X, y_encoded, validation_data, seed, device)
+            train_data, val_data, y_val, w_val = self._split(
+                X, y_encoded, weight, validation_data, seed, device
+            )
             objective = Objective(
-                self._loss, functools.partial(self._score_from_loss, y_val=y_val)
+                self._loss, functools.partial(self._score_from_loss, y_val=y_val, w_val=w_val)
             )
             search = search_depths(
                 self._build_network, self._candidate_depths(), self.weight_sharing,
@@ -236,33 +251,37 @@ class _BaseNeuMiss(BaseEstimator):
             weight_decay=float(self.weight_decay),
         )
 
-    def _split(self, X, y_encoded, validation_data, seed, device):
-        """Training and validation :class:`TrainingData`, and the encoded validation targets.
+    def _split(self, X, y_encoded, weight, validation_data, seed, device):
+        """Training and validation :class:`TrainingData`, and the validation targets and weights.
 
         Without ``validation_data``, ``validation_fraction`` of the rows are held
         out (stratified for classes); with it, every row of ``X`` trains.
+        Returns ``(train, val or None, encoded y_val, w_val or None)``.
         """
         x, mask = self.preprocessor_.transform(X)
 
-        def tensors(rows, y):
+        def tensors(x, mask, y, w):
             return TrainingData(
-                torch.from_numpy(x[rows]).to(device),
-                torch.from_numpy(mask[rows]).to(device),
+                torch.from_numpy(x).to(device),
+                torch.from_numpy(mask).to(device),
                 self._target_tensor(y, device),
+                None if w is None else torch.as_tensor(w, dtype=torch.float32, device=device),
             )
+
+        def training_rows(index, y):
+            if weight is None:
+                return tensors(x[index], mask[index], y, None)
+            if not weight[index].sum() > 0:
+                raise ValueError("sample_weight is 0 on every training row of the split")
+            return tensors(x[index], mask[index], y, weight[index] / np.mean(weight[index]))
 
         if validation_data is not None:
             X_val, y_val = self._check_validation_data(validation_data)
-            x_val, mask_val = self.preprocessor_.transform(X_val)
-            val = TrainingData(
-                torch.from_numpy(x_val).to(device),
-                torch.from_numpy(mask_val).to(device),
-                self._target_tensor(y_val, device),
-            )
-            return tensors(slice(None), y_encoded), val, y_val
+            val = tensors(*self.preprocessor_.transform(X_val), y_val, None)
+            return training_rows(slice(None), y_encoded), val, y_val, None
         n_samples = X.shape[0]
         if self.validation_fraction == 0:
-            return tensors(slice(None), y_encoded), None, y_encoded
+            return training_rows(slice(None), y_encoded), None, y_encoded, weight
         n_val = int(np.ceil(self.validation_fraction * n_samples))
         if n_samples - n_val < 1:
             raise ValueError(
@@ -274,7 +293,11 @@ class _BaseNeuMiss(BaseEstimator):
             stratify=self._stratify(y_encoded),
         )
         y_val = y_encoded[val_idx]
-        return tensors(train_idx, y_encoded[train_idx]), tensors(val_idx, y_val), y_val
+        w_val = None if weight is None else weight[val_idx]
+        if w_val is not None and not w_val.sum() > 0:
+            w_val = None  # only zero-weight rows held out: validate them unweighted
+        val = tensors(x[val_idx], mask[val_idx], y_val, w_val)
+        return training_rows(train_idx, y_encoded[train_idx]), val, y_val, w_val
 
     def _check_validation_data(self, validation_data) -> tuple[np.ndarray, np.ndarray]:
         """Validated ``(X_val, encoded y_val)``; call after the training data set the schema."""
@@ -535,10 +558,11 @@ class NeuMissRegressor(RegressorMixin, _BaseNeuMiss):
         return 1
 
     def _loss(self, output, target):
-        return torch.mean((output[:, 0] - target) ** 2)
+        return (output[:, 0] - target) ** 2
 
-    def _score_from_loss(self, val_loss, y_val):
-        variance = float(np.var(y_val))
+    def _score_from_loss(self, val_loss, y_val, w_val):
+        mean = np.average(y_val, weights=w_val)
+        variance = float(np.average((y_val - mean) ** 2, weights=w_val))
         return 1.0 - val_loss / variance if variance > 0 else -val_loss
 
     def predict(self, X):
@@ -589,8 +613,10 @@ class NeuMissClassifier(ClassifierMixin, _BaseNeuMiss):
 
     def _loss(self, output, target):
         if output.shape[1] == 1:
-            return torch.nn.functional.binary_cross_entropy_with_logits(output[:, 0], target)
-        return torch.nn.functional.cross_entropy(output, target)
+            return torch.nn.functional.binary_cross_entropy_with_logits(
+                output[:, 0], target, reduction="none"
+            )
+        return torch.nn.functional.cross_entropy(output, target, reduction="none")
 
     def _stratify(self, y):
         counts = np.bincount(y)

@@ -45,12 +45,15 @@ class TrainingData:
     """Tensors of one split, all on the training device.
 
     x : (n, d) float32, missing entries 0; mask : (n, d) float32, 1 = missing;
-    target : (n,) float32 (regression, binary) or int64 (multiclass).
+    target : (n,) float32 (regression, binary) or int64 (multiclass);
+    weight : (n,) float32 case weights, or None (every row counts once); training
+        weights have a mean of 1.
     """
 
     x: torch.Tensor
     mask: torch.Tensor
     target: torch.Tensor
+    weight: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return self.x.shape[0]
@@ -101,6 +104,15 @@ def _make_optimizer(network: nn.Module, config: TrainingConfig) -> torch.optim.O
     raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {config.optimizer!r}")
 
 
+def _mean(losses: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
+    """Mean of per-row ``losses`` (n,) times ``weight`` (n,) when given.
+
+    Training weights are scaled to a mean of 1 over the training rows, so that
+    a batch of zero-weight rows simply contributes no gradient.
+    """
+    return losses.mean() if weight is None else (losses * weight).mean()
+
+
 @torch.no_grad()
 def evaluate_loss(
     network: nn.Module,
@@ -108,14 +120,19 @@ def evaluate_loss(
     loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
     chunk: int = 65536,
 ) -> float:
-    """Mean loss of ``network`` over ``data``, evaluated in chunks of rows."""
+    """Mean (case-weighted) loss of ``network`` over ``data``, evaluated in chunks of rows."""
     network.eval()
     total = 0.0
     for start in range(0, len(data), chunk):
         stop = start + chunk
         out = network(data.x[start:stop], data.mask[start:stop])
-        total += float(loss_fn(out, data.target[start:stop])) * out.shape[0]
-    return total / max(len(data), 1)
+        losses = loss_fn(out, data.target[start:stop])
+        if data.weight is None:
+            total += float(losses.mean()) * out.shape[0]
+        else:
+            total += float((losses * data.weight[start:stop]).sum())
+    size = len(data) if data.weight is None else float(data.weight.sum())
+    return total / max(size, 1e-300)
 
 
 def train(
@@ -142,7 +159,8 @@ def train(
     weights kept are those of the lowest validation loss seen, improving or
     not. Without validation data, the training loss plays its role.
 
-    ``loss_fn(output, target)`` returns a mean loss. ``score_fn`` maps a
+    ``loss_fn(output, target)`` returns the loss of each row, shape (batch,);
+    batches and epochs average it, weighted by the data's ``weight`` if any. ``score_fn`` maps a
     validation loss to a score shown in the progress bar and history (e.g. R²).
     """
     optimizer = _make_optimizer(network, config)
@@ -169,7 +187,10 @@ def train(
         for start in range(0, n, batch_size):
             idx = order[start : start + batch_size]
             optimizer.zero_grad(set_to_none=True)
-            loss = loss_fn(network(train_data.x[idx], train_data.mask[idx]), train_data.target[idx])
+            losses = loss_fn(network(train_data.x[idx], train_data.mask[idx]),
+                             train_data.target[idx])
+            weight = None if train_data.weight is None else train_data.weight[idx]
+            loss = _mean(losses, weight)
             loss.backward()
             optimizer.step()
             running += loss.detach() * idx.shape[0]

@@ -17,10 +17,23 @@ from .conftest import gaussian_regression
 
 # Every check of scikit-learn's suite applies and passes, except
 # check_array_api_input, which scikit-learn itself skips unless SCIPY_ARRAY_API
-# is set (torch estimators take numpy input only). max_epochs is lowered only to
-# keep the suite fast; the checks also pass with the defaults.
+# is set (torch estimators take numpy input only), and the exact equivalence of
+# weights and repeated rows (below). max_epochs is lowered only to keep the
+# suite fast; the checks also pass with the defaults.
+def _expected_failures(estimator):
+    return {
+        "check_sample_weight_equivalence_on_dense_data": (
+            "stochastic mini-batch training: integer weights and repeated rows give "
+            "different batches, so equal but not identical fits"
+        ),
+    }
+
+
 @pytest.mark.slow
-@parametrize_with_checks([NeuMissRegressor(max_epochs=20), NeuMissClassifier(max_epochs=20)])
+@parametrize_with_checks(
+    [NeuMissRegressor(max_epochs=20), NeuMissClassifier(max_epochs=20)],
+    expected_failed_checks=_expected_failures,
+)
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
 
@@ -285,3 +298,35 @@ def test_classifier_validation_data_rejects_unseen_labels():
     assert clf.score(X, labels) > 0.6
     with pytest.raises(ValueError, match=r"labels not seen in y: \['c'\]"):
         clf.fit(X, labels, validation_data=(X[:2], np.array(["a", "c"])))
+
+
+def test_unit_sample_weights_change_nothing(small_regression):
+    X, y = small_regression
+    plain = NeuMissRegressor(max_epochs=5, random_state=0).fit(X, y)
+    weighted = NeuMissRegressor(max_epochs=5, random_state=0).fit(X, y, sample_weight=np.ones(300))
+    np.testing.assert_allclose(weighted.predict(X), plain.predict(X), rtol=1e-5, atol=1e-6)
+
+
+def test_zero_weights_silence_corrupted_rows():
+    draw, *_ = gaussian_regression(4, 1200, np.random.default_rng(2), missing_rate=0.2)
+    X, y = draw(1200)
+    X_test, y_test = draw(500)
+    corrupted = y.copy()
+    corrupted[:400] = 50.0 * np.random.default_rng(3).normal(size=400)
+    weight = np.r_[np.zeros(400), np.ones(800)]
+    kwargs = {"depth": 2, "random_state": 0}
+    ignoring = NeuMissRegressor(**kwargs).fit(X, corrupted, sample_weight=weight)
+    fooled = NeuMissRegressor(**kwargs).fit(X, corrupted)
+    assert ignoring.score(X_test, y_test) > 0.8 > fooled.score(X_test, y_test)
+
+
+@pytest.mark.parametrize(
+    "weight, message",
+    [(-np.ones(300), "Negative values in data passed to `sample_weight`"),
+     (np.zeros(300), "Sample weights must contain at least one non-zero number"),
+     (np.ones(5), r"sample_weight.shape == \(5,\), expected \(300,\)")],
+)
+def test_bad_sample_weights_are_named(small_regression, weight, message):
+    X, y = small_regression
+    with pytest.raises(ValueError, match=message):
+        NeuMissRegressor(max_epochs=2).fit(X, y, sample_weight=weight)
