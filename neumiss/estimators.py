@@ -36,6 +36,7 @@ from .constraints import (
     check_params,
 )
 from .encoding import TableEncoder
+from .ensemble import EnsembleNetwork
 from .preprocessing import Standardizer
 from .search import AUTO_DEPTHS, Objective, SearchResult, search_depths
 from .training import OPTIMIZERS, TrainingConfig, TrainingData, torch_threads
@@ -79,6 +80,7 @@ class _BaseNeuMiss(BaseEstimator):
         "weight_sharing": Options("independent", "shared", "auto"),
         "residual": Boolean(),
         "compress_tails": Boolean(),
+        "ensemble_size": Integer(1),
         "optimizer": Options(*OPTIMIZERS),
         "learning_rate": Real(0, None, closed="neither"),
         "batch_size": AnyOf(Options("auto"), Integer(1)),
@@ -105,6 +107,7 @@ class _BaseNeuMiss(BaseEstimator):
         weight_sharing="independent",
         residual=False,
         compress_tails=False,
+        ensemble_size=1,
         optimizer=_TRAINING.optimizer,
         learning_rate=_TRAINING.learning_rate,
         batch_size="auto",
@@ -125,6 +128,7 @@ class _BaseNeuMiss(BaseEstimator):
         self.weight_sharing = weight_sharing
         self.residual = residual
         self.compress_tails = compress_tails
+        self.ensemble_size = ensemble_size
         self.optimizer = optimizer
         self.learning_rate = learning_rate
         self.batch_size = batch_size
@@ -161,6 +165,10 @@ class _BaseNeuMiss(BaseEstimator):
 
     def _stratify(self, y: np.ndarray):
         return None
+
+    def _combine(self) -> str:
+        """How an ensemble averages its members (:data:`neumiss.ensemble.COMBINE`)."""
+        return "mean"
 
     # --------------------------------------------------------------------- fit
     def fit(self, X, y, sample_weight=None, validation_data=None):
@@ -199,31 +207,50 @@ class _BaseNeuMiss(BaseEstimator):
             self.preprocessor_ = Standardizer(
                 self.compress_tails, numeric=self.encoder_.numeric_columns()
             ).fit(X)
-            train_data, val_data, y_val, w_val = self._split(
-                X, y_encoded, weight, validation_data, seed, device
-            )
-            objective = Objective(
-                self._loss, functools.partial(self._score_from_loss, y_val=y_val, w_val=w_val)
-            )
-            search = search_depths(
-                self._build_network, self._candidate_depths(), self.weight_sharing,
-                train_data, val_data, objective, self._training_config(), seed,
-                verbose=int(self.verbose), label=type(self).__name__,
-            )
-        self._set_search_result(search)
+            x, mask = self.preprocessor_.transform(X)
+            validation = None
+            if validation_data is not None:
+                X_val, y_val = self._check_validation_data(validation_data)
+                validation = (*self.preprocessor_.transform(X_val), y_val)
+            members = []
+            for k in range(self.ensemble_size):
+                # Member 0 searches depth and weight sharing; the others train its choice
+                # on their own validation split and initialisation.
+                member_seed = seed + k
+                train_data, val_data, y_val, w_val = self._split(
+                    x, mask, y_encoded, weight, validation, member_seed, device
+                )
+                objective = Objective(
+                    self._loss, functools.partial(self._score_from_loss, y_val=y_val, w_val=w_val)
+                )
+                depths, sharing = (
+                    (self._candidate_depths(), self.weight_sharing) if k == 0
+                    else ([members[0].best.depth], members[0].best.weight_sharing)
+                )
+                members.append(search_depths(
+                    self._build_network, depths, sharing, train_data, val_data, objective,
+                    self._training_config(), member_seed, verbose=int(self.verbose),
+                    label=f"{type(self).__name__}[{k}]" if k else type(self).__name__,
+                ))
+        self._set_search_results(members)
         return self
 
-    def _set_search_result(self, search: SearchResult) -> None:
-        best = search.best
-        self.network_ = best.network
+    def _set_search_results(self, members: list[SearchResult]) -> None:
+        """Fitted attributes from the search of member 0 and the training of the others."""
+        best = members[0].best
+        networks = [member.best.network for member in members]
+        self.network_ = (
+            networks[0] if len(networks) == 1 else EnsembleNetwork(networks, self._combine())
+        )
         self.best_depth_ = best.depth
         self.weight_sharing_ = best.weight_sharing
         self.history_ = best.result.history
         self.n_epochs_ = best.result.n_epochs
         self.best_epoch_ = best.result.best_epoch
-        self.validation_score_ = best.result.best_val_score
-        self.depth_results_ = search.depth_results
-        self.untied_result_ = search.untied
+        self.depth_results_ = members[0].depth_results
+        self.untied_result_ = members[0].untied
+        self.members_ = [member.best.summary() for member in members]
+        self.validation_score_ = float(np.mean([m["val_score"] for m in self.members_]))
 
     def _warn_features_never_observed(self, X: np.ndarray) -> None:
         """Warn about input columns whose encoded columns are missing in every row of ``X``."""
@@ -251,14 +278,15 @@ class _BaseNeuMiss(BaseEstimator):
             weight_decay=float(self.weight_decay),
         )
 
-    def _split(self, X, y_encoded, weight, validation_data, seed, device):
+    def _split(self, x, mask, y_encoded, weight, validation, seed, device):
         """Training and validation :class:`TrainingData`, and the validation targets and weights.
 
-        Without ``validation_data``, ``validation_fraction`` of the rows are held
-        out (stratified for classes); with it, every row of ``X`` trains.
+        ``x``, ``mask``: the network's inputs for every row. Without
+        ``validation`` (``(x_val, mask_val, encoded y_val)`` or None),
+        ``validation_fraction`` of the rows, drawn with ``seed``, are held out
+        (stratified for classes); with it, every row trains.
         Returns ``(train, val or None, encoded y_val, w_val or None)``.
         """
-        x, mask = self.preprocessor_.transform(X)
 
         def tensors(x, mask, y, w):
             return TrainingData(
@@ -275,11 +303,10 @@ class _BaseNeuMiss(BaseEstimator):
                 raise ValueError("sample_weight is 0 on every training row of the split")
             return tensors(x[index], mask[index], y, weight[index] / np.mean(weight[index]))
 
-        if validation_data is not None:
-            X_val, y_val = self._check_validation_data(validation_data)
-            val = tensors(*self.preprocessor_.transform(X_val), y_val, None)
-            return training_rows(slice(None), y_encoded), val, y_val, None
-        n_samples = X.shape[0]
+        if validation is not None:
+            val = tensors(*validation, None)
+            return training_rows(slice(None), y_encoded), val, validation[2], None
+        n_samples = x.shape[0]
         if self.validation_fraction == 0:
             return training_rows(slice(None), y_encoded), None, y_encoded, weight
         n_val = int(np.ceil(self.validation_fraction * n_samples))
@@ -331,9 +358,13 @@ class _BaseNeuMiss(BaseEstimator):
             mlp_width=self.mlp_width,
         )
 
-    def _build_fitted_network(self) -> NeuMissNetwork:
+    def _build_fitted_network(self) -> NeuMissNetwork | EnsembleNetwork:
         """An untrained network shaped like ``network_``, to load saved weights into."""
-        return self._build_network(self.best_depth_, self.weight_sharing_)
+        networks = [
+            self._build_network(self.best_depth_, self.weight_sharing_)
+            for _ in range(self.ensemble_size)
+        ]
+        return networks[0] if len(networks) == 1 else EnsembleNetwork(networks, self._combine())
 
     # ----------------------------------------------------------------- predict
     def _apply(self, X, *, block_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -462,6 +493,12 @@ class NeuMissRegressor(RegressorMixin, _BaseNeuMiss):
         deviation and compressed smoothly beyond 3 of them (see
         :class:`~neumiss.preprocessing.Standardizer`); other columns are only
         standardized.
+    ensemble_size : int >= 1, default=1
+        Number of networks averaged. Member 0 makes the search over ``depth``
+        and ``weight_sharing``; the others train its choice from their own
+        initialisation, each on its own random validation split of
+        ``validation_fraction`` of the rows. Predictions average the members'
+        outputs (regression) or class probabilities (classification).
     optimizer : {"adam", "sgd"}, default="adam"
     learning_rate : float, default=1e-2
         Initial learning rate (on standardized X and y).
@@ -495,7 +532,11 @@ class NeuMissRegressor(RegressorMixin, _BaseNeuMiss):
 
     Attributes
     ----------
-    network_ : NeuMissNetwork
+    network_ : NeuMissNetwork or EnsembleNetwork
+        The trained network, or the ensemble of ``ensemble_size`` members.
+    members_ : list of dict
+        Per member: ``val_loss``, ``val_score``, ``epochs`` and ``seconds`` of
+        its kept network (member 0 first).
     best_depth_ : int
         The depth used (the chosen one when several were tried).
     weight_sharing_ : {"independent", "shared"}
@@ -512,7 +553,7 @@ class NeuMissRegressor(RegressorMixin, _BaseNeuMiss):
         ``val_score`` (validation R²) and ``lr``.
     n_epochs_, best_epoch_ : int
     validation_score_ : float
-        Validation R² of the restored weights.
+        Validation R² of the restored weights (the members' mean for an ensemble).
     encoder_ : TableEncoder
         How each input column is encoded (numeric; boolean as 0/1; categorical
         as one column per category, a missing or unseen category marking its
@@ -606,6 +647,9 @@ class NeuMissClassifier(ClassifierMixin, _BaseNeuMiss):
     def _n_outputs(self):
         n_classes = len(self.classes_)
         return 1 if n_classes == 2 else n_classes
+
+    def _combine(self):
+        return "binary_probability" if len(self.classes_) == 2 else "probability"
 
     def _target_tensor(self, y, device):
         dtype = torch.float32 if len(self.classes_) == 2 else torch.int64

@@ -35,6 +35,7 @@ from torch import nn
 
 from ._version import __version__
 from .constraints import Integer, check_params
+from .ensemble import EPSILON, EnsembleNetwork
 
 #: Opset written by default: ONNX 1.12 / ONNX Runtime >= 1.12 support it.
 DEFAULT_OPSET = 17
@@ -106,42 +107,70 @@ def _standardize(g: _Graph, preprocessor, obs: str) -> str:
     return g.op("Mul", [scaled, obs], "x")
 
 
-def _block(g: _Graph, block, x: str, obs: str) -> str:
+def _block(g: _Graph, block, x: str, obs: str, prefix: str) -> str:
     """The NeuMiss block (see :meth:`NeuMissBlock.forward`), output (N, d)."""
-    mu = g.constant("block.mu", _array(block.mu))
-    centred = g.op("Mul", [g.op("Sub", [x, mu], "block.x_minus_mu"), obs], "block.c")
+    mu = g.constant(f"{prefix}.mu", _array(block.mu))
+    centred = g.op("Mul", [g.op("Sub", [x, mu], f"{prefix}.x_minus_mu"), obs], f"{prefix}.c")
     h = centred
     if block.S0 is not None:
-        product = g.op("MatMul", [h, g.constant("block.S0", _array(block.S0))], "block.h0_S0")
-        h = g.op("Mul", [product, obs], "block.h0")
+        s0 = g.constant(f"{prefix}.S0", _array(block.S0))
+        h = g.op("Mul", [g.op("MatMul", [h, s0], f"{prefix}.h0_S0"), obs], f"{prefix}.h0")
     names = {}
     for i, weight in enumerate(block.iteration_weights(), start=1):
         # Shared weights appear once in the file, used by every iteration.
         if id(weight) not in names:
-            label = "block.W_shared" if block.weight_sharing == "shared" else f"block.W{i}"
-            names[id(weight)] = g.constant(label, _array(weight))
-        product = g.op("MatMul", [h, names[id(weight)]], f"block.h{i}_W")
-        h = g.op("Mul", [product, obs], f"block.h{i}" + ("_masked" if block.residual else ""))
+            label = "W_shared" if block.weight_sharing == "shared" else f"W{i}"
+            names[id(weight)] = g.constant(f"{prefix}.{label}", _array(weight))
+        product = g.op("MatMul", [h, names[id(weight)]], f"{prefix}.h{i}_W")
+        h = g.op("Mul", [product, obs], f"{prefix}.h{i}" + ("_masked" if block.residual else ""))
         if block.residual:
-            h = g.op("Add", [h, centred], f"block.h{i}")
+            h = g.op("Add", [h, centred], f"{prefix}.h{i}")
     # (h @ W_mix) * M + x * (1 - M) + mu * M, with x already 0 where missing.
-    mixed = g.op("MatMul", [h, g.constant("block.W_mix", _array(block.W_mix))], "block.h_Wmix")
-    estimate = g.op("Add", [mixed, mu], "block.estimate")
-    return g.op("Add", [g.op("Mul", [estimate, "M"], "block.estimate_missing"), x], "block.out")
+    w_mix = g.constant(f"{prefix}.W_mix", _array(block.W_mix))
+    estimate = g.op("Add", [g.op("MatMul", [h, w_mix], f"{prefix}.h_Wmix"), mu],
+                    f"{prefix}.estimate")
+    missing_part = g.op("Mul", [estimate, "M"], f"{prefix}.estimate_missing")
+    return g.op("Add", [missing_part, x], f"{prefix}.out")
 
 
-def _head(g: _Graph, head, h: str) -> str:
+def _head(g: _Graph, head, h: str, prefix: str) -> str:
     """The head: ``Gemm`` per ``nn.Linear`` (weight used as stored, ``transB=1``), ``Relu``."""
     for i, layer in enumerate(head):
         if isinstance(layer, nn.Linear):
-            weight = g.constant(f"head.{i}.weight", _array(layer.weight))
-            bias = g.constant(f"head.{i}.bias", _array(layer.bias))
-            h = g.op("Gemm", [h, weight, bias], f"head.{i}.out", transB=1)
+            weight = g.constant(f"{prefix}.{i}.weight", _array(layer.weight))
+            bias = g.constant(f"{prefix}.{i}.bias", _array(layer.bias))
+            h = g.op("Gemm", [h, weight, bias], f"{prefix}.{i}.out", transB=1)
         elif isinstance(layer, nn.ReLU):
-            h = g.op("Relu", [h], f"head.{i}.out")
+            h = g.op("Relu", [h], f"{prefix}.{i}.out")
         else:
             raise ValueError(f"cannot export head layer {i} of type {type(layer).__name__}")
     return h
+
+
+def _network(g: _Graph, network, x: str, obs: str) -> str:
+    """The network's raw output (N, n_outputs): one network, or an ensemble combined as
+    :class:`~neumiss.ensemble.EnsembleNetwork` does (average of outputs or of probabilities,
+    then back to logits)."""
+    if not isinstance(network, EnsembleNetwork):
+        return _head(g, network.head, _block(g, network.block, x, obs, "block"), "head")
+    raws = [
+        _head(g, member.head, _block(g, member.block, x, obs, f"member{k}.block"),
+              f"member{k}.head")
+        for k, member in enumerate(network.members)
+    ]
+    if network.combine == "mean":
+        return g.op("Mean", raws, "raw")
+    low = g.constant("epsilon", EPSILON)
+    if network.combine == "binary_probability":
+        high = g.constant("one_minus_epsilon", 1 - EPSILON)
+        probabilities = [g.op("Sigmoid", [r], f"member{k}.p") for k, r in enumerate(raws)]
+        p = g.op("Clip", [g.op("Mean", probabilities, "p_mean"), low, high], "p_clipped")
+        log_odds = [g.op("Log", [p], "log_p"),
+                    g.op("Log", [g.op("Sub", [g.constant("one", 1.0), p], "q")], "log_q")]
+        return g.op("Sub", log_odds, "raw")
+    probabilities = [g.op("Softmax", [r], f"member{k}.p", axis=1) for k, r in enumerate(raws)]
+    p = g.op("Clip", [g.op("Mean", probabilities, "p_mean"), low], "p_clipped")
+    return g.op("Log", [p], "raw")
 
 
 def _regressor_outputs(g: _Graph, estimator, raw: str) -> list[onnx.ValueInfoProto]:
@@ -205,7 +234,6 @@ def _json_encoding(state: list[dict]) -> list[dict]:
 
 
 def _metadata(estimator, task: str) -> dict[str, str]:
-    block = estimator.network_.block
     names = getattr(estimator, "feature_names_in_", None)
     classes = _json_labels(estimator.classes_) if task == "classification" else None
     return {
@@ -219,10 +247,11 @@ def _metadata(estimator, task: str) -> dict[str, str]:
         "encoding": json.dumps(_json_encoding(estimator.encoder_.get_state())),
         "encoded_feature_names": json.dumps(estimator.encoder_.output_names()),
         "classes": json.dumps(classes),
-        "depth": str(block.depth),
-        "weight_sharing": block.weight_sharing,
-        "residual": json.dumps(block.residual),
+        "depth": str(estimator.best_depth_),
+        "weight_sharing": estimator.weight_sharing_,
+        "residual": json.dumps(bool(estimator.residual)),
         "mlp_depth": str(estimator.mlp_depth),
+        "ensemble_size": str(estimator.ensemble_size),
         "input_contract": INPUT_CONTRACT,
     }
 
@@ -290,7 +319,7 @@ def export_onnx(estimator, path=None, *, opset: int = DEFAULT_OPSET) -> onnx.Mod
     g = _Graph()
     obs = g.op("Sub", [g.constant("one", 1.0), "M"], "one_minus_M")
     x = _standardize(g, estimator.preprocessor_, obs)
-    raw = _head(g, estimator.network_.head, _block(g, estimator.network_.block, x, obs))
+    raw = _network(g, estimator.network_, x, obs)
     if task == "regression":
         outputs = _regressor_outputs(g, estimator, raw)
     else:

@@ -1,0 +1,65 @@
+"""An ensemble of NeuMiss networks that predicts as one network.
+
+The estimators train ``ensemble_size`` members on different validation
+splits and initialisations (:mod:`neumiss.estimators`); :class:`EnsembleNetwork`
+averages them. Regression outputs are averaged; class probabilities are
+averaged, and returned as logits (binary) or log-probabilities (multiclass),
+so that the estimators' sigmoid or softmax gives back the averaged
+probabilities and ``decision_function`` stays a logit.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .block import NeuMissNetwork
+
+#: How members' outputs combine: the average of the outputs, of the sigmoid
+#: probabilities (one logit, binary) or of the softmax probabilities (multiclass).
+COMBINE = ("mean", "binary_probability", "probability")
+
+#: Probabilities are kept within [EPSILON, 1 - EPSILON] before taking logits.
+EPSILON = 1e-7
+
+
+class MeanBlock(nn.Module):
+    """The average of several NeuMiss blocks: ``(x, mask) -> (batch, d)``."""
+
+    def __init__(self, blocks: list[nn.Module]) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList(blocks)
+        self.n_features = blocks[0].n_features
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return torch.stack([block(x, mask) for block in self.blocks]).mean(dim=0)
+
+
+class EnsembleNetwork(nn.Module):
+    """Members with the same inputs and outputs, combined by ``combine`` (see :data:`COMBINE`).
+
+    Shapes: ``x`` and ``mask`` (batch, d) -> output (batch, n_outputs), like
+    each member. ``block`` averages the members' blocks (used by ``impute``).
+    """
+
+    def __init__(self, members: list[NeuMissNetwork], combine: str) -> None:
+        super().__init__()
+        if combine not in COMBINE:
+            raise ValueError(f"combine must be one of {COMBINE}, got {combine!r}")
+        if len(members) < 2:
+            raise ValueError(f"an ensemble needs at least 2 members, got {len(members)}")
+        self.members = nn.ModuleList(members)
+        self.combine = combine
+
+    @property
+    def block(self) -> MeanBlock:
+        return MeanBlock([member.block for member in self.members])
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        outputs = torch.stack([member(x, mask) for member in self.members])
+        if self.combine == "mean":
+            return outputs.mean(dim=0)
+        if self.combine == "binary_probability":
+            p = torch.sigmoid(outputs).mean(dim=0).clamp(EPSILON, 1 - EPSILON)
+            return torch.log(p) - torch.log1p(-p)
+        return torch.log(torch.softmax(outputs, dim=-1).mean(dim=0).clamp_min(EPSILON))

@@ -1,0 +1,122 @@
+"""Ensembles of NeuMiss networks: members, averaging, and one graph, file and pickle."""
+
+import pickle
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+import torch
+
+import neumiss
+from neumiss import NeuMissClassifier, NeuMissRegressor
+from neumiss.ensemble import EnsembleNetwork
+
+from .conftest import gaussian_regression
+
+
+@pytest.fixture(scope="module")
+def data():
+    draw, *_ = gaussian_regression(4, 800, np.random.default_rng(7), missing_rate=0.3)
+    return draw(800)
+
+
+def _members(ensemble):
+    return list(ensemble.network_.members)
+
+
+def test_members_train_the_choice_of_member_0_on_their_own_splits(data):
+    X, y = data
+    model = NeuMissRegressor(depth=[1, 2], ensemble_size=3, max_epochs=6, random_state=0).fit(X, y)
+    assert isinstance(model.network_, EnsembleNetwork) and len(model.members_) == 3
+    assert {m.block.depth for m in _members(model)} == {model.best_depth_}
+    # Different initialisations and splits: different weights and validation losses.
+    first, second = (m.block.W_mix.detach() for m in _members(model)[:2])
+    assert not torch.equal(first, second)
+    assert len({m["val_loss"] for m in model.members_}) == 3
+    scores = [m["val_score"] for m in model.members_]
+    assert model.validation_score_ == pytest.approx(np.mean(scores))
+
+
+def test_member_0_is_the_single_model(data):
+    X, y = data
+    kwargs = {"depth": 2, "max_epochs": 6, "random_state": 0}
+    single = NeuMissRegressor(**kwargs).fit(X, y)
+    ensemble = NeuMissRegressor(ensemble_size=2, **kwargs).fit(X, y)
+    first = _members(ensemble)[0]
+    for name, value in single.network_.state_dict().items():
+        torch.testing.assert_close(first.state_dict()[name], value)
+
+
+def test_regression_averages_the_members_predictions(data):
+    X, y = data
+    model = NeuMissRegressor(depth=2, ensemble_size=3, max_epochs=4, random_state=0).fit(X, y)
+    x, mask = model.preprocessor_.transform(X)
+    with torch.no_grad():
+        outputs = [m(torch.from_numpy(x), torch.from_numpy(mask))[:, 0].numpy() for m in
+                   _members(model)]
+    expected = np.mean(outputs, axis=0) * model.y_scale_ + model.y_mean_
+    np.testing.assert_allclose(model.predict(X), expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_classification_averages_the_members_probabilities(data, n_classes):
+    X, y = data
+    labels = np.digitize(y, np.quantile(y, np.linspace(0, 1, n_classes + 1)[1:-1]))
+    model = NeuMissClassifier(depth=2, ensemble_size=3, max_epochs=4, random_state=0)
+    model.fit(X, labels)
+    x, mask = (torch.from_numpy(a) for a in model.preprocessor_.transform(X))
+    with torch.no_grad():
+        logits = [m(x, mask) for m in _members(model)]
+    if n_classes == 2:
+        p1 = np.mean([torch.sigmoid(z)[:, 0].numpy() for z in logits], axis=0)
+        expected = np.column_stack([1 - p1, p1])
+    else:
+        expected = np.mean([torch.softmax(z, dim=1).numpy() for z in logits], axis=0)
+    np.testing.assert_allclose(model.predict_proba(X), expected, rtol=1e-4, atol=1e-6)
+    np.testing.assert_array_equal(model.predict(X), model.classes_[expected.argmax(axis=1)])
+
+
+@pytest.mark.parametrize("task", ["regression", "binary", "multiclass"])
+def test_ensemble_exports_saves_and_pickles_as_one_model(data, task, tmp_path):
+    X, y = data
+    if task == "regression":
+        model = NeuMissRegressor(depth=2, ensemble_size=2, mlp_depth=1, max_epochs=3,
+                                 random_state=0).fit(X, y)
+    else:
+        labels = y > np.median(y) if task == "binary" else np.digitize(y, [-1.0, 1.0])
+        model = NeuMissClassifier(depth=2, ensemble_size=2, max_epochs=3,
+                                  random_state=0).fit(X, labels)
+    model.save(tmp_path / "m.pt")
+    loaded = neumiss.load(tmp_path / "m.pt")
+    clone = pickle.loads(pickle.dumps(model))
+    method = "predict" if task == "regression" else "predict_proba"
+    expected = getattr(model, method)(X)
+    np.testing.assert_array_equal(getattr(loaded, method)(X), expected)
+    np.testing.assert_array_equal(getattr(clone, method)(X), expected)
+    model.to_onnx(tmp_path / "m.onnx")
+    session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    missing = np.isnan(X)
+    feeds = {"X": np.where(missing, 0, X).astype(np.float32), "M": missing.astype(np.float32)}
+    output = "y" if task == "regression" else "probabilities"
+    scale = model.y_scale_ if task == "regression" else 1.0
+    np.testing.assert_allclose(session.run([output], feeds)[0], expected, rtol=1e-4,
+                               atol=1e-5 * scale)
+
+
+def test_impute_averages_the_members_blocks(data):
+    X, y = data
+    model = NeuMissRegressor(depth=2, ensemble_size=2, max_epochs=3, random_state=0).fit(X, y)
+    imputed = model.impute(X)
+    observed = ~np.isnan(X)
+    np.testing.assert_array_equal(imputed[observed], X[observed])
+    assert np.isfinite(imputed).all()
+
+
+def test_ensemble_network_needs_two_members_and_a_known_rule():
+    from neumiss.block import NeuMissNetwork
+
+    member = NeuMissNetwork(3)
+    with pytest.raises(ValueError, match="at least 2 members"):
+        EnsembleNetwork([member], "mean")
+    with pytest.raises(ValueError, match="combine must be one of"):
+        EnsembleNetwork([member, NeuMissNetwork(3)], "median")
