@@ -111,7 +111,11 @@ class NeuMissOnnxModel:
         self.n_features = int(props["n_features"])
         self.feature_names = json.loads(props["feature_names"])
         self.classes = json.loads(props["classes"])
-        self.encoding = json.loads(props["encoding"])
+        # Contract version 1 had no encoding: every column numeric.
+        names = self.feature_names or list(range(self.n_features))
+        self.encoding = json.loads(props.get("encoding", "null")) or [
+            {"name": name, "kind": "numeric", "categories": [], "other": False} for name in names
+        ]
         self.n_encoded = sum(_width(column) for column in self.encoding)
 
     def predict(self, X, M=None) -> dict[str, np.ndarray]:

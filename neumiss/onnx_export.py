@@ -45,8 +45,9 @@ MIN_OPSET = 13
 _EXPORT_CONSTRAINTS = {"opset": Integer(MIN_OPSET, onnx.defs.onnx_opset_version())}
 #: ``producer_name`` of every exported model; the scorer refuses other producers.
 PRODUCER = "neumiss"
-#: Version of the input/output contract below, stored as metadata ``format_version``.
-FORMAT_VERSION = 1
+#: Version of the input/output contract below, stored as metadata ``format_version``
+#: (2: ``X`` holds the encoded columns, metadata ``encoding`` says how).
+FORMAT_VERSION = 2
 
 INPUT_CONTRACT = (
     "X: float32 [N, d], the encoded feature values in the training units and order "

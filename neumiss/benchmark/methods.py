@@ -33,10 +33,11 @@ from ..constraints import AnyOf, Integer, NoneValue, SequenceOf, check_params
 if TYPE_CHECKING:
     from .data import SimulatedData
 
-#: NeuMissRegressor settings other than its defaults; why these: "Why the
-#: benchmark's NeuMiss settings" in results/README.md.
+#: The paper's NeuMiss (linear head, one network) with the benchmark's training
+#: settings; why these: "Why the benchmark's NeuMiss settings" in results/README.md.
 NEUMISS_PARAMS = {
     "residual": True, "weight_sharing": "auto", "patience": 3, "lr_patience": 1, "tol": 2e-3,
+    "mlp_depth": 0, "ensemble_size": 1,
 }
 #: Candidate MLP widths, as multiples of d (chosen per run on the validation set).
 MLP_WIDTHS = (1, 5, 20)
@@ -97,17 +98,27 @@ def _select_on_validation(candidates: dict, data: SimulatedData) -> tuple[object
 
 
 def _fit_neumiss(data: SimulatedData, settings: RunSettings) -> tuple[object, dict]:
-    """The fitted NeuMissRegressor and its depth search (chosen depth, weights,
-    epochs, validation R² and seconds of each depth)."""
+    """The paper's NeuMiss (:data:`NEUMISS_PARAMS`) and its depth search."""
+    depth = "auto" if settings.neumiss_depths is None else list(settings.neumiss_depths)
+    return _fit_neumiss_with({"depth": depth, **NEUMISS_PARAMS}, data)
+
+
+def _fit_neumiss_default(data: SimulatedData, settings: RunSettings) -> tuple[object, dict]:
+    """``NeuMissRegressor()`` with its defaults (only ``random_state`` set)."""
+    return _fit_neumiss_with({}, data)
+
+
+def _fit_neumiss_with(params: dict, data: SimulatedData) -> tuple[object, dict]:
+    """A fitted NeuMissRegressor with ``params`` and its depth search (chosen depth,
+    weight sharing, epochs, validation R² and seconds of each depth)."""
     from ..estimators import NeuMissRegressor
 
     # One estimator tries every depth (each warm-started from the previous one)
     # and keeps the best on the validation set; as in the paper it trains on all
     # of n_train and early-stops on the validation set.
-    depth = "auto" if settings.neumiss_depths is None else list(settings.neumiss_depths)
-    model = NeuMissRegressor(
-        depth=depth, random_state=data.random_state, **NEUMISS_PARAMS
-    ).fit(data.X_train, data.y_train, validation_data=(data.X_val, data.y_val))
+    model = NeuMissRegressor(random_state=data.random_state, **params).fit(
+        data.X_train, data.y_train, validation_data=(data.X_val, data.y_val)
+    )
     results = model.depth_results_
     untied = model.untied_result_
     return model, {
@@ -239,6 +250,7 @@ METHODS = {
     "mlp": Method("MLP", _fit_mlp),
     "hgb": Method("HistGradientBoosting", _fit_plain(_hgb)),
     "neumiss": Method("NeuMiss", _fit_neumiss, warm_up=_warm_up_torch),
+    "neumiss_default": Method("NeuMiss (defaults)", _fit_neumiss_default, warm_up=_warm_up_torch),
 }
 #: Methods run when none are named (R's norm is opt-in: it needs R, and fails above d = 30).
 DEFAULT_METHODS = ("em", "mice_lr", "impute_mask_lr", "mlp", "hgb", "neumiss")
