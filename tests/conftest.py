@@ -50,3 +50,16 @@ def small_regression():
     rng = np.random.default_rng(0)
     draw, *_ = gaussian_regression(5, 300, rng, missing_rate=0.3)
     return draw(300)
+
+
+#: The paper's single network with the training settings of the mechanics tests
+#: (history lengths, epochs, depth search): fast, and one network to inspect.
+PAPER = {
+    "depth": 3, "mlp_depth": 0, "weight_sharing": "independent", "residual": False,
+    "ensemble_size": 1, "patience": 8, "lr_patience": 2, "tol": 0.0,
+}
+
+
+def paper(estimator_class, **params):
+    """``estimator_class`` configured as :data:`PAPER`, with ``params`` on top."""
+    return estimator_class(**{**PAPER, **params})

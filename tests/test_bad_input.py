@@ -8,6 +8,8 @@ import pytest
 
 from neumiss import NeuMissClassifier, NeuMissRegressor
 
+from .conftest import paper
+
 
 def data(n=60, d=3, seed=0):
     rng = np.random.default_rng(seed)
@@ -18,7 +20,7 @@ def data(n=60, d=3, seed=0):
 
 
 def fast(cls=NeuMissRegressor, **kw):
-    return cls(**{"max_epochs": 2, "random_state": 0, **kw})
+    return paper(cls, **{"max_epochs": 2, "random_state": 0, **kw})
 
 
 def test_inf_in_X_is_rejected():

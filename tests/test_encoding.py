@@ -12,6 +12,8 @@ import neumiss
 from neumiss import NeuMissClassifier, NeuMissRegressor
 from neumiss.encoding import MAX_CATEGORIES, OTHER, TableEncoder
 
+from .conftest import paper
+
 
 def mixed_table(n=400, seed=0):
     """Numeric, categorical (with NaN), string, boolean columns; y depends on the category."""
@@ -112,7 +114,7 @@ def test_regressor_learns_from_categorical_columns():
 
 def test_missing_and_unseen_categories_predict_as_missing():
     frame, y = mixed_table(300)
-    model = NeuMissRegressor(max_epochs=5, random_state=0).fit(frame, y)
+    model = paper(NeuMissRegressor, max_epochs=5, random_state=0).fit(frame, y)
     rows = frame.iloc[:5].copy()
     rows["size"] = rows["size"].astype(object)
     unseen = rows.copy()
@@ -130,7 +132,7 @@ def test_classifier_save_load_and_pickle_with_categories(tmp_path):
 
     frame, y = mixed_table(300)
     labels = np.where(y > 0, "up", "down")
-    model = NeuMissClassifier(max_epochs=5, random_state=0).fit(frame, labels)
+    model = paper(NeuMissClassifier, max_epochs=5, random_state=0).fit(frame, labels)
     model.save(tmp_path / "model.pt")
     loaded = neumiss.load(tmp_path / "model.pt")
     np.testing.assert_array_equal(loaded.predict_proba(frame), model.predict_proba(frame))
@@ -140,7 +142,7 @@ def test_classifier_save_load_and_pickle_with_categories(tmp_path):
 
 def test_impute_returns_the_encoded_columns():
     frame, y = mixed_table(200)
-    model = NeuMissRegressor(max_epochs=3, random_state=0).fit(frame, y)
+    model = paper(NeuMissRegressor, max_epochs=3, random_state=0).fit(frame, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         imputed = model.impute(frame)

@@ -12,7 +12,7 @@ from neumiss import NeuMissClassifier, NeuMissRegressor
 from neumiss.search import AUTO_DEPTHS, UNTIE_ROWS_PER_PARAMETER
 from neumiss.training import train
 
-from .conftest import gaussian_regression
+from .conftest import gaussian_regression, paper
 
 
 # Every check of scikit-learn's suite applies and passes, except
@@ -31,7 +31,8 @@ def _expected_failures(estimator):
 
 @pytest.mark.slow
 @parametrize_with_checks(
-    [NeuMissRegressor(max_epochs=20), NeuMissClassifier(max_epochs=20)],
+    [NeuMissRegressor(max_epochs=20, depth=[1, 2], ensemble_size=2),
+     NeuMissClassifier(max_epochs=20, depth=[1, 2], ensemble_size=2)],
     expected_failed_checks=_expected_failures,
 )
 def test_sklearn_compatible_estimator(estimator, check):
@@ -39,19 +40,20 @@ def test_sklearn_compatible_estimator(estimator, check):
 
 
 def test_allow_nan_tag():
-    assert NeuMissRegressor().__sklearn_tags__().input_tags.allow_nan
-    assert NeuMissClassifier().__sklearn_tags__().input_tags.allow_nan
+    assert paper(NeuMissRegressor).__sklearn_tags__().input_tags.allow_nan
+    assert paper(NeuMissClassifier).__sklearn_tags__().input_tags.allow_nan
 
 
 @pytest.mark.slow
 def test_pipeline_cross_val_score_and_grid_search(small_regression):
     X, y = small_regression
-    pipe = make_pipeline(FunctionTransformer(), NeuMissRegressor(max_epochs=20, random_state=0))
+    model = paper(NeuMissRegressor, max_epochs=20, random_state=0)
+    pipe = make_pipeline(FunctionTransformer(), model)
     scores = cross_val_score(pipe, X, y, cv=3)
     assert scores.shape == (3,) and np.all(np.isfinite(scores))
     assert scores.mean() > 0.5
     grid = GridSearchCV(
-        NeuMissRegressor(max_epochs=10, random_state=0), {"depth": [1, 2]}, cv=2
+        paper(NeuMissRegressor, max_epochs=10, random_state=0), {"depth": [1, 2]}, cv=2
     ).fit(X, y)
     assert grid.best_params_["depth"] in (1, 2)
 
@@ -66,7 +68,7 @@ def test_dataframe_feature_names_and_missing_markers():
     frame["bp"] = frame["bp"].astype("Float64")
     frame.loc[::4, "bp"] = pd.NA
     original = frame.copy()
-    model = NeuMissRegressor(max_epochs=5, random_state=0).fit(frame, y)
+    model = paper(NeuMissRegressor, max_epochs=5, random_state=0).fit(frame, y)
     assert list(model.feature_names_in_) == ["age", "bmi", "bp"]
     assert model.n_features_in_ == 3
     pred = model.predict(frame)
@@ -78,16 +80,16 @@ def test_dataframe_feature_names_and_missing_markers():
 
 def test_random_state_makes_fit_repeatable(small_regression):
     X, y = small_regression
-    a = NeuMissRegressor(max_epochs=5, random_state=3).fit(X, y).predict(X)
-    b = NeuMissRegressor(max_epochs=5, random_state=3).fit(X, y).predict(X)
-    c = NeuMissRegressor(max_epochs=5, random_state=4).fit(X, y).predict(X)
+    a = paper(NeuMissRegressor, max_epochs=5, random_state=3).fit(X, y).predict(X)
+    b = paper(NeuMissRegressor, max_epochs=5, random_state=3).fit(X, y).predict(X)
+    c = paper(NeuMissRegressor, max_epochs=5, random_state=4).fit(X, y).predict(X)
     np.testing.assert_array_equal(a, b)
     assert not np.allclose(a, c)
 
 
 def test_fitted_attributes_and_history(small_regression):
     X, y = small_regression
-    model = NeuMissRegressor(max_epochs=7, patience=100, random_state=0).fit(X, y)
+    model = paper(NeuMissRegressor, max_epochs=7, patience=100, random_state=0).fit(X, y)
     assert model.n_epochs_ == 7
     for key in ("train_loss", "val_loss", "val_score", "lr"):
         assert len(model.history_[key]) == 7
@@ -104,7 +106,7 @@ def test_early_stopping_restores_best_weights(small_regression):
     X, y = small_regression
     X_val, y_val = X[:60], y[:60]
     # A large learning rate makes the validation loss bounce: the best epoch is not the last.
-    model = NeuMissRegressor(max_epochs=30, patience=5, learning_rate=0.05, random_state=1)
+    model = paper(NeuMissRegressor, max_epochs=30, patience=5, learning_rate=0.05, random_state=1)
     model.fit(X[60:], y[60:], validation_data=(X_val, y_val))
     losses = model.history_["val_loss"]
     assert min(losses) == losses[model.best_epoch_ - 1]
@@ -120,7 +122,7 @@ def test_early_stopping_restores_best_weights(small_regression):
 @pytest.mark.slow
 def test_depth_auto_picks_best_validation_depth(small_regression):
     X, y = small_regression
-    model = NeuMissRegressor(depth="auto", max_epochs=10, random_state=0).fit(X, y)
+    model = paper(NeuMissRegressor, depth="auto", max_epochs=10, random_state=0).fit(X, y)
     results = model.depth_results_
     tried = list(results)
     assert tried == list(AUTO_DEPTHS[: len(tried)]) and len(tried) >= 2
@@ -145,7 +147,7 @@ def test_weight_sharing_auto_unties_the_shared_matrix_and_keeps_the_better_netwo
     draw, *_ = gaussian_regression(4, 1000, np.random.default_rng(1), missing_rate=0.3)
     X, y = draw(1000)
     assert 900 >= UNTIE_ROWS_PER_PARAMETER * (3 + 1) * 4**2
-    model = NeuMissRegressor(
+    model = paper(NeuMissRegressor,
         depth=[3], weight_sharing="auto", residual=True, max_epochs=8, random_state=0
     ).fit(X, y)
     assert model.get_params()["weight_sharing"] == "auto"
@@ -158,10 +160,10 @@ def test_weight_sharing_auto_unties_the_shared_matrix_and_keeps_the_better_netwo
         max(untied["val_score"], model.depth_results_[3]["val_score"])
     )
     # Depths below 2 have no iteration matrix to untie.
-    shallow = NeuMissRegressor(depth=1, weight_sharing="auto", max_epochs=2, random_state=0)
+    shallow = paper(NeuMissRegressor, depth=1, weight_sharing="auto", max_epochs=2, random_state=0)
     shallow.fit(X, y)
     assert shallow.untied_result_ is None and shallow.weight_sharing_ == "shared"
-    fixed = NeuMissRegressor(depth=3, weight_sharing="shared", max_epochs=2, random_state=0)
+    fixed = paper(NeuMissRegressor, depth=3, weight_sharing="shared", max_epochs=2, random_state=0)
     fixed.fit(X, y)
     assert fixed.weight_sharing_ == "shared" and fixed.untied_result_ is None
 
@@ -170,7 +172,7 @@ def test_weight_sharing_auto_does_not_untie_with_few_rows_per_parameter(small_re
     X, y = small_regression  # 270 training rows, d = 5
     needed = UNTIE_ROWS_PER_PARAMETER * (3 + 1) * 5**2
     assert 270 < needed
-    model = NeuMissRegressor(depth=[3], weight_sharing="auto", max_epochs=3, random_state=0)
+    model = paper(NeuMissRegressor, depth=[3], weight_sharing="auto", max_epochs=3, random_state=0)
     model.fit(X, y)
     assert model.untied_result_ is None and model.weight_sharing_ == "shared"
     assert model.network_.block.weight_sharing == "shared"
@@ -178,7 +180,7 @@ def test_weight_sharing_auto_does_not_untie_with_few_rows_per_parameter(small_re
 
 def test_depth_candidates_are_searched_in_increasing_order(small_regression):
     X, y = small_regression
-    model = NeuMissRegressor(depth=[3, 1, 3], max_epochs=3, random_state=0).fit(X, y)
+    model = paper(NeuMissRegressor, depth=[3, 1, 3], max_epochs=3, random_state=0).fit(X, y)
     assert list(model.depth_results_) == [1, 3]
     assert model.get_params()["depth"] == [3, 1, 3]  # stored untouched
 
@@ -187,12 +189,12 @@ def test_depth_candidates_are_searched_in_increasing_order(small_regression):
 def test_invalid_depth_is_refused(small_regression, depth):
     X, y = small_regression
     with pytest.raises(ValueError, match="depth must be an integer >= 0, 'auto' or"):
-        NeuMissRegressor(depth=depth).fit(X, y)
+        paper(NeuMissRegressor, depth=depth).fit(X, y)
 
 
 def test_lr_schedule_reduces_learning_rate(small_regression):
     X, y = small_regression
-    model = NeuMissRegressor(
+    model = paper(NeuMissRegressor,
         max_epochs=40, patience=40, lr_patience=0, random_state=0, learning_rate=0.01
     ).fit(X, y)
     lrs = model.history_["lr"]
@@ -205,12 +207,12 @@ def test_tol_counts_only_relative_improvements(small_regression):
     X, y = small_regression
     # tol = 0.9: no epoch after the first lowers the loss by 90%, so training
     # stops after `patience` more epochs, keeping the weights of the lowest loss.
-    strict = NeuMissRegressor(max_epochs=40, patience=3, tol=0.9, random_state=0).fit(X, y)
+    strict = paper(NeuMissRegressor, max_epochs=40, patience=3, tol=0.9, random_state=0).fit(X, y)
     assert strict.n_epochs_ == 1 + 3
     val_loss = strict.history_["val_loss"]
     assert strict.best_epoch_ == 1 + int(np.argmin(val_loss))
     assert min(val_loss) < val_loss[0]  # later epochs did lower it, by less than tol
-    loose = NeuMissRegressor(max_epochs=40, patience=3, tol=0.0, random_state=0).fit(X, y)
+    loose = paper(NeuMissRegressor, max_epochs=40, patience=3, tol=0.0, random_state=0).fit(X, y)
     assert loose.n_epochs_ > strict.n_epochs_
 
 
@@ -219,13 +221,13 @@ def test_tol_counts_only_relative_improvements(small_regression):
                                     {"weight_sharing": "shared", "residual": True}])
 def test_options_fit_and_predict(small_regression, kwargs):
     X, y = small_regression
-    model = NeuMissRegressor(max_epochs=30, random_state=0, **kwargs).fit(X, y)
+    model = paper(NeuMissRegressor, max_epochs=30, random_state=0, **kwargs).fit(X, y)
     assert model.score(X, y) > 0.5
 
 
 def test_rows_with_every_feature_missing_get_a_prediction(small_regression):
     X, y = small_regression
-    model = NeuMissRegressor(max_epochs=5, random_state=0).fit(X, y)
+    model = paper(NeuMissRegressor, max_epochs=5, random_state=0).fit(X, y)
     X_new = np.full((2, X.shape[1]), np.nan)
     pred = model.predict(X_new)
     assert np.all(np.isfinite(pred))
@@ -240,14 +242,14 @@ def test_classifier_binary_and_multiclass():
     y3 = np.digitize(score, [-0.7, 0.7])  # three classes
     labels = np.array(["low", "mid", "high"])[y3]
     X[rng.random(X.shape) < 0.2] = np.nan
-    multi = NeuMissClassifier(max_epochs=40, random_state=0).fit(X, labels)
+    multi = paper(NeuMissClassifier, max_epochs=40, random_state=0).fit(X, labels)
     assert list(multi.classes_) == ["high", "low", "mid"]
     proba = multi.predict_proba(X)
     assert proba.shape == (600, 3)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     assert multi.decision_function(X).shape == (600, 3)
     assert multi.score(X, labels) > 0.7
-    binary = NeuMissClassifier(max_epochs=40, random_state=0).fit(X, score > 0)
+    binary = paper(NeuMissClassifier, max_epochs=40, random_state=0).fit(X, score > 0)
     assert binary.decision_function(X).shape == (600,)
     np.testing.assert_array_equal(binary.predict(X), binary.decision_function(X) > 0)
     assert binary.score(X, score > 0) > 0.8
@@ -255,7 +257,7 @@ def test_classifier_binary_and_multiclass():
 
 def test_impute_returns_observed_values_and_fills_missing(small_regression):
     X, y = small_regression
-    model = NeuMissRegressor(max_epochs=5, random_state=0).fit(X, y)
+    model = paper(NeuMissRegressor, max_epochs=5, random_state=0).fit(X, y)
     imputed = model.impute(X)
     observed = ~np.isnan(X)
     np.testing.assert_allclose(imputed[observed], X[observed])
@@ -274,7 +276,7 @@ def test_validation_data_replaces_the_internal_split(small_regression, monkeypat
         return train(network, train_data, val_data, *args, **kwargs)
 
     monkeypatch.setattr(neumiss.search, "train", spy)
-    model = NeuMissRegressor(max_epochs=8, patience=100, random_state=0)
+    model = paper(NeuMissRegressor, max_epochs=8, patience=100, random_state=0)
     model.fit(X[60:], y[60:], validation_data=(X_val, y_val))
     assert rows_seen == [(240, 60)]  # every given row trains, (X_val, y_val) validates
     # The recorded validation R2 is the R2 on (X_val, y_val) of the restored weights.
@@ -293,7 +295,7 @@ def test_classifier_validation_data_rejects_unseen_labels():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(120, 3))
     labels = np.where(X[:, 0] > 0, "a", "b")
-    clf = NeuMissClassifier(max_epochs=3, random_state=0)
+    clf = paper(NeuMissClassifier, max_epochs=3, random_state=0)
     clf.fit(X, labels, validation_data=(X[:20], labels[:20]))
     assert clf.score(X, labels) > 0.6
     with pytest.raises(ValueError, match=r"labels not seen in y: \['c'\]"):
@@ -302,8 +304,9 @@ def test_classifier_validation_data_rejects_unseen_labels():
 
 def test_unit_sample_weights_change_nothing(small_regression):
     X, y = small_regression
-    plain = NeuMissRegressor(max_epochs=5, random_state=0).fit(X, y)
-    weighted = NeuMissRegressor(max_epochs=5, random_state=0).fit(X, y, sample_weight=np.ones(300))
+    plain = paper(NeuMissRegressor, max_epochs=5, random_state=0).fit(X, y)
+    weighted = paper(NeuMissRegressor, max_epochs=5, random_state=0)
+    weighted.fit(X, y, sample_weight=np.ones(300))
     np.testing.assert_allclose(weighted.predict(X), plain.predict(X), rtol=1e-5, atol=1e-6)
 
 
@@ -315,8 +318,8 @@ def test_zero_weights_silence_corrupted_rows():
     corrupted[:400] = 50.0 * np.random.default_rng(3).normal(size=400)
     weight = np.r_[np.zeros(400), np.ones(800)]
     kwargs = {"depth": 2, "random_state": 0}
-    ignoring = NeuMissRegressor(**kwargs).fit(X, corrupted, sample_weight=weight)
-    fooled = NeuMissRegressor(**kwargs).fit(X, corrupted)
+    ignoring = paper(NeuMissRegressor, **kwargs).fit(X, corrupted, sample_weight=weight)
+    fooled = paper(NeuMissRegressor, **kwargs).fit(X, corrupted)
     assert ignoring.score(X_test, y_test) > 0.8 > fooled.score(X_test, y_test)
 
 
@@ -329,4 +332,4 @@ def test_zero_weights_silence_corrupted_rows():
 def test_bad_sample_weights_are_named(small_regression, weight, message):
     X, y = small_regression
     with pytest.raises(ValueError, match=message):
-        NeuMissRegressor(max_epochs=2).fit(X, y, sample_weight=weight)
+        paper(NeuMissRegressor, max_epochs=2).fit(X, y, sample_weight=weight)

@@ -16,6 +16,8 @@ from neumiss import NeuMissClassifier, NeuMissRegressor
 from neumiss.cli import main as cli_main
 from neumiss.onnx_export import DEFAULT_OPSET, MIN_OPSET, PRODUCER, export_onnx
 
+from .conftest import paper
+
 D = 4
 FIT = dict(max_epochs=3, batch_size=200, random_state=0)
 
@@ -67,7 +69,10 @@ def train():
 @pytest.fixture(scope="module")
 def regressors(train):
     X, y = train
-    return {name: NeuMissRegressor(**c, **FIT).fit(X, y) for name, c in REGRESSOR_CONFIGS.items()}
+    return {
+        name: paper(NeuMissRegressor, **c, **FIT).fit(X, y)
+        for name, c in REGRESSOR_CONFIGS.items()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +81,9 @@ def classifiers(train):
     fitted = {}
     for name, (cfg, classes) in CLASSIFIER_CONFIGS.items():
         edges = np.quantile(y, np.linspace(0, 1, len(classes) + 1)[1:-1])
-        fitted[name] = NeuMissClassifier(**cfg, **FIT).fit(X, classes[np.digitize(y, edges)])
+        fitted[name] = paper(NeuMissClassifier, **cfg, **FIT).fit(
+            X, classes[np.digitize(y, edges)]
+        )
     return fitted
 
 
@@ -120,7 +127,7 @@ def test_regressor_matches_predict(regressors, name, n_rows):
 def test_regressor_keeps_precision_for_a_large_target_offset(train):
     """y_mean / y_scale ~ 1e7: a float32 output could not hold 1e-5 * y_scale."""
     X, y = train
-    estimator = NeuMissRegressor(depth=1, **FIT).fit(X, y + 3e7)
+    estimator = paper(NeuMissRegressor, depth=1, **FIT).fit(X, y + 3e7)
     X_test = _scoring_sets(500)[0]
     expected = estimator.predict(X_test)
     assert np.spacing(np.float32(expected.max())) > 1e-5 * estimator.y_scale_
@@ -194,7 +201,8 @@ def test_metadata_and_checker(tmp_path, train):
     X, y = train
     frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
     labels = np.where(y > np.median(y), "yes", "no")
-    estimator = NeuMissClassifier(depth="auto", mlp_depth=1, max_epochs=1, random_state=0)
+    estimator = paper(NeuMissClassifier, depth="auto", mlp_depth=1, max_epochs=1,
+                      random_state=0)
     estimator.fit(frame, labels)
     path = tmp_path / "model.onnx"
     returned = export_onnx(estimator, path)

@@ -10,6 +10,8 @@ import torch
 import neumiss
 from neumiss import NeuMissClassifier, NeuMissRegressor
 
+from .conftest import paper
+
 
 @pytest.fixture(scope="module")
 def fitted_models():
@@ -18,9 +20,10 @@ def fitted_models():
     y = X @ np.array([1.0, -2.0, 0.5, 0.0])
     labels = np.where(y > 0, "yes", "no")
     X[rng.random(X.shape) < 0.3] = np.nan
-    reg = NeuMissRegressor(depth=2, mlp_depth=1, max_epochs=5, random_state=0).fit(X, y)
-    clf = NeuMissClassifier(depth="auto", max_epochs=3, random_state=0).fit(X, labels)
-    untied = NeuMissRegressor(depth=[2], weight_sharing="auto", max_epochs=5, random_state=1)
+    reg = paper(NeuMissRegressor, depth=2, mlp_depth=1, max_epochs=5, random_state=0).fit(X, y)
+    clf = paper(NeuMissClassifier, depth="auto", max_epochs=3, random_state=0).fit(X, labels)
+    untied = paper(NeuMissRegressor, depth=[2], weight_sharing="auto", max_epochs=5,
+                   random_state=1)
     untied.fit(X, y)
     assert untied.weight_sharing_ == "independent"  # the untied network is the one to rebuild
     return X, reg, clf, untied

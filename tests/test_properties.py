@@ -10,7 +10,7 @@ from hypothesis.extra.numpy import arrays
 import neumiss
 from neumiss import NeuMissClassifier, NeuMissRegressor
 
-from .conftest import gaussian_regression
+from .conftest import PAPER, gaussian_regression
 
 D = 4
 
@@ -19,8 +19,9 @@ D = 4
 def models():
     draw, *_ = gaussian_regression(D, 600, np.random.default_rng(3), missing_rate=0.3)
     X, y = draw(600)
-    regressor = NeuMissRegressor(depth=2, mlp_depth=1, max_epochs=4, random_state=0).fit(X, y)
-    classifier = NeuMissClassifier(depth=2, max_epochs=4, random_state=0).fit(X, y > np.median(y))
+    regressor = NeuMissRegressor(depth=2, ensemble_size=2, max_epochs=4, random_state=0).fit(X, y)
+    classifier = NeuMissClassifier(depth=2, ensemble_size=2, max_epochs=4, random_state=0)
+    classifier.fit(X, y > np.median(y))
     return regressor, classifier
 
 
@@ -96,7 +97,7 @@ def test_fit_is_invariant_to_feature_units(scales, shift):
     # features changes nothing but float rounding.
     draw, *_ = gaussian_regression(D, 300, np.random.default_rng(5), missing_rate=0.3)
     X, y = draw(300)
-    kwargs = {"depth": 2, "max_epochs": 3, "random_state": 0}
+    kwargs = {**PAPER, "depth": 2, "max_epochs": 3, "random_state": 0}
     base = NeuMissRegressor(**kwargs).fit(X, y)
     moved = NeuMissRegressor(**kwargs).fit(X * scales + shift, y)
     np.testing.assert_allclose(

@@ -1,7 +1,9 @@
-#' Compare NeuMiss with EM and MICE baselines
+#' Compare NeuMiss with other methods for missing values
 #'
 #' Splits the rows into a training and a test set, fits each method on the
-#' training rows and reports its R² on the test rows:
+#' training rows and scores it on the test rows.
+#'
+#' Regression (a numeric response), scored by test R²:
 #' * `"NeuMiss"`: [neumiss()] with `neumiss_args`;
 #' * `"EM (R norm)"`: the joint Gaussian of (y, x) by R's `norm` package
 #'   (`prelim.norm()`, `em.norm()`, `getparam.norm()`), predictions
@@ -10,87 +12,226 @@
 #' * `"EM (Python neumiss)"`: the Python package's `EMRegressor` (same model);
 #' * `"MICE + linear regression"`: the Python package's `MICERegressor`.
 #'
-#' A method that fails gets `r2 = NA` and its error in `note`.
+#' Classification (a factor, character or logical response), scored by test
+#' accuracy and log-loss:
+#' * `"NeuMiss"`;
+#' * `"MICE + logistic regression"`: scikit-learn's `IterativeImputer`, then a
+#'   logistic regression;
+#' * `"Mean imputation + mask + logistic regression"`: the means of the
+#'   training rows and one missingness indicator per column with missing
+#'   values, then a logistic regression;
+#' * `"Gradient boosting"`: scikit-learn's `HistGradientBoostingClassifier`,
+#'   which handles missing values natively.
 #'
-#' @param x A numeric matrix or data frame of predictors (`NA` = missing).
-#' @param y A numeric response without `NA`.
+#' Factor and character predictors are one-hot encoded for NeuMiss (see
+#' [neumiss()]); for the other methods they are coded as indicators of every
+#' level but the first (of the training rows), `NA` where the factor is `NA`
+#' or holds a level absent from the training rows. A method that fails gets
+#' `NA` scores and its error in `note`.
+#'
+#' @param x A matrix or data frame of predictors (`NA` = missing); for the
+#'   generic, a formula or that.
+#' @param y The response (no `NA`).
+#' @param formula,data,subset,na.action As in [neumiss()]: by default rows
+#'   with a missing response are dropped, rows with missing predictors kept.
+#' @param task `"regression"` or `"classification"` (by default from the
+#'   response, as in [neumiss()]).
 #' @param test_fraction Share of rows in the test set, in (0, 1).
 #' @param seed Whole number for the split and for NeuMiss (`NULL`: the current
 #'   random state; the global random state is left unchanged when given).
 #' @param neumiss_args A list of further arguments of [neumiss()].
 #' @param em_max_iter,em_criterion Maximum number of iterations and convergence
 #'   criterion of `em.norm()`.
-#' @return A data frame with columns `method`, `r2` (test R²), `seconds`
-#'   (fit and predict time) and `note`.
+#' @param ... For the formula method, the arguments of the default method.
+#' @return A data frame with columns `method`, `r2` (regression) or
+#'   `accuracy` and `log_loss` (classification), `seconds` (fit and predict
+#'   time) and `note`.
 #' @examples
-#' \dontrun{
-#' compare_methods(x, y, seed = 1, neumiss_args = list(max_epochs = 50))
+#' \donttest{
+#' if (is_neumiss_available()) {
+#'   compare_methods(Ozone ~ Solar.R + Wind + Temp, data = airquality, seed = 1,
+#'                   neumiss_args = list(max_epochs = 20))
+#' }
 #' }
 #' @export
-compare_methods <- function(x, y, test_fraction = 0.25, seed = NULL, neumiss_args = list(),
-                            em_max_iter = 1000L, em_criterion = 1e-4) {
-  x <- .predictor_matrix(x, "x")
-  y <- .response(y, "regression", nrow(x))$y
+compare_methods <- function(x, ...) {
+  UseMethod("compare_methods")
+}
+
+#' @rdname compare_methods
+#' @export
+compare_methods.formula <- function(formula, data, subset, na.action, ...) {
+  mf <- match.call(expand.dots = FALSE)
+  keep <- match(c("formula", "data", "subset", "na.action"), names(mf), 0L)
+  mf <- mf[c(1L, keep)]
+  default_na <- missing(na.action)
+  if (default_na) mf$na.action <- quote(stats::na.pass)
+  mf$drop.unused.levels <- TRUE
+  mf[[1L]] <- quote(stats::model.frame)
+  mf <- eval(mf, parent.frame())
+  terms <- attr(mf, "terms")
+  if (attr(terms, "response") == 0) {
+    .abort("the formula has no response (write it as response ~ predictors).")
+  }
+  if (default_na) mf <- .drop_missing_response(mf)
+  .compare(.formula_table(mf, terms), stats::model.response(mf), ...)
+}
+
+#' @rdname compare_methods
+#' @export
+compare_methods.default <- function(x, y, task = NULL, test_fraction = 0.25, seed = NULL,
+                                    neumiss_args = list(), em_max_iter = 1000L,
+                                    em_criterion = 1e-4, ...) {
+  if (...length()) {
+    .abort("unknown argument(s) %s; pass arguments of neumiss() in `neumiss_args`.",
+           .quote(names(list(...))))
+  }
+  .compare(.predictor_table(x, "x"), y, task = task, test_fraction = test_fraction,
+           seed = seed, neumiss_args = neumiss_args, em_max_iter = em_max_iter,
+           em_criterion = em_criterion)
+}
+
+.compare <- function(table, y, task = NULL, test_fraction = 0.25, seed = NULL,
+                     neumiss_args = list(), em_max_iter = 1000L, em_criterion = 1e-4) {
+  n <- .table_rows(table)
+  response <- .response(y, task, n)
+  y <- response$y
   if (!is.numeric(test_fraction) || length(test_fraction) != 1 ||
       !(test_fraction > 0 && test_fraction < 1)) {
-    stop("`test_fraction` must be a number in (0, 1).", call. = FALSE)
+    .abort("`test_fraction` must be a number in (0, 1).")
   }
   if (!is.list(neumiss_args)) {
-    stop("`neumiss_args` must be a list of arguments of neumiss().", call. = FALSE)
+    .abort("`neumiss_args` must be a list of arguments of neumiss().")
   }
-  n_test <- round(test_fraction * nrow(x))
-  if (n_test < 2 || nrow(x) - n_test < 2 * ncol(x) + 2) {
-    stop(sprintf("too few rows (%d) to split with test_fraction = %s.", nrow(x),
-                 format(test_fraction)), call. = FALSE)
+  n_test <- round(test_fraction * n)
+  n_columns <- sum(vapply(table, function(col) max(1L, nlevels(col) - 1L), integer(1)))
+  if (n_test < 2 || n - n_test < 2 * n_columns + 2) {
+    .abort("too few rows (%d) to split with test_fraction = %s.", n, format(test_fraction))
   }
-  test <- .with_seed(seed, sample.int(nrow(x), n_test))
-  xtr <- x[-test, , drop = FALSE]
+  test <- .with_seed(seed, sample.int(n, n_test))
+  train_table <- .table_subset(table, -test)
+  test_table <- .table_subset(table, test)
   ytr <- y[-test]
-  xte <- x[test, , drop = FALSE]
   yte <- y[test]
-
-  # each method is a function returning its test R²
-  run <- function(method, test_r2) {
-    note <- ""
-    seconds <- system.time(
-      r2 <- tryCatch(test_r2(), error = function(e) {
-        note <<- conditionMessage(e)
-        NA_real_
-      })
-    )[["elapsed"]]
-    data.frame(method = method, r2 = r2, seconds = seconds, note = note)
+  if (response$task == "classification" && nlevels(droplevels(ytr)) < 2) {
+    .abort("the training rows of the split hold a single class.")
   }
-  python_baseline <- function(name) {
+  adapter <- .adapter()
+  # numeric matrices for the other methods: factors as indicators of their levels
+  xtr <- .dummy_matrix(train_table, train_table)
+  xte <- .dummy_matrix(test_table, train_table)
+
+  neumiss_fit <- function() {
+    args <- utils::modifyList(list(seed = seed, task = response$task), neumiss_args)
+    do.call(neumiss, c(list(.table_frame(train_table), ytr), args))
+  }
+  if (response$task == "regression") {
+    python_baseline <- function(name) {
+      function() {
+        result <- .py_call(
+          adapter$baseline_r2(name, .values(xtr), nrow(xtr), ytr, .values(xte),
+                                 nrow(xte), ncol(xtr), yte),
+          sprintf("neumiss.baselines.%s failed", name)
+        )
+        .rethrow_warnings(sprintf("neumiss.baselines.%s: %s", name, unlist(result$warnings)))
+        result$r2
+      }
+    }
+    rows <- list(
+      .run_method("NeuMiss", function() {
+        .r2(yte, stats::predict(neumiss_fit(), .table_frame(test_table)))
+      }),
+      if (requireNamespace("norm", quietly = TRUE)) {
+        .run_method("EM (R norm)", function() {
+          .r2(yte, .norm_em_predict(xtr, ytr, xte, em_max_iter, em_criterion))
+        })
+      } else {
+        data.frame(method = "EM (R norm)", r2 = NA_real_, seconds = NA_real_,
+                   note = paste("R package 'norm' is not installed (CRAN only:",
+                                "install.packages(\"norm\")); not run"))
+      },
+      .run_method("EM (Python neumiss)", python_baseline("EMRegressor")),
+      .run_method("MICE + linear regression", python_baseline("MICERegressor"))
+    )
+    return(do.call(rbind, rows))
+  }
+  python_classifier <- function(name) {
     function() {
       result <- .py_call(
-        .adapter()$baseline_r2(name, .values(xtr), nrow(xtr), ytr, .values(xte),
-                               nrow(xte), ncol(x), yte),
-        sprintf("neumiss.baselines.%s failed", name)
+        adapter$baseline_classification(name, .values(xtr), nrow(xtr),
+                                           as.character(ytr), .values(xte), nrow(xte),
+                                           ncol(xtr)),
+        sprintf("the %s baseline failed", name)
       )
-      for (w in result$warnings) {
-        warning(sprintf("neumiss.baselines.%s: %s", name, w), call. = FALSE)
-      }
-      result$r2
+      .rethrow_warnings(sprintf("%s: %s", name, unlist(result$warnings)))
+      matrix(as.numeric(result$proba), nrow = nrow(xte), byrow = TRUE,
+             dimnames = list(NULL, as.character(unlist(result$classes))))
     }
   }
   rows <- list(
-    run("NeuMiss", function() {
-      fit <- do.call(neumiss, c(list(xtr, ytr), utils::modifyList(list(seed = seed), neumiss_args)))
-      .r2(yte, predict(fit, xte))
-    }),
-    if (requireNamespace("norm", quietly = TRUE)) {
-      run("EM (R norm)", function() {
-        .r2(yte, .norm_em_predict(xtr, ytr, xte, em_max_iter, em_criterion))
-      })
-    } else {
-      data.frame(method = "EM (R norm)", r2 = NA_real_, seconds = NA_real_,
-                 note = paste("R package 'norm' is not installed (CRAN only:",
-                              "install.packages(\"norm\")); not run"))
-    },
-    run("EM (Python neumiss)", python_baseline("EMRegressor")),
-    run("MICE + linear regression", python_baseline("MICERegressor"))
+    .run_method("NeuMiss", function() {
+      stats::predict(neumiss_fit(), .table_frame(test_table), type = "prob")
+    }, yte),
+    .run_method("MICE + logistic regression", python_classifier("MICELogistic"), yte),
+    .run_method("Mean imputation + mask + logistic regression",
+                python_classifier("MeanMaskLogistic"), yte),
+    .run_method("Gradient boosting", python_classifier("HistGradientBoosting"), yte)
   )
   do.call(rbind, rows)
+}
+
+# One row of the comparison: `score()` returns a test R² (regression), or a matrix
+# of test class probabilities (classification: `truth` given), scored here.
+.run_method <- function(method, score, truth = NULL) {
+  note <- ""
+  seconds <- system.time(
+    value <- tryCatch(score(), error = function(e) {
+      note <<- conditionMessage(e)
+      NULL
+    })
+  )[["elapsed"]]
+  if (is.null(truth)) {
+    return(data.frame(method = method, r2 = if (is.null(value)) NA_real_ else value,
+                      seconds = seconds, note = note))
+  }
+  accuracy <- log_loss <- NA_real_
+  if (!is.null(value)) {
+    predicted <- colnames(value)[max.col(value, ties.method = "first")]
+    accuracy <- mean(predicted == as.character(truth))
+    log_loss <- .log_loss(truth, value)
+  }
+  data.frame(method = method, accuracy = accuracy, log_loss = log_loss,
+             seconds = seconds, note = note)
+}
+
+# A table as a data frame (names kept as they are).
+.table_frame <- function(columns) {
+  structure(unclass(columns)[names(columns)], class = "data.frame",
+            row.names = .set_row_names(.table_rows(columns)))
+}
+
+# A numeric matrix of `table`: numeric columns as they are, factors as indicators of
+# the levels of `reference` but its first (NA where the factor is NA or its level is
+# not among those of `reference`).
+.dummy_matrix <- function(table, reference) {
+  blocks <- lapply(names(table), function(name) {
+    col <- table[[name]]
+    ref <- reference[[name]]
+    if (!is.factor(ref)) {
+      out <- matrix(if (is.factor(col)) NA_real_ else col, ncol = 1)
+      colnames(out) <- name
+      return(out)
+    }
+    levels_ref <- levels(droplevels(ref))
+    values <- as.character(col)
+    values[!is.na(values) & !(values %in% levels_ref)] <- NA
+    out <- vapply(levels_ref[-1], function(l) as.numeric(values == l),
+                  numeric(length(values)))
+    out <- matrix(out, nrow = length(values))
+    colnames(out) <- paste0(name, levels_ref[-1])
+    out
+  })
+  do.call(cbind, blocks)
 }
 
 # R² of predictions (1 - SSE / SST around the mean of `truth`).

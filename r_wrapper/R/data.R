@@ -1,81 +1,173 @@
-# Checking and converting user data. Predictors must be numeric (logical counts as
-# 0/1); NA (or NaN) marks a missing value. Factor and character predictors are
-# refused: NeuMiss models continuous features, encode them first if wanted.
+# Checking and converting user data.
+#
+# Predictors become a "table": a named list of columns, each a double vector
+# (numeric, NA = missing) or a factor (categorical, NA = missing), with the kind
+# of each column. Numbers and logicals (TRUE = 1) are numeric; factors (ordered
+# or not) and character vectors are categorical, one-hot encoded by the Python
+# estimator, a missing value marking the whole group missing. A column that is
+# entirely NA (logical in R whatever was meant) is numeric: it carries no value.
 
-.quote <- function(x) {
-  paste0("'", x, "'", collapse = ", ")
+.is_all_na <- function(col) {
+  is.atomic(col) && length(col) > 0 && all(is.na(col))
 }
 
-.check_numeric_columns <- function(df, arg) {
-  ok <- vapply(df, function(col) is.numeric(col) || is.logical(col), logical(1))
-  if (!all(ok)) {
-    kinds <- vapply(df[!ok], function(col) class(col)[1], character(1))
-    stop(sprintf(
-      "`%s` has non-numeric column(s) %s (%s): NeuMiss needs numeric predictors, with NA for missing values. Encode them as numbers first (e.g. with model.matrix()) or drop them.",
-      arg, .quote(names(df)[!ok]), paste(kinds, collapse = ", ")
-    ), call. = FALSE)
+# The columns (a named list) made from one R column `col` called `name`.
+.table_columns <- function(col, name, arg) {
+  if (inherits(col, c("Date", "POSIXt", "difftime"))) {
+    .abort("`%s`: column '%s' holds dates or times (%s): convert it to numbers first (e.g. days since a reference date).",
+           arg, name, class(col)[1])
   }
+  if (is.matrix(col) && (is.numeric(col) || is.logical(col))) {
+    # a matrix in a data frame (e.g. poly(x, 2)): one column each, named as by model.matrix()
+    suffix <- colnames(col)
+    if (is.null(suffix)) suffix <- seq_len(ncol(col))
+    out <- lapply(seq_len(ncol(col)), function(j) as.numeric(col[, j]))
+    return(stats::setNames(out, paste0(name, suffix)))
+  }
+  if (!is.null(dim(col)) && length(dim(col)) > 1) {
+    .abort("`%s`: column '%s' is a %s with %d columns, which NeuMiss cannot use.",
+           arg, name, class(col)[1], NCOL(col))
+  }
+  value <- if (.is_all_na(col)) {
+    rep(NA_real_, length(col))
+  } else if (is.factor(col)) {
+    factor(col, levels = levels(col)[levels(col) %in% as.character(col)], ordered = FALSE)
+  } else if (is.character(col)) {
+    factor(col)
+  } else if (is.numeric(col) || is.logical(col)) {
+    as.numeric(col)
+  } else {
+    .abort("`%s`: column '%s' is of class %s; NeuMiss uses numbers, logicals, factors and characters.",
+           arg, name, class(col)[1])
+  }
+  stats::setNames(list(value), name)
 }
 
-# A double matrix with column names from a numeric matrix, data frame or vector.
-# Attribute "named": whether the user supplied the column names.
-.predictor_matrix <- function(x, arg = "x") {
+.table_kinds <- function(columns) {
+  vapply(columns, function(col) if (is.factor(col)) "categorical" else "numeric",
+         character(1))
+}
+
+# A table from a matrix, vector or data frame of predictors. Attribute "named":
+# whether the user supplied the column names (else x1, x2, ...).
+.predictor_table <- function(x, arg = "x") {
   if (is.data.frame(x)) {
-    .check_numeric_columns(x, arg)
-    x <- as.matrix(x)  # a matrix column m becomes columns m.1, m.2, ...
-    names_x <- colnames(x)
-    x <- matrix(as.numeric(x), nrow = nrow(x), ncol = ncol(x))
+    if (ncol(x) == 0 || nrow(x) == 0) {
+      .abort("`%s` is empty (%d rows, %d columns).", arg, nrow(x), ncol(x))
+    }
+    names_x <- names(x)
+    named <- TRUE
+    columns <- do.call(c, unname(Map(.table_columns, x, names_x, arg)))
   } else if (is.numeric(x) || is.logical(x)) {
     if (is.null(dim(x))) {
       x <- matrix(x, ncol = 1)
     } else if (length(dim(x)) != 2) {
-      stop(sprintf("`%s` must be a matrix or data frame, not an array with %d dimensions.",
-                   arg, length(dim(x))), call. = FALSE)
+      .abort("`%s` must be a matrix or data frame, not an array with %d dimensions.",
+             arg, length(dim(x)))
     }
-    names_x <- colnames(x)
-    x <- matrix(as.numeric(x), nrow = nrow(x), ncol = ncol(x))
+    if (nrow(x) == 0 || ncol(x) == 0) {
+      .abort("`%s` is empty (%d rows, %d columns).", arg, nrow(x), ncol(x))
+    }
+    named <- !is.null(colnames(x))
+    names_x <- if (named) colnames(x) else paste0("x", seq_len(ncol(x)))
+    columns <- lapply(seq_len(ncol(x)), function(j) as.numeric(x[, j]))
+    names(columns) <- names_x
   } else {
     what <- if (is.matrix(x)) paste(typeof(x), "matrix") else class(x)[1]
-    stop(sprintf("`%s` must be a numeric matrix or data frame, not a %s.", arg, what),
-         call. = FALSE)
+    .abort("`%s` must be a numeric matrix or data frame, not a %s.", arg, what)
   }
-  if (nrow(x) == 0 || ncol(x) == 0) {
-    stop(sprintf("`%s` is empty (%d rows, %d columns).", arg, nrow(x), ncol(x)),
-         call. = FALSE)
-  }
-  named <- !is.null(names_x)
-  if (!named) {
-    names_x <- paste0("x", seq_len(ncol(x)))
+  .check_table(columns, arg)
+  structure(columns, named = named)
+}
+
+.check_table <- function(columns, arg) {
+  names_x <- names(columns)
+  if (any(is.na(names_x) | !nzchar(names_x))) {
+    .abort("`%s` has columns without a name.", arg)
   }
   if (anyDuplicated(names_x)) {
-    stop(sprintf("`%s` has duplicated column names: %s.", arg,
-                 .quote(unique(names_x[duplicated(names_x)]))), call. = FALSE)
+    .abort("`%s` has duplicated column names: %s.", arg,
+           .quote(unique(names_x[duplicated(names_x)])))
   }
-  infinite <- colSums(is.infinite(x)) > 0
+  infinite <- vapply(columns, function(col) is.numeric(col) && any(is.infinite(col)),
+                     logical(1))
   if (any(infinite)) {
-    stop(sprintf("`%s` has infinite values in column(s) %s; use NA for missing values.",
-                 arg, .quote(names_x[infinite])), call. = FALSE)
+    .abort("`%s` has infinite values in column(s) %s; use NA for missing values.",
+           arg, .quote(names_x[infinite]))
   }
-  colnames(x) <- names_x
-  structure(x, named = named)
+  invisible(columns)
+}
+
+.table_rows <- function(columns) {
+  length(columns[[1]])
+}
+
+.table_subset <- function(columns, rows) {
+  structure(lapply(columns, `[`, rows), named = attr(columns, "named"))
+}
+
+# Share of missing cells of a table.
+.missing_rate <- function(columns) {
+  mean(vapply(columns, function(col) mean(is.na(col)), numeric(1)))
+}
+
+# The table as the Python side's frame() reads it (see inst/python/neumiss_r.py).
+# R's NA is a signalling NaN, on which NumPy arithmetic warns: it is sent as NaN.
+.table_for_python <- function(columns) {
+  spec <- lapply(unname(columns), function(col) {
+    if (is.factor(col)) {
+      codes <- as.integer(col) - 1L
+      codes[is.na(codes)] <- -1L
+      list(kind = "categorical", codes = codes, levels = as.list(levels(col)))
+    } else {
+      list(kind = "numeric", values = .values(col))
+    }
+  })
+  list(names = as.list(names(columns)), columns = spec)
+}
+
+# The columns of the formula's terms (main effects only) from a model frame.
+.formula_table <- function(mf, terms) {
+  if (!is.null(attr(terms, "offset"))) {
+    .abort(paste(
+      "offset() terms are not supported: a NeuMiss network has no linear predictor to",
+      "add an offset to. Model the ratio as the response, or use the variable as a predictor."
+    ))
+  }
+  labels <- attr(terms, "term.labels")
+  if (length(labels) == 0) {
+    .abort("the formula has no predictors.")
+  }
+  if (any(attr(terms, "order") > 1)) {
+    .abort(paste(
+      "interaction terms (%s) are not supported: the network learns interactions itself",
+      "(use mlp_depth > 0 for nonlinear effects), or add a product as I(a * b)."
+    ), .quote(labels[attr(terms, "order") > 1], 3L))
+  }
+  factors <- attr(terms, "factors")
+  index <- apply(factors, 2, function(col) which(col > 0)[1])
+  columns <- do.call(c, unname(Map(.table_columns, mf[index], names(mf)[index], "data")))
+  .check_table(columns, "data")
+  structure(columns, named = TRUE)
 }
 
 # The response as a numeric vector (regression) or a factor (classification).
 .response <- function(y, task, n_rows) {
   if (is.data.frame(y) || (!is.null(dim(y)) && ncol(as.matrix(y)) != 1)) {
-    stop("the response `y` must be a vector (one column).", call. = FALSE)
+    .abort("the response `y` must be a vector (one column).")
   }
   y <- if (is.factor(y)) y else as.vector(y)
   if (length(y) != n_rows) {
-    stop(sprintf("the response `y` has %d values but the predictors have %d rows.",
-                 length(y), n_rows), call. = FALSE)
+    .abort("the response `y` has %d values but the predictors have %d rows.",
+           length(y), n_rows)
   }
   if (anyNA(y)) {
     rows <- which(is.na(y))
-    stop(sprintf(
-      "the response `y` has %d missing value(s) (row(s) %s): NeuMiss handles missing predictors, not a missing response; remove those rows.",
-      length(rows), paste(utils::head(rows, 10), collapse = ", ")
-    ), call. = FALSE)
+    .abort(paste(
+      "the response `y` has %d missing value(s) (row(s) %s): NeuMiss handles missing",
+      "predictors, not a missing response; remove those rows (the formula interface",
+      "drops them by default)."
+    ), length(rows), .quote(rows))
   }
   if (is.null(task)) {
     task <- if (is.numeric(y)) "regression" else "classification"
@@ -83,58 +175,100 @@
   task <- match.arg(task, c("regression", "classification"))
   if (task == "regression") {
     if (!is.numeric(y)) {
-      stop(sprintf("task = \"regression\" needs a numeric response, got a %s.",
-                   class(y)[1]), call. = FALSE)
+      .abort("task = \"regression\" needs a numeric response, got a %s.", class(y)[1])
     }
     if (any(is.infinite(y))) {
-      stop("the response `y` has infinite values.", call. = FALSE)
+      .abort("the response `y` has infinite values.")
     }
     return(list(task = task, y = as.numeric(y)))
   }
   if (!(is.factor(y) || is.character(y) || is.logical(y) || is.numeric(y))) {
-    stop(sprintf("cannot use a %s response for classification.", class(y)[1]),
-         call. = FALSE)
+    .abort("cannot use a %s response for classification.", class(y)[1])
   }
   y <- if (is.factor(y)) y else factor(y)
   if (nlevels(droplevels(y)) < 2) {
-    stop("classification needs at least 2 classes in the response `y`.", call. = FALSE)
+    .abort("classification needs at least 2 classes in the response `y`.")
   }
   list(task = task, y = y)
 }
 
-# newdata as a matrix with the columns of the fit, in the order of the fit.
-.newdata_matrix <- function(object, newdata) {
-  if (!is.null(object$terms)) {
-    if (!is.data.frame(newdata) && !is.list(newdata)) {
-      stop("`newdata` must be a data frame for a model fitted with a formula.",
-           call. = FALSE)
-    }
-    absent <- setdiff(all.vars(object$terms), names(newdata))
-    if (length(absent)) {
-      stop(sprintf("`newdata` lacks the variable(s) %s used at fit.", .quote(absent)),
-           call. = FALSE)
-    }
-    mf <- stats::model.frame(object$terms, newdata, na.action = stats::na.pass)
-    newdata <- stats::model.matrix(object$terms, mf)
+# Case weights: NULL, or one finite non-negative number per row, not all zero.
+.case_weights <- function(weights, n_rows) {
+  if (is.null(weights)) {
+    return(NULL)
   }
-  x <- .predictor_matrix(newdata, "newdata")
+  if (!is.numeric(weights) || !is.null(dim(weights)) && NCOL(weights) != 1) {
+    .abort("`weights` must be a numeric vector of case weights, one per row.")
+  }
+  weights <- as.numeric(weights)
+  if (length(weights) != n_rows) {
+    .abort("`weights` has %d values but the data have %d rows.", length(weights), n_rows)
+  }
+  if (anyNA(weights) || any(!is.finite(weights)) || any(weights < 0)) {
+    .abort("`weights` must be finite and non-negative, without NA.")
+  }
+  if (!any(weights > 0)) {
+    .abort("`weights` are all zero.")
+  }
+  weights
+}
+
+# newdata as a table with the columns of the fit, in the order of the fit.
+.newdata_table <- function(object, newdata) {
+  if (!is.null(object$terms)) {
+    if (!is.data.frame(newdata)) {
+      if (!is.list(newdata)) {
+        .abort("`newdata` must be a data frame for a model fitted with a formula.")
+      }
+      newdata <- as.data.frame(newdata, optional = TRUE)
+    }
+    terms <- stats::delete.response(object$terms)
+    absent <- setdiff(all.vars(terms), names(newdata))
+    if (length(absent)) {
+      .abort("`newdata` lacks the variable(s) %s used at fit.", .quote(absent))
+    }
+    mf <- stats::model.frame(terms, newdata, na.action = stats::na.pass)
+    table <- .formula_table(mf, terms)
+  } else {
+    table <- .predictor_table(newdata, "newdata")
+  }
+  .conform_table(object, table, is.data.frame(newdata))
+}
+
+# Columns of `table` matched to the fit's, by name when both have names; kinds checked.
+.conform_table <- function(object, table, frame) {
   fit_names <- object$feature_names
-  if (attr(x, "named") && object$named_features) {
-    absent <- setdiff(fit_names, colnames(x))
-    extra <- setdiff(colnames(x), fit_names)
-    if (length(absent) || length(extra)) {
-      stop(paste0(
+  if (isTRUE(attr(table, "named")) && isTRUE(object$named_features)) {
+    absent <- setdiff(fit_names, names(table))
+    extra <- setdiff(names(table), fit_names)
+    if (length(absent) || (length(extra) && !frame)) {
+      .abort(paste0(
         "the columns of `newdata` differ from those used at fit",
         if (length(absent)) sprintf("; missing: %s", .quote(absent)),
         if (length(extra)) sprintf("; not seen at fit: %s", .quote(extra)),
         "."
-      ), call. = FALSE)
+      ))
     }
-    x <- x[, fit_names, drop = FALSE]
-  } else if (ncol(x) != length(fit_names)) {
-    stop(sprintf("`newdata` has %d column(s) but the model was fitted on %d (%s).",
-                 ncol(x), length(fit_names), paste(fit_names, collapse = ", ")),
-         call. = FALSE)
+    table <- structure(table[fit_names], named = TRUE)
+  } else if (length(table) != length(fit_names)) {
+    .abort("`newdata` has %d column(s) but the model was fitted on %d (%s).",
+           length(table), length(fit_names), .quote(fit_names))
+  } else {
+    names(table) <- fit_names
   }
-  x
+  kinds <- object$column_kinds
+  if (!is.null(kinds)) {
+    for (name in fit_names) {
+      col <- table[[name]]
+      if (kinds[[name]] == "numeric" && is.factor(col)) {
+        .abort("column '%s' of `newdata` holds categories (%s) but was numeric at fit.",
+               name, .quote(levels(col), 3L))
+      }
+      if (kinds[[name]] == "categorical" && !is.factor(col) && !all(is.na(col))) {
+        .abort("column '%s' of `newdata` holds numbers but was a factor or character at fit (levels %s).",
+               name, .quote(object$xlevels[[name]], 3L))
+      }
+    }
+  }
+  table
 }

@@ -1,55 +1,77 @@
 #' Predict with a NeuMiss model
 #'
 #' @param object A model fitted by [neumiss()].
-#' @param newdata A numeric matrix or data frame with the predictors of the fit
-#'   (`NA` for missing values); a data frame for a model fitted with a formula.
-#'   Columns are matched by name when both the fit and `newdata` have names
-#'   (an error names missing or unexpected columns).
+#' @param newdata A data frame (or matrix) with the predictors of the fit,
+#'   `NA` for missing values; a data frame for a model fitted with a formula,
+#'   whose terms are evaluated in it. Columns are matched by name, in any
+#'   order, when both the fit and `newdata` have names (an error names the
+#'   missing ones); a data frame may have further columns. Omitted: the
+#'   predictions on the training rows (as [fitted()]), when the fit has them.
 #' @param type `"response"`: numeric predictions (regression) or the predicted
 #'   class (classification, a factor with the levels of the training
 #'   response); `"class"`: the same for classification; `"prob"`: a matrix of
 #'   class probabilities, one column per class.
-#' @param ... Unused.
-#' @return A numeric vector, a factor, or a matrix (`type = "prob"`).
+#' @param ... Unused; `interval =` gives an error, as prediction intervals are
+#'   not available yet.
+#' @return A numeric vector, a factor, or a matrix (`type = "prob"`), one value
+#'   (row) per row of `newdata`: rows with missing predictors get predictions.
+#'   A factor level not seen at fit is treated as missing, with a warning.
 #' @examples
-#' \dontrun{
-#' predict(fit, newdata)
-#' predict(fit_class, newdata, type = "prob")
+#' \donttest{
+#' if (is_neumiss_available()) {
+#'   set.seed(1)
+#'   fit <- neumiss(Species ~ ., data = iris, max_epochs = 20)
+#'   newdata <- iris[c(1, 51, 101), ]
+#'   newdata$Petal.Length[2] <- NA
+#'   predict(fit, newdata)
+#'   predict(fit, newdata, type = "prob")
+#' }
 #' }
 #' @export
 predict.neumiss <- function(object, newdata, type = c("response", "prob", "class"), ...) {
   .check_fit(object)
   type <- match.arg(type)
-  if (missing(newdata) || is.null(newdata)) {
-    stop("`newdata` is required: a neumiss model does not keep its training data.",
-         call. = FALSE)
+  if ("interval" %in% names(list(...))) {
+    .abort("prediction intervals (`interval =`) are not available in this version of neumiss.")
   }
   if (object$task == "regression" && type != "response") {
-    stop(sprintf("type = \"%s\" is only for classification; this is a regression model.",
-                 type), call. = FALSE)
+    .abort("type = \"%s\" is only for classification; this is a regression model.", type)
   }
-  x <- .newdata_matrix(object, newdata)
+  if (missing(newdata) || is.null(newdata)) {
+    if (is.null(object$fitted.values)) {
+      .abort("`newdata` is required: this model (read from a file) has no training predictions.")
+    }
+    return(stats::napredict(object$na.action,
+                            if (type == "prob") object$probabilities else object$fitted.values))
+  }
+  .predict_table(object, .newdata_table(object, newdata), type)
+}
+
+# Predictions for a table already conformed to the fit.
+.predict_table <- function(object, table, type) {
   estimator <- .estimator(object)
   adapter <- .adapter()
+  spec <- .table_for_python(table)
   if (type == "prob") {
-    proba <- .py_call(adapter$predict_proba(estimator, .values(x), nrow(x), ncol(x)),
-                      "prediction failed")
-    return(matrix(as.numeric(proba), nrow = nrow(x), byrow = TRUE,
-                  dimnames = list(NULL, object$classes)))
+    result <- .py_call(adapter$predict_proba(estimator, spec), "prediction failed")
+    .rethrow_warnings(result$warnings)
+    proba <- matrix(as.numeric(result$values), nrow = .table_rows(table), byrow = TRUE,
+                    dimnames = list(NULL, object$py_classes))
+    return(proba[, object$classes, drop = FALSE])
   }
-  pred <- .py_call(adapter$predict(estimator, .values(x), nrow(x), ncol(x)),
-                   "prediction failed")
+  result <- .py_call(adapter$predict(estimator, spec), "prediction failed")
+  .rethrow_warnings(result$warnings)
   if (object$task == "regression") {
-    return(as.numeric(pred))
+    return(as.numeric(result$values))
   }
-  factor(object$classes[as.integer(pred) + 1L], levels = object$levels)
+  factor(object$py_classes[as.integer(result$values) + 1L], levels = object$levels)
 }
 
 #' @export
 print.neumiss <- function(x, ...) {
   .check_fit(x, "x")
-  cat(sprintf("NeuMiss %s model (depth %d, %d epochs)\n", x$task, x$best_depth,
-              x$n_epochs))
+  cat(sprintf("NeuMiss %s model (depth %d, %s weights, %d epochs)\n", x$task,
+              x$best_depth, x$weight_sharing, x$n_epochs))
   if (!is.null(x$call)) {
     cat("Call: ", paste(deparse(x$call), collapse = "\n"), "\n", sep = "")
   }
@@ -58,13 +80,26 @@ print.neumiss <- function(x, ...) {
   if (x$task == "classification") {
     cat(sprintf("Classes (%d): %s\n", length(x$classes), .abbreviate_list(x$classes)))
   }
+  if (!is.na(x$n_obs)) {
+    cat(sprintf("Rows: %d (%d training, %d validation)%s\n", x$n_obs, x$n_train, x$n_valid,
+                .deleted_note(x)))
+  }
   cat(sprintf("%s: %s\n", .score_label(x), format(.score_value(x), digits = 4)))
   invisible(x)
 }
 
+.deleted_note <- function(x) {
+  n <- length(x$na.action)
+  if (n == 0) "" else sprintf("; %d deleted (%s)", n, .na_reason(x))
+}
+
+.na_reason <- function(x) {
+  if (is.null(x$call$na.action)) "missing response" else "na.action"
+}
+
 .abbreviate_list <- function(v, n = 8) {
   if (length(v) <= n) paste(v, collapse = ", ") else
-    paste0(paste(v[seq_len(n)], collapse = ", "), ", ...")
+    paste0(paste(v[seq_len(n)], collapse = ", "), ", ... (", length(v), " in all)")
 }
 
 # The Python validation score is R² (regression) or minus the log-loss.
@@ -76,37 +111,87 @@ print.neumiss <- function(x, ...) {
   if (object$task == "regression") object$validation_score else -object$validation_score
 }
 
+# R² (regression) or log-loss (classification) on the training rows, all of them.
+.training_metric <- function(object) {
+  if (is.null(object$fitted.values) || is.null(object$y)) {
+    return(NA_real_)
+  }
+  if (object$task == "regression") {
+    return(.r2(object$y, object$fitted.values))
+  }
+  .log_loss(object$y, object$probabilities)
+}
+
+.log_loss <- function(truth, proba) {
+  p <- proba[cbind(seq_along(truth), match(as.character(truth), colnames(proba)))]
+  p[is.na(p)] <- 0
+  -mean(log(pmax(p, 1e-15)))
+}
+
 #' Summarise a NeuMiss model
+#'
+#' Shows the rows used (training and validation), the validation metric (R²
+#' for regression, log-loss for classification) and the same metric on all
+#' training rows, the depth and weight sharing used, the epochs and the
+#' parameters. The validation metric rests on the rows held out
+#' (`validation_fraction`, 10% by default): a warning says when they are fewer
+#' than 20, as the metric is then unreliable.
 #'
 #' @param object A model fitted by [neumiss()].
 #' @param x A `"summary.neumiss"` object.
 #' @param ... Unused.
 #' @return `summary()`: an object of class `"summary.neumiss"`, a list with
 #'   `task`, `depth` (the depth asked for), `best_depth` (the depth used),
-#'   `n_epochs`, `best_epoch` (whose weights were kept), `score_name`,
-#'   `validation_score` (R² for regression, log-loss for classification),
-#'   `history` (data frame: epoch, train_loss, val_loss, val_score, lr),
-#'   `params` (all parameters of the Python estimator), `n_obs`,
-#'   `missing_rate`, `feature_names`, `classes`.
+#'   `weight_sharing`, `n_epochs`, `best_epoch` (whose weights were kept),
+#'   `n_obs`, `n_train`, `n_valid`, `n_deleted`, `metric` (`"R^2"` or
+#'   `"log-loss"`), `validation` (the validation metric), `training` (the
+#'   metric on all training rows, in-sample), `history` (data frame: epoch,
+#'   train_loss, val_loss, val_score, lr), `params` (all parameters of the
+#'   Python estimator), `seed`, `missing_rate`, `feature_names`, `xlevels`,
+#'   `classes`.
 #' @export
 summary.neumiss <- function(object, ...) {
   .check_fit(object)
+  n_valid <- object$n_valid
+  if (!is.na(n_valid) && n_valid > 0 && n_valid < .min_validation_rows) {
+    .warn("the validation metric rests on %d row(s) only: it is unreliable (more rows, or a larger validation_fraction, would help).",
+          n_valid)
+  }
   structure(list(
     call = object$call,
     task = object$task,
     depth = object$params$depth,
     best_depth = object$best_depth,
+    weight_sharing = object$weight_sharing,
     n_epochs = object$n_epochs,
     best_epoch = object$best_epoch,
-    score_name = .score_label(object),
-    validation_score = .score_value(object),
+    n_obs = object$n_obs,
+    n_train = object$n_train,
+    n_valid = n_valid,
+    n_deleted = length(object$na.action),
+    deleted_reason = .na_reason(object),
+    metric = if (object$task == "regression") "R^2" else "log-loss",
+    validation = .score_value(object),
+    training = .training_metric(object),
     history = object$history,
     params = object$params,
-    n_obs = object$n_obs,
+    seed = object$seed,
     missing_rate = object$missing_rate,
     feature_names = object$feature_names,
+    xlevels = object$xlevels,
     classes = object$classes
   ), class = "summary.neumiss")
+}
+
+# Fewer validation rows than this: summary() warns that the metric is unreliable.
+.min_validation_rows <- 20L
+
+# A parameter value on one line: c(3, 1) as [3, 1].
+.format_param <- function(value) {
+  if (is.list(value) || length(value) > 1) {
+    return(paste0("[", paste(unlist(value), collapse = ", "), "]"))
+  }
+  format(value)
 }
 
 #' @rdname summary.neumiss
@@ -116,20 +201,39 @@ print.summary.neumiss <- function(x, ...) {
   if (!is.null(x$call)) {
     cat("Call: ", paste(deparse(x$call), collapse = "\n"), "\n", sep = "")
   }
-  if (!is.null(x$n_obs)) {
-    cat(sprintf("Training data: %d rows, %d features, %.1f%% of predictor values missing\n",
-                x$n_obs, length(x$feature_names), 100 * x$missing_rate))
+  if (!is.na(x$n_obs)) {
+    cat(sprintf("Rows: %d used: %d training, %d validation%s\n", x$n_obs, x$n_train,
+                x$n_valid, if (x$n_deleted) sprintf(" (%d deleted: %s)", x$n_deleted,
+                                                    x$deleted_reason) else ""))
   }
-  cat(sprintf("Depth: %s (used: %d)\n", format(x$depth), x$best_depth))
-  cat(sprintf("Epochs: %d (weights of epoch %d kept)\n", x$n_epochs, x$best_epoch))
-  cat(sprintf("%s: %s\n", x$score_name, format(x$validation_score, digits = 4)))
+  cat(sprintf("Features: %d (%s), %.1f%% of predictor values missing\n",
+              length(x$feature_names), .abbreviate_list(x$feature_names, 6),
+              100 * x$missing_rate))
+  if (length(x$xlevels)) {
+    cat(sprintf("Factors: %s\n", paste(sprintf("%s (%d levels)", names(x$xlevels),
+                                               lengths(x$xlevels)), collapse = ", ")))
+  }
   if (!is.null(x$classes)) {
-    cat(sprintf("Classes: %s\n", paste(x$classes, collapse = ", ")))
+    cat(sprintf("Classes: %s\n", .abbreviate_list(x$classes)))
   }
-  shown <- c("weights", "residual", "mlp_depth", "optimizer", "learning_rate",
+  cat(sprintf("Depth: %s (used: %d), weight sharing: %s\n", .format_param(x$depth),
+              x$best_depth, x$weight_sharing))
+  cat(sprintf("Epochs: %d (weights of epoch %d kept)\n", x$n_epochs, x$best_epoch))
+  if (!is.na(x$n_valid) && x$n_valid == 0) {
+    cat(sprintf("Validation %s: none (validation_fraction = 0); training loss used\n", x$metric))
+  } else {
+    cat(sprintf("Validation %s: %s%s\n", x$metric, format(x$validation, digits = 4),
+                if (!is.na(x$n_valid)) sprintf(" (%d rows)", x$n_valid) else ""))
+  }
+  if (!is.na(x$training)) {
+    cat(sprintf("Training %s: %s (all %d rows, in-sample)\n", x$metric,
+                format(x$training, digits = 4), x$n_obs))
+  }
+  shown <- c("residual", "mlp_depth", "ensemble_size", "optimizer", "learning_rate",
              "batch_size", "max_epochs", "patience", "random_state")
   shown <- intersect(shown, names(x$params))
-  cat("Parameters: ", paste(shown, vapply(x$params[shown], format, character(1)),
+  cat("Parameters: ", paste(sub("random_state", "seed", shown),
+                            vapply(x$params[shown], .format_param, character(1)),
                             sep = " = ", collapse = ", "), "\n", sep = "")
   cat("Training history:\n")
   h <- x$history
@@ -146,7 +250,8 @@ print.summary.neumiss <- function(x, ...) {
 #'
 #' @param x A model fitted by [neumiss()].
 #' @param y Unused.
-#' @param ... Graphical parameters passed to [graphics::matplot()].
+#' @param ... Graphical parameters passed to [graphics::matplot()] (they
+#'   replace the defaults, e.g. `main`, `ylab`, `log = "y"`).
 #' @return `x`, invisibly.
 #' @export
 plot.neumiss <- function(x, y, ...) {
@@ -155,12 +260,15 @@ plot.neumiss <- function(x, y, ...) {
   curves <- cbind(training = h$train_loss, validation = h$val_loss)
   curves <- curves[, colSums(is.finite(curves)) > 0, drop = FALSE]
   ylab <- if (x$task == "regression") "loss (MSE, standardized y)" else "loss (log-loss)"
-  graphics::matplot(h$epoch, curves, type = "l", lty = seq_len(ncol(curves)),
-                    col = seq_len(ncol(curves)), xlab = "epoch", ylab = ylab,
-                    main = "NeuMiss training", ...)
+  args <- utils::modifyList(
+    list(type = "l", lty = seq_len(ncol(curves)), col = seq_len(ncol(curves)),
+         xlab = "epoch", ylab = ylab, main = "NeuMiss training"),
+    list(...)
+  )
+  do.call(graphics::matplot, c(list(h$epoch, curves), args))
   graphics::abline(v = x$best_epoch, lty = 3, col = "grey50")
-  graphics::legend("topright", legend = colnames(curves), lty = seq_len(ncol(curves)),
-                   col = seq_len(ncol(curves)), bty = "n")
+  graphics::legend("topright", legend = colnames(curves), lty = args$lty,
+                   col = args$col, bty = "n")
   invisible(x)
 }
 
@@ -169,13 +277,95 @@ plot.neumiss <- function(x, y, ...) {
 #' A NeuMiss network has no regression coefficients in the usual sense; its
 #' block learns a mean vector \eqn{\mu} of the predictors, the centre of its
 #' estimate of the missing values. `coef()` returns it in the units of the
-#' predictors, named by feature.
+#' predictors, named by encoded feature (`name=level` for a level of a
+#' factor). See [tidy.neumiss()] for a table.
 #'
 #' @param object A model fitted by [neumiss()].
 #' @param ... Unused.
-#' @return A named numeric vector, one value per feature.
+#' @return A named numeric vector, one value per encoded feature.
 #' @export
 coef.neumiss <- function(object, ...) {
   .check_fit(object)
   object$mu
+}
+
+#' Extractors of a NeuMiss fit
+#'
+#' The usual accessors of a model fitted by [neumiss()]:
+#' * `fitted()`: predictions on the training rows (validation rows included),
+#'   numeric for regression, the predicted class for classification; padded
+#'   with `NA` with `na.action = na.exclude`.
+#' * `residuals()`: response minus fitted values (regression only).
+#' * `nobs()`: the number of rows used (with non-zero weight).
+#' * `formula()`, `terms()`: those of a formula fit, with the response, so that
+#'   [update()] works (`update(fit, . ~ . - x)`, `update(fit, max_epochs = 50)`).
+#' * `model.frame()`: the model frame kept by a formula fit (`model = TRUE`).
+#'
+#' A model read with [read_neumiss()] has no training data: `fitted()`,
+#' `residuals()` and `model.frame()` give an error, `nobs()` the recorded count.
+#'
+#' @param object,formula,x A model fitted by [neumiss()].
+#' @param ... Unused.
+#' @return As for [stats::lm()] fits.
+#' @name neumiss-extractors
+NULL
+
+#' @rdname neumiss-extractors
+#' @importFrom stats coef fitted formula model.frame nobs predict residuals terms
+#' @export
+fitted.neumiss <- function(object, ...) {
+  .check_fit(object)
+  if (is.null(object$fitted.values)) {
+    .abort("no fitted values: this model was read from a file, without its training data.")
+  }
+  stats::napredict(object$na.action, object$fitted.values)
+}
+
+#' @rdname neumiss-extractors
+#' @export
+residuals.neumiss <- function(object, ...) {
+  .check_fit(object)
+  if (object$task != "regression") {
+    .abort("residuals are defined for regression only; for classification use predict(fit, type = \"prob\").")
+  }
+  if (is.null(object$residuals)) {
+    .abort("no residuals: this model was read from a file, without its training data.")
+  }
+  stats::naresid(object$na.action, object$residuals)
+}
+
+#' @rdname neumiss-extractors
+#' @export
+nobs.neumiss <- function(object, ...) {
+  .check_fit(object)
+  if (!is.null(object$weights)) sum(object$weights != 0) else object$n_obs
+}
+
+#' @rdname neumiss-extractors
+#' @export
+formula.neumiss <- function(x, ...) {
+  stats::formula(terms.neumiss(x))
+}
+
+#' @rdname neumiss-extractors
+#' @export
+terms.neumiss <- function(x, ...) {
+  .check_fit(x, "x")
+  if (is.null(x$terms)) {
+    .abort("this model was fitted from a matrix or data frame, not a formula: it has no formula or terms.")
+  }
+  x$terms
+}
+
+#' @rdname neumiss-extractors
+#' @export
+model.frame.neumiss <- function(formula, ...) {
+  .check_fit(formula, "formula")
+  if (!is.null(formula$model)) {
+    return(formula$model)
+  }
+  if (is.null(formula$terms)) {
+    .abort("this model was fitted from a matrix or data frame: it has no model frame.")
+  }
+  .abort("the model frame was not kept (model = FALSE, or a model read from a file); refit with model = TRUE.")
 }

@@ -1,27 +1,61 @@
 #' Fit a NeuMiss network
 #'
 #' Fits a NeuMiss network (Le Morvan et al., NeurIPS 2020) with the Python
-#' package `neumiss` (`NeuMissRegressor` or `NeuMissClassifier`). The
-#' predictors are numeric and may contain missing values (`NA`): the network
-#' learns to predict from the observed values of every row, without imputing
-#' them first.
+#' package `neumiss` (`NeuMissRegressor` or `NeuMissClassifier`). Predictors
+#' may contain missing values (`NA`): the network learns to predict from the
+#' observed values of every row, without imputing them first.
 #'
-#' Predictors must be numeric (logical columns count as 0/1). Factor and
-#' character predictors are refused with an error: NeuMiss models continuous
-#' features; encode such columns yourself (e.g. with [stats::model.matrix()])
-#' if you want them as numbers. The response must not contain `NA`.
+#' @section Predictors:
+#' * Numeric and integer columns are used as they are; logical columns are
+#'   numeric (`TRUE` = 1). A column that is `NA` in every row (which R makes
+#'   logical) is a numeric column with every value missing.
+#' * Factors (ordered or not) and character columns are categorical: the Python
+#'   estimator one-hot encodes them, one column per level seen at fit (at most
+#'   30 per column; rarer levels then share one `<other>` column). An `NA`
+#'   value marks the whole group missing, so the network treats it as a
+#'   missing value, not as "none of the levels". The levels are stored in the
+#'   fit (`xlevels`). At prediction a level not seen at fit is treated as
+#'   missing, with a warning.
+#' * With a formula, transformations such as `log(x)`, `I(x^2)` or `poly(x, 2)`
+#'   are allowed; interaction terms (`a:b`, `a*b`) and `offset()` are refused
+#'   with an error.
 #'
-#' Estimator arguments left `NULL` take the default of the Python estimator
-#' (see `help(neumiss.NeuMissRegressor)` in Python, or [summary.neumiss()] for
-#' the values used by a fit).
+#' @section Missing values:
+#' By default the formula method drops the rows whose response (or weight) is
+#' `NA`, whatever `getOption("na.action")` says, and keeps the rows with
+#' missing predictors: handling them is the point of the method. The dropped
+#' rows are recorded as by [stats::na.omit()] (see `fit$na.action`). Pass
+#' `na.action = na.omit` to drop every incomplete row, or `na.exclude` to pad
+#' [fitted()] and [residuals()] with `NA`.
 #'
-#' @param x A numeric matrix or data frame of predictors, `NA` for missing
-#'   values (a numeric vector is one predictor). For the generic, a formula.
+#' @section Random numbers:
+#' With `seed = NULL` the seed given to Python is drawn from R's random number
+#' generator, so [set.seed()] makes fits repeatable (on CPU); the seed used is
+#' kept in `fit$seed`.
+#'
+#' Estimator arguments left `NULL` take the value in the option
+#' `neumiss.args` when it names them (a list, e.g.
+#' `options(neumiss.args = list(ensemble_size = 1, device = "cuda"))` for a
+#' session), else the default of the Python estimator. `fit$params` (and
+#' [summary.neumiss()]) shows the values used by a fit.
+#'
+#' @param x A matrix or data frame of predictors, `NA` for missing values (a
+#'   numeric vector is one predictor). For the generic, a formula or that.
 #' @param y The response: numeric for regression; a factor (or character,
-#'   logical) for classification. No `NA`.
+#'   logical) for classification. No `NA` (the formula method drops those rows).
 #' @param formula A formula `response ~ predictors`; `y ~ .` uses every other
-#'   column of `data`. Transformations such as `log(x1)` are allowed.
-#' @param data A data frame holding the variables of `formula`.
+#'   column of `data`.
+#' @param data A data frame holding the variables of `formula` (else they are
+#'   taken from the formula's environment).
+#' @param subset An optional expression or vector selecting the rows to use,
+#'   evaluated in `data`, as in [stats::lm()].
+#' @param weights Case weights: `NULL` or one non-negative number per row
+#'   (with a formula, evaluated in `data`). Each row's loss counts that many
+#'   times, in training and in the validation split.
+#' @param na.action A function for rows with `NA`, such as [stats::na.omit()];
+#'   by default only rows with a missing response or weight are dropped.
+#' @param model Logical: keep the model frame in the fit (for
+#'   [model.frame()], [predict()] without `newdata` and `augment()`).
 #' @param task `"regression"` or `"classification"`; by default
 #'   classification for a factor, character or logical response, regression
 #'   otherwise.
@@ -33,39 +67,45 @@
 #' @param mlp_depth,mlp_width Hidden layers (and their width) of an MLP head
 #'   after the block, for nonlinear targets; `mlp_depth = 0` is the paper's
 #'   linear head.
-#' @param weights `"independent"` (one matrix per Neumann iteration),
+#' @param weight_sharing `"independent"` (one matrix per Neumann iteration),
 #'   `"shared"`, or `"auto"`: shared, then untied at the chosen depth when that
-#'   improves the validation loss (tried only with at least 10 training rows
-#'   per parameter of the untied block).
+#'   improves the validation loss. The mode used is `fit$weight_sharing`.
 #' @param residual Logical: residual connections in the block.
 #' @param optimizer `"adam"` or `"sgd"`.
 #' @param learning_rate,batch_size,max_epochs Training settings.
-#' @param validation_fraction Share of rows held out for early stopping.
+#' @param validation_fraction Share of rows held out for early stopping and
+#'   for the validation metric.
 #' @param patience Epochs without validation improvement before stopping (the
 #'   best weights are restored).
 #' @param seed Whole number seeding the split, initialisation and shuffling
-#'   (`random_state` in Python): repeatable fits on CPU.
+#'   (`random_state` in Python); `NULL` draws one from R's generator.
 #' @param device `"cpu"`, `"cuda"` or `"auto"`.
 #' @param verbose Logical: show a progress bar while training.
 #' @param ... Further parameters of the Python estimator by their Python names
-#'   (e.g. `lr_patience`, `tol`, `weight_decay`); unknown names are an error. For the
-#'   formula method, the arguments of the default method.
-#' @return An object of class `"neumiss"`: a list with, among others, `task`,
-#'   `feature_names`, `history` (a data frame of per-epoch losses),
-#'   `n_epochs`, `best_depth`, `validation_score`, `mu` (see [coef.neumiss()])
-#'   and the fitted Python model stored as bytes (`model`), so that the object
-#'   survives [saveRDS()] / [readRDS()] into a new R session.
+#'   (e.g. `lr_patience`, `tol`, `weight_decay`, `compress_tails`); unknown
+#'   names are an error. For the formula method, the arguments of the default
+#'   method.
+#' @return An object of class `"neumiss"`: a list with, among others, `call`,
+#'   `terms` (formula fits), `task`, `feature_names`, `column_kinds`,
+#'   `xlevels`, `seed`, `history` (a data frame of per-epoch losses),
+#'   `n_epochs`, `best_depth`, `weight_sharing`, `validation_score`,
+#'   `n_train`, `n_valid`, `fitted.values`, `residuals` (regression),
+#'   `na.action`, `model` (the model frame) and the fitted Python model stored
+#'   as bytes (`python_model`), so that the object survives [saveRDS()] /
+#'   [readRDS()] into a new R session.
 #' @seealso [predict.neumiss()], [summary.neumiss()], [plot.neumiss()],
-#'   [export_onnx()], [compare_methods()].
+#'   [tidy.neumiss()], [write_neumiss()], [export_onnx()], [compare_methods()].
 #' @examples
-#' \dontrun{
-#' set.seed(1)
-#' x <- matrix(rnorm(600), ncol = 3, dimnames = list(NULL, c("a", "b", "c")))
-#' y <- drop(x %*% c(1, -2, 0.5)) + rnorm(200, sd = 0.1)
-#' x[sample(length(x), 150)] <- NA
-#' fit <- neumiss(x, y, max_epochs = 30, seed = 1)
-#' predict(fit, x[1:5, ])
-#' fit2 <- neumiss(y ~ ., data = data.frame(x, y = y), max_epochs = 30)
+#' \donttest{
+#' if (is_neumiss_available()) {
+#'   # 37 rows have no Ozone (dropped), 7 no Solar.R (kept: NA = missing)
+#'   set.seed(1)
+#'   fit <- neumiss(Ozone ~ ., data = airquality, max_epochs = 20)
+#'   fit
+#'   predict(fit, data.frame(Solar.R = NA, Wind = 10, Temp = 80, Month = 6, Day = 1))
+#'   fit2 <- update(fit, . ~ . - Day, subset = Month > 5)
+#'   nobs(fit2)
+#' }
 #' }
 #' @export
 neumiss <- function(x, ...) {
@@ -74,69 +114,127 @@ neumiss <- function(x, ...) {
 
 #' @rdname neumiss
 #' @export
-neumiss.formula <- function(formula, data, ...) {
-  call <- match.call()
-  if (missing(data)) {
-    stop("`data` is required with a formula.", call. = FALSE)
-  }
-  mf <- stats::model.frame(formula, data, na.action = stats::na.pass)
-  terms <- stats::terms(mf)
+neumiss.formula <- function(formula, data, subset, weights, na.action, ..., model = TRUE) {
+  call <- .generic_call(match.call())
+  .check_dots(list(...), formula = TRUE)
+  mf <- match.call(expand.dots = FALSE)
+  keep <- match(c("formula", "data", "subset", "weights", "na.action"), names(mf), 0L)
+  mf <- mf[c(1L, keep)]
+  default_na <- missing(na.action)
+  if (default_na) mf$na.action <- quote(stats::na.pass)
+  mf$drop.unused.levels <- TRUE
+  mf[[1L]] <- quote(stats::model.frame)
+  mf <- eval(mf, parent.frame())
+  terms <- attr(mf, "terms")
   if (attr(terms, "response") == 0) {
-    stop("the formula has no response (write it as response ~ predictors).", call. = FALSE)
+    .abort("the formula has no response (write it as response ~ predictors).")
   }
-  predictors <- mf[-attr(terms, "response")]
-  if (ncol(predictors) == 0) {
-    stop("the formula has no predictors.", call. = FALSE)
-  }
-  .check_numeric_columns(predictors, "data")  # no factor or character predictors
-  terms <- stats::delete.response(terms)
-  attr(terms, "intercept") <- 0L
-  x <- stats::model.matrix(terms, mf)
-  fit <- neumiss.default(x, stats::model.response(mf), ...)
-  fit$terms <- terms
-  fit$call <- .generic_call(call)
+  if (default_na) mf <- .drop_missing_response(mf)
+  table <- .formula_table(mf, terms)
+  fit <- .neumiss_fit(table, stats::model.response(mf), stats::model.weights(mf),
+                      .estimator_args(...), call = call, terms = terms)
+  names(fit$fitted.values) <- rownames(mf)
+  if (!is.null(fit$residuals)) names(fit$residuals) <- rownames(mf)
+  if (!is.null(fit$probabilities)) rownames(fit$probabilities) <- rownames(mf)
+  fit$na.action <- attr(mf, "na.action")
+  if (isTRUE(model)) fit$model <- mf
   fit
 }
 
 #' @rdname neumiss
 #' @export
-neumiss.default <- function(x, y, task = NULL, depth = NULL, mlp_depth = NULL,
-                            mlp_width = NULL, weights = NULL, residual = NULL,
-                            optimizer = NULL, learning_rate = NULL, batch_size = NULL,
-                            max_epochs = NULL, validation_fraction = NULL,
-                            patience = NULL, seed = NULL, device = NULL,
-                            verbose = FALSE, ...) {
-  call <- match.call()
-  x <- .predictor_matrix(x, "x")
-  response <- .response(y, task, nrow(x))
+neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
+                            mlp_depth = NULL, mlp_width = NULL, weight_sharing = NULL,
+                            residual = NULL, optimizer = NULL, learning_rate = NULL,
+                            batch_size = NULL, max_epochs = NULL,
+                            validation_fraction = NULL, patience = NULL, seed = NULL,
+                            device = NULL, verbose = FALSE, ...) {
+  call <- .generic_call(match.call())
+  .check_dots(list(...), formula = FALSE)
+  table <- .predictor_table(x, "x")
+  args <- .estimator_args(
+    task = task, depth = depth, mlp_depth = mlp_depth, mlp_width = mlp_width,
+    weight_sharing = weight_sharing, residual = residual, optimizer = optimizer,
+    learning_rate = learning_rate, batch_size = batch_size, max_epochs = max_epochs,
+    validation_fraction = validation_fraction, patience = patience, seed = seed,
+    device = device, verbose = verbose, ...
+  )
+  .neumiss_fit(table, y, weights, args, call = call, terms = NULL)
+}
+
+# The estimator arguments, split into task, seed and Python parameters.
+.estimator_args <- function(task = NULL, depth = NULL, mlp_depth = NULL, mlp_width = NULL,
+                            weight_sharing = NULL, residual = NULL, optimizer = NULL,
+                            learning_rate = NULL, batch_size = NULL, max_epochs = NULL,
+                            validation_fraction = NULL, patience = NULL, seed = NULL,
+                            device = NULL, verbose = FALSE, ...) {
   params <- c(
-    list(depth = depth, mlp_depth = mlp_depth, mlp_width = mlp_width, weights = weights,
-         residual = residual, optimizer = optimizer, learning_rate = learning_rate,
-         batch_size = batch_size, max_epochs = max_epochs,
-         validation_fraction = validation_fraction, patience = patience,
-         random_state = seed, device = device, verbose = as.integer(isTRUE(verbose))),
+    list(depth = depth, mlp_depth = mlp_depth, mlp_width = mlp_width,
+         weight_sharing = weight_sharing, residual = residual, optimizer = optimizer,
+         learning_rate = learning_rate, batch_size = batch_size, max_epochs = max_epochs,
+         validation_fraction = validation_fraction, patience = patience, device = device,
+         verbose = as.integer(isTRUE(verbose))),
     list(...)
   )
-  params <- .python_params(params[!vapply(params, is.null, logical(1))])
-  y_py <- if (response$task == "classification") {
-    as.integer(response$y) - 1L
-  } else {
-    response$y
+  params <- params[!vapply(params, is.null, logical(1))]
+  list(task = task, seed = seed, params = c(params, .option_args(names(params))))
+}
+
+# The estimator arguments of getOption("neumiss.args") not given in the call.
+.option_args <- function(given) {
+  defaults <- getOption("neumiss.args")
+  if (is.null(defaults)) {
+    return(list())
   }
-  adapter <- .adapter()
-  result <- .py_call(
-    adapter$fit(response$task, params, .values(x), nrow(x), ncol(x), y_py),
-    "fitting the NeuMiss model failed"
-  )
-  for (w in result$warnings) {
-    warning(w, call. = FALSE)
+  if (!is.list(defaults) || (length(defaults) && (is.null(names(defaults)) ||
+                                                   any(!nzchar(names(defaults)))))) {
+    .abort("getOption(\"neumiss.args\") must be a named list of arguments of neumiss().")
   }
-  levels <- if (response$task == "classification") levels(response$y)
-  fit <- .new_neumiss(result$estimator, colnames(x), attr(x, "named"), levels,
-                      .generic_call(call))
-  fit$n_obs <- nrow(x)
-  fit$missing_rate <- mean(is.na(x))
-  fit
+  refused <- intersect(names(defaults), c("task", "seed", "random_state", "weights"))
+  if (length(refused)) {
+    .abort("getOption(\"neumiss.args\") may not set %s: give it in the call.", .quote(refused))
+  }
+  defaults[setdiff(names(defaults), given)]
+}
+
+# Arguments of R's modelling functions that are not estimator parameters.
+.check_dots <- function(dots, formula) {
+  names_dots <- names(dots)
+  if (length(dots) && (is.null(names_dots) || any(!nzchar(names_dots)))) {
+    .abort("estimator parameters passed in `...` must be named.")
+  }
+  if ("offset" %in% names_dots) {
+    .abort("`offset` is not supported: a NeuMiss network has no linear predictor to add an offset to.")
+  }
+  r_only <- intersect(names_dots, c("data", "subset", "na.action", "formula"))
+  if (length(r_only) && !formula) {
+    .abort("%s: argument(s) of the formula interface, neumiss(y ~ ., data = ...).",
+           .quote(r_only))
+  }
+  invisible(NULL)
+}
+
+# Drop the rows of a model frame (kept with na.pass) whose response or weight is NA,
+# recorded like na.omit() does.
+.drop_missing_response <- function(mf) {
+  y <- stats::model.response(mf)
+  drop <- if (is.null(dim(y))) is.na(y) else rowSums(is.na(as.matrix(y))) > 0
+  w <- stats::model.weights(mf)
+  if (!is.null(w)) drop <- drop | is.na(w)
+  if (!any(drop)) {
+    return(mf)
+  }
+  if (all(drop)) {
+    .abort("every row has a missing response (or weight): nothing to fit.")
+  }
+  omit <- which(drop)
+  names(omit) <- rownames(mf)[drop]
+  class(omit) <- "omit"
+  terms <- attr(mf, "terms")
+  mf <- mf[!drop, , drop = FALSE]
+  attr(mf, "terms") <- terms
+  attr(mf, "na.action") <- omit
+  mf
 }
 
 # match.call() in a method names the method; show the generic as the user wrote it.
@@ -145,16 +243,77 @@ neumiss.default <- function(x, y, task = NULL, depth = NULL, mlp_depth = NULL,
   call
 }
 
+# A seed for Python from R's random number generator (set.seed() governs fits).
+.draw_seed <- function() {
+  sample.int(.Machine$integer.max, 1L) - 1L
+}
+
+# Fit on a table; the shared part of the formula and default methods.
+.neumiss_fit <- function(table, y, weights, args, call, terms) {
+  n <- .table_rows(table)
+  response <- .response(y, args$task, n)
+  weights <- .case_weights(weights, n)
+  seed <- args$seed
+  params <- .python_params(c(args$params, list(random_state = seed)))
+  if (is.null(seed)) {
+    seed <- .draw_seed()
+    params$random_state <- seed
+  }
+  seed <- params$random_state
+  task <- response$task
+  y_py <- if (task == "classification") as.character(response$y) else response$y
+  meta <- list(
+    r_package = as.character(utils::packageVersion("neumiss")),
+    formula = if (!is.null(terms)) .deparse(stats::formula(terms)),
+    predvars = if (!is.null(attr(terms, "predvars"))) .deparse(attr(terms, "predvars")),
+    response = if (!is.null(terms)) .response_name(terms),
+    levels = if (task == "classification") as.list(levels(response$y)),
+    named_features = isTRUE(attr(table, "named")),
+    n_obs = n,
+    missing_rate = .missing_rate(table),
+    seed = seed
+  )
+  adapter <- .adapter()
+  result <- .py_call(
+    adapter$fit(task, params, .table_for_python(table), y_py, weights,
+                   meta[!vapply(meta, is.null, logical(1))]),
+    "fitting the NeuMiss model failed"
+  )
+  .rethrow_warnings(result$warnings)
+  fit <- .new_neumiss(result$estimator, call = call, terms = terms,
+                      levels = if (task == "classification") levels(response$y))
+  fit$y <- response$y
+  fit$weights <- weights
+  # fitted values on the training rows (those held out for validation included)
+  if (task == "regression") {
+    fit$fitted.values <- .predict_table(fit, table, "response")
+    fit$residuals <- fit$y - fit$fitted.values
+  } else {
+    fit$probabilities <- .predict_table(fit, table, "prob")
+    fit$fitted.values <- factor(
+      fit$classes[max.col(fit$probabilities, ties.method = "first")], levels = fit$levels
+    )
+  }
+  fit
+}
+
+.deparse <- function(expr) {
+  paste(deparse(expr, width.cutoff = 500L), collapse = " ")
+}
+
+.response_name <- function(terms) {
+  .deparse(attr(terms, "variables")[[attr(terms, "response") + 1L]])
+}
+
 # Python wants integers where R users type 3 or 100: whole numbers for these
 # parameters become integers, other numbers are an error; values of other types
 # (e.g. depth = "auto") are passed as given and checked by Python.
 .integer_params <- c("depth", "mlp_depth", "mlp_width", "batch_size", "max_epochs",
-                     "patience", "lr_patience", "random_state", "verbose")
+                     "patience", "lr_patience", "random_state", "verbose", "n_jobs",
+                     "ensemble_size")
 
 .python_params <- function(params) {
-  if (is.null(names(params)) || any(!nzchar(names(params)))) {
-    stop("estimator parameters passed in `...` must be named.", call. = FALSE)
-  }
+  params <- params[!vapply(params, is.null, logical(1))]
   for (name in intersect(names(params), .integer_params)) {
     value <- params[[name]]
     if (!is.numeric(value) && name != "random_state") next
@@ -164,57 +323,98 @@ neumiss.default <- function(x, y, task = NULL, depth = NULL, mlp_depth = NULL,
         any(value != round(value))) {
       shown <- if (name == "random_state") "seed" else name
       what <- if (name == "depth") "a whole number or a vector of them" else "a whole number"
-      stop(sprintf("`%s` must be %s, got %s.", shown, what,
-                   paste(deparse(value), collapse = " ")), call. = FALSE)
+      .abort("`%s` must be %s, got %s.", shown, what, .cut(deparse(value), 60L))
     }
     params[[name]] <- if (several) as.list(as.integer(value)) else as.integer(value)
   }
   params
 }
 
-# Build the R object around a fitted Python estimator. `levels`: all levels of
-# the response factor (classification); the classes the model knows are those
-# of the estimator's classes_ (codes into `levels`, or labels of a model read
-# from a file). `feature_names = NULL` (a model read from a file): the names
-# the Python model was fitted with, else x1, x2, ...
-.new_neumiss <- function(estimator, feature_names, named, levels, call) {
+# Build the R object around a fitted Python estimator. `levels`: the levels of
+# the response factor (NULL for a model read from a file: those recorded by the
+# R package in the file, else the estimator's classes).
+.new_neumiss <- function(estimator, call, terms = NULL, levels = NULL) {
   info <- .py_call(.adapter()$describe(estimator), "could not read the fitted model")
-  if (is.null(feature_names)) {
-    feature_names <- unlist(info$feature_names)
-    named <- !is.null(feature_names)
-    if (!named) feature_names <- paste0("x", seq_len(info$n_features))
+  meta <- info$r_metadata
+  if (is.null(meta)) meta <- list()
+  feature_names <- unlist(info$feature_names)
+  named <- !is.null(feature_names) && !isFALSE(meta$named_features)
+  if (is.null(feature_names)) feature_names <- paste0("x", seq_len(info$n_features))
+  columns <- info$columns
+  kinds <- stats::setNames(vapply(columns, function(c) {
+    if (c$kind == "categorical") "categorical" else "numeric"
+  }, character(1)), feature_names)
+  xlevels <- list()
+  for (i in seq_along(columns)) {
+    if (columns[[i]]$kind == "categorical") {
+      xlevels[[feature_names[i]]] <- as.character(unlist(columns[[i]]$categories))
+    }
+  }
+  if (is.null(terms) && !is.null(meta$formula)) {
+    terms <- .terms_from_metadata(meta)
   }
   task <- if (info$estimator_class == "NeuMissClassifier") "classification" else "regression"
+  py_classes <- NULL
   classes <- NULL
   if (task == "classification") {
-    classes <- if (is.null(levels)) {
-      unlist(info$classes)
-    } else {
-      levels[as.integer(unlist(info$classes)) + 1L]
-    }
-    if (is.null(levels)) levels <- classes
+    py_classes <- as.character(unlist(info$classes))
+    if (is.null(levels)) levels <- as.character(unlist(meta$levels))
+    if (length(levels) == 0) levels <- py_classes
+    classes <- levels[levels %in% py_classes]
   }
   history <- as.data.frame(lapply(info$history, as.numeric))
   history <- cbind(epoch = seq_len(nrow(history)), history)
-  mu <- stats::setNames(as.numeric(info$mu), feature_names)
+  encoded <- as.character(unlist(info$encoded_names))
+  vf <- info$params$validation_fraction
+  n_obs <- if (is.null(meta$n_obs)) NA_integer_ else as.integer(meta$n_obs)
+  n_valid <- if (is.na(n_obs)) NA_integer_ else if (vf > 0) as.integer(ceiling(vf * n_obs)) else 0L
   fit <- list(
     call = call,
+    terms = terms,
     task = task,
     feature_names = feature_names,
     named_features = named,
+    column_kinds = kinds,
+    xlevels = xlevels,
+    encoded_names = encoded,
+    encoded_input = feature_names[as.integer(unlist(info$encoded_input)) + 1L],
     levels = levels,
     classes = classes,
+    py_classes = py_classes,
     params = info$params,
+    seed = info$params$random_state,
     history = history,
     n_epochs = info$n_epochs,
     best_epoch = info$best_epoch,
     best_depth = info$best_depth,
+    weight_sharing = info$weight_sharing,
     validation_score = info$validation_score,
-    mu = mu,
+    n_obs = n_obs,
+    n_train = n_obs - n_valid,
+    n_valid = n_valid,
+    missing_rate = if (is.null(meta$missing_rate)) NA_real_ else meta$missing_rate,
+    mu = stats::setNames(as.numeric(info$mu), encoded),
+    center = stats::setNames(as.numeric(info$mean), encoded),
+    scale = stats::setNames(as.numeric(info$scale), encoded),
     python_version = info$python_version,
-    model = .model_bytes(estimator),
+    python_model = .model_bytes(estimator),
     py = new.env(parent = emptyenv())
   )
   fit$py$estimator <- estimator
   structure(fit, class = "neumiss")
+}
+
+# Terms rebuilt from the formula and predvars recorded in a model file.
+.terms_from_metadata <- function(meta) {
+  terms <- tryCatch({
+    formula <- stats::as.formula(meta$formula, env = globalenv())
+    terms <- stats::terms(formula)
+    if (!is.null(meta$predvars)) attr(terms, "predvars") <- str2lang(meta$predvars)
+    terms
+  }, error = function(e) NULL)
+  if (is.null(terms)) {
+    .warn("could not rebuild the formula '%s' recorded in the model file; predict from a data frame with the model's columns.",
+          meta$formula)
+  }
+  terms
 }

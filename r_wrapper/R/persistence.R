@@ -1,7 +1,7 @@
 # A neumiss object keeps its Python estimator twice: live in the environment
 # `object$py` (lost by saveRDS(), as a reticulate object cannot be serialized) and
-# as the bytes of the Python package's own model file in `object$model` (a raw
-# vector, kept by saveRDS()). The live estimator is rebuilt from the bytes when
+# as the bytes of the Python package's own model file in `object$python_model` (a
+# raw vector, kept by saveRDS()). The live estimator is rebuilt from the bytes when
 # missing, e.g. after readRDS() in a new R session.
 
 .model_bytes <- function(estimator) {
@@ -13,15 +13,13 @@
 
 .check_fit <- function(object, arg = "object") {
   if (!inherits(object, "neumiss")) {
-    stop(sprintf("`%s` must be a model fitted by neumiss(), not an object of class '%s'.",
-                 arg, class(object)[1]), call. = FALSE)
+    .abort("`%s` must be a model fitted by neumiss(), not an object of class '%s'.",
+           arg, class(object)[1])
   }
-  if (!is.raw(object$model) || length(object$model) == 0 ||
+  if (!is.raw(object$python_model) || length(object$python_model) == 0 ||
       !is.environment(object$py) || is.null(object$task)) {
-    stop(sprintf(
-      "`%s` has class 'neumiss' but is not a model made by neumiss() or read_neumiss() (its stored Python model is missing).",
-      arg
-    ), call. = FALSE)
+    .abort("`%s` has class 'neumiss' but is not a model made by neumiss() or read_neumiss() (its stored Python model is missing).",
+           arg)
   }
   invisible(object)
 }
@@ -32,7 +30,7 @@
   if (!is.null(estimator) && !reticulate::py_is_null_xptr(estimator)) {
     return(estimator)
   }
-  estimator <- .load_model_file(.write_temp(object$model),
+  estimator <- .load_model_file(.write_temp(object$python_model),
                                 "could not restore the Python model stored in this neumiss object")
   object$py$estimator <- estimator
   estimator
@@ -56,21 +54,36 @@
 #' trained in Python, as a `"neumiss"` R object. Within R, [saveRDS()] and
 #' [readRDS()] work directly on fitted models.
 #'
+#' The file keeps the feature names, the kind of each column and the levels
+#' of factor columns (the Python estimator's encoder), and what the R package
+#' records in the estimator's `r_metadata_` attribute: the formula (so
+#' [predict()] takes a data frame and evaluates the formula's terms), the
+#' levels of a factor response and the number of training rows. The training
+#' data are not kept: [fitted()] and [residuals()] are not available on a
+#' model read from a file. A data frame given to [predict()] has its columns
+#' matched by name, in any order.
+#'
 #' @param fit A model fitted by [neumiss()].
 #' @param file Path of the model file.
 #' @return `write_neumiss()`: `file`, invisibly. `read_neumiss()`: a `"neumiss"`
-#'   object. Its feature names are those the Python model was fitted with (from
-#'   a pandas DataFrame), else `x1`, `x2`, ...
+#'   object. Its feature names are those the model was fitted with (from R, or
+#'   from a pandas DataFrame in Python), else `x1`, `x2`, ...
 #' @examples
-#' \dontrun{
-#' path <- tempfile(fileext = ".pt")
-#' write_neumiss(fit, path)
-#' same <- read_neumiss(path)
+#' \donttest{
+#' if (is_neumiss_available()) {
+#'   set.seed(1)
+#'   fit <- neumiss(Ozone ~ Solar.R + Wind + Temp, data = airquality, max_epochs = 10)
+#'   path <- tempfile(fileext = ".pt")
+#'   write_neumiss(fit, path)
+#'   same <- read_neumiss(path)
+#'   formula(same)
+#'   all.equal(predict(same, airquality), predict(fit, airquality))
+#' }
 #' }
 #' @export
 write_neumiss <- function(fit, file) {
   .check_fit(fit, "fit")
-  writeBin(fit$model, file)
+  writeBin(fit$python_model, file)
   invisible(file)
 }
 
@@ -78,11 +91,11 @@ write_neumiss <- function(fit, file) {
 #' @export
 read_neumiss <- function(file) {
   if (!is.character(file) || length(file) != 1 || !file.exists(file)) {
-    stop("`file` must be the path of an existing model file.", call. = FALSE)
+    .abort("`file` must be the path of an existing model file.")
   }
   estimator <- .load_model_file(normalizePath(file),
                                 sprintf("could not read '%s' as a neumiss model", file))
-  .new_neumiss(estimator, NULL, NULL, NULL, match.call())
+  .new_neumiss(estimator, call = match.call())
 }
 
 #' Export a fitted model to ONNX
@@ -94,14 +107,18 @@ read_neumiss <- function(file) {
 #' @param file Path of the `.onnx` file to write.
 #' @return `file`, invisibly.
 #' @examples
-#' \dontrun{
-#' export_onnx(fit, "model.onnx")
+#' \donttest{
+#' if (is_neumiss_available() && reticulate::py_module_available("onnx")) {
+#'   set.seed(1)
+#'   fit <- neumiss(Ozone ~ Solar.R + Wind + Temp, data = airquality, max_epochs = 5)
+#'   export_onnx(fit, tempfile(fileext = ".onnx"))
+#' }
 #' }
 #' @export
 export_onnx <- function(fit, file) {
   .check_fit(fit, "fit")
   if (!is.character(file) || length(file) != 1) {
-    stop("`file` must be a single path.", call. = FALSE)
+    .abort("`file` must be a single path.")
   }
   .py_call(.adapter()$export_onnx(.estimator(fit), path.expand(file)),
            "ONNX export failed")

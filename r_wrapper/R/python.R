@@ -8,6 +8,11 @@
       reticulate::virtualenv_exists("r-neumiss")) {
     reticulate::use_virtualenv("r-neumiss", required = FALSE)
   }
+  # PyTorch may write a cache folder (torchinductor_<user>) under the system's temporary
+  # folder; keep it in R's session folder, removed when R exits.
+  if (!nzchar(Sys.getenv("TORCHINDUCTOR_CACHE_DIR"))) {
+    Sys.setenv(TORCHINDUCTOR_CACHE_DIR = file.path(tempdir(), "torchinductor"))
+  }
 }
 
 .how_to_get_python <- paste(
@@ -38,15 +43,20 @@ is_neumiss_available <- function() {
   if (!is.null(.state$adapter)) {
     return(.state$adapter)
   }
-  if (!reticulate::py_available(initialize = TRUE)) {
-    stop("Python could not be found or started by reticulate. ", .how_to_get_python,
-         call. = FALSE)
+  chosen <- Sys.getenv("RETICULATE_PYTHON")
+  if (nzchar(chosen) && !file.exists(chosen)) {
+    .abort("RETICULATE_PYTHON is '%s', which does not exist%s. Set it to the full path of a Python where the 'neumiss' package is installed, before loading the package.",
+           chosen, if (!grepl("^(/|~|[A-Za-z]:)", chosen)) {
+             sprintf(" (a relative path, looked up from %s)", getwd())
+           } else "")
+  }
+  started <- tryCatch(reticulate::py_available(initialize = TRUE), error = function(e) FALSE)
+  if (!started) {
+    .abort("Python could not be found or started by reticulate. %s", .how_to_get_python)
   }
   if (!reticulate::py_module_available("neumiss")) {
-    stop(sprintf(
-      "The Python package 'neumiss' is not installed in the Python used by reticulate (%s). %s",
-      reticulate::py_config()$python, .how_to_get_python
-    ), call. = FALSE)
+    .abort("The Python package 'neumiss' is not installed in the Python used by reticulate (%s). %s",
+           reticulate::py_config()$python, .how_to_get_python)
   }
   path <- system.file("python", package = "neumiss")
   .state$adapter <- .py_call(
@@ -60,7 +70,7 @@ is_neumiss_available <- function() {
 # "<context>: <Python message>", without traceback.
 .py_call <- function(expr, context) {
   tryCatch(expr, error = function(e) {
-    stop(context, ": ", .python_message(e), call. = FALSE)
+    .abort("%s: %s", context, .cut(.python_message(e)))
   })
 }
 
@@ -72,8 +82,8 @@ is_neumiss_available <- function() {
   trimws(msg)
 }
 
-# The values of a numeric matrix for the adapter: a flat column-major vector of
-# doubles, passed with nrow(x) and ncol(x). R's NA is a signalling NaN, on which
+# The values of a numeric vector or matrix for the adapter: a flat column-major
+# vector of doubles (a matrix is passed with nrow(x) and ncol(x)). R's NA is a signalling NaN, on which
 # NumPy arithmetic warns "invalid value encountered": it is sent as a plain NaN.
 .values <- function(x) {
   values <- as.vector(unname(x), mode = "double")

@@ -1,18 +1,38 @@
 """Python side of the R package ``neumiss``: conversions at the R/Python boundary.
 
-reticulate 1.28 (Debian 12) refuses to convert arrays of NumPy >= 2, so nothing crossing the
-boundary is a NumPy object: matrices arrive as flat column-major lists of floats (R's NA
-arrives as NaN) with their dimensions, and results leave as lists, floats, ints and strings.
-Only the fitted estimator itself stays a Python object on the R side.
+reticulate 1.28 (Debian 12) refuses to convert arrays of NumPy >= 2 and converts a
+data.frame badly (NA in an integer, character or logical column arrives as a value), so
+nothing crossing the boundary is a NumPy or pandas object. Tables arrive as plain lists
+(see :func:`frame`), matrices of the baselines as flat column-major lists of floats
+(R's NA arrives as NaN) with their dimensions, and results leave as lists, floats, ints
+and strings. Only the fitted estimator itself stays a Python object on the R side.
+
+The R side's own description of a fit (its formula, the response's levels, the row
+counts) is kept on the estimator as ``r_metadata_``, a dict of strings, numbers and lists:
+the estimator's ``save`` writes every public fitted attribute, so the model file keeps it
+and ``neumiss.load`` restores it. Python users may ignore it.
 """
 
 import warnings
 
 import numpy as np
+import pandas as pd
 
 import neumiss
 
 _TASKS = {"regression": "NeuMissRegressor", "classification": "NeuMissClassifier"}
+
+#: Longest message passed back to R (a longer one is cut).
+MAX_MESSAGE = 400
+
+
+def _list(value):
+    """A list from what reticulate made of an R vector (a length-1 vector arrives as a scalar)."""
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return [value]
 
 
 def _matrix(values, n_rows, n_cols):
@@ -29,12 +49,50 @@ def _float_list(array):
     return [float(v) for v in np.ravel(array)]
 
 
-def _collecting_warnings(func, *args):
-    """``func(*args)`` and the messages of the Python warnings it raised (for R to re-emit)."""
+def _short(message):
+    message = str(message)
+    return message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 5] + " ..."
+
+
+def _collecting_warnings(func, *args, ignore=(), **kwargs):
+    """``func(...)`` and the (shortened) messages of the Python warnings it raised.
+
+    ``ignore``: regular expressions matching the start of warnings to drop.
+    """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = func(*args)
-    return result, [str(w.message) for w in caught]
+        for pattern in ignore:
+            warnings.filterwarnings("ignore", message=pattern)
+        result = func(*args, **kwargs)
+    messages = []
+    for w in caught:
+        text = _short(w.message)
+        if text not in messages:
+            messages.append(text)
+    return result, messages
+
+
+def frame(table):
+    """A pandas DataFrame from the R side's table.
+
+    ``table`` is ``{"names": [...], "columns": [...]}``; each column is
+    ``{"kind": "numeric", "values": [floats, NaN = missing]}`` or
+    ``{"kind": "categorical", "codes": [0-based ints, -1 = missing], "levels": [str]}``
+    (an R factor or character vector, which becomes a pandas categorical).
+    """
+    names = [str(n) for n in _list(table["names"])]
+    columns = _list(table["columns"])
+    data = {}
+    for name, column in zip(names, columns, strict=True):
+        if column["kind"] == "numeric":
+            data[name] = pd.Series(np.asarray(_list(column["values"]), dtype=np.float64))
+        elif column["kind"] == "categorical":
+            codes = np.asarray(_list(column["codes"]), dtype=np.int64)
+            levels = [str(v) for v in _list(column["levels"])]
+            data[name] = pd.Series(pd.Categorical.from_codes(codes, categories=levels))
+        else:
+            raise ValueError(f"column {name!r}: unknown kind {column['kind']!r}")
+    return pd.DataFrame(data, columns=names)
 
 
 def estimator_class(task):
@@ -49,46 +107,88 @@ def parameter_names(task):
     return sorted(estimator_class(task)().get_params(deep=False))
 
 
-def fit(task, params, x, n_rows, n_cols, y):
-    """Fit a NeuMiss estimator; returns ``{"estimator", "warnings"}``.
+def fit(task, params, table, y, sample_weight, metadata):
+    """Fit a NeuMiss estimator on a table; returns ``{"estimator", "warnings"}``.
 
-    ``y`` holds numbers (regression) or integer class codes 0..K-1 (classification).
-    Python warnings raised while fitting are returned as strings for R to re-emit.
+    ``y`` holds numbers (regression) or class labels as strings (classification);
+    ``sample_weight`` is None or one non-negative number per row. ``metadata`` (a dict)
+    becomes ``estimator.r_metadata_``. Python warnings raised while fitting are
+    returned as strings for R to re-emit.
     """
     cls = estimator_class(task)
+    params = dict(params or {})
     unknown = sorted(set(params) - set(parameter_names(task)))
     if unknown:
         raise ValueError(
             f"unknown parameter(s) {', '.join(unknown)} for {cls.__name__}; valid ones: "
             f"{', '.join(parameter_names(task))}"
         )
+    defaults = cls().get_params(deep=False)
+    for name, value in params.items():
+        # R's numbers are floats: a whole one where the default is an int becomes an int
+        default = defaults.get(name)
+        if (
+            isinstance(value, float)
+            and value.is_integer()
+            and isinstance(default, int)
+            and not isinstance(default, bool)
+        ):
+            params[name] = int(value)
     estimator = cls(**params)
-    X = _matrix(x, n_rows, n_cols)
-    target = _vector(y).astype(np.int64 if task == "classification" else np.float64)
-    estimator, messages = _collecting_warnings(estimator.fit, X, target)
+    X = frame(table)
+    if task == "classification":
+        target = np.asarray([str(v) for v in _list(y)], dtype=object)
+    else:
+        target = _vector(y).astype(np.float64)
+    weight = None if sample_weight is None else _vector(sample_weight).astype(np.float64)
+    estimator, messages = _collecting_warnings(estimator.fit, X, target, sample_weight=weight)
+    estimator.r_metadata_ = dict(metadata or {})
     return {"estimator": estimator, "warnings": messages}
 
 
-def predict(estimator, x, n_rows, n_cols):
-    """Predictions: floats (regressor) or 0-based positions in ``classes_`` (classifier)."""
-    predictions = estimator.predict(_matrix(x, n_rows, n_cols))
+def predict(estimator, table):
+    """``{"values", "warnings"}``: floats (regressor) or 0-based positions in ``classes_``."""
+    predictions, messages = _collecting_warnings(estimator.predict, frame(table))
     if hasattr(estimator, "classes_"):
-        return [int(v) for v in np.searchsorted(estimator.classes_, predictions)]
-    return _float_list(predictions)
+        values = [int(v) for v in np.searchsorted(estimator.classes_, predictions)]
+    else:
+        values = _float_list(predictions)
+    return {"values": values, "warnings": messages}
 
 
-def predict_proba(estimator, x, n_rows, n_cols):
-    """Class probabilities, flattened row by row (n_rows * n_classes floats)."""
-    return _float_list(estimator.predict_proba(_matrix(x, n_rows, n_cols)))
+def predict_proba(estimator, table):
+    """``{"values", "warnings"}``: class probabilities flattened row by row."""
+    proba, messages = _collecting_warnings(estimator.predict_proba, frame(table))
+    return {"values": _float_list(proba), "warnings": messages}
+
+
+def _plain(value):
+    """``value`` in types that reticulate converts without NumPy."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _block_mean(network):
+    """The learned mean ``mu`` of the NeuMiss block (the members' average for an ensemble)."""
+    block = network.block
+    if hasattr(block, "mu"):
+        return block.mu.detach().cpu().numpy().astype(np.float64)
+    return np.mean([b.mu.detach().cpu().numpy() for b in block.blocks], axis=0).astype(np.float64)
 
 
 def describe(estimator):
     """What the R object keeps about a fitted estimator, in plain Python types."""
-    mu = estimator.network_.block.mu.detach().cpu().numpy().astype(np.float64)
+    mu = _block_mean(estimator.network_)
+    preprocessor = estimator.preprocessor_
     info = {
         "estimator_class": type(estimator).__name__,
         "params": {
-            k: (v if isinstance(v, (bool, int, float, str, type(None))) else repr(v))
+            k: (v if isinstance(v, (bool, int, float, str, type(None))) else _plain(v))
             for k, v in estimator.get_params(deep=False).items()
         },
         "n_features": int(estimator.n_features_in_),
@@ -96,11 +196,20 @@ def describe(estimator):
         "n_epochs": int(estimator.n_epochs_),
         "best_epoch": int(estimator.best_epoch_),
         "best_depth": int(estimator.best_depth_),
+        "weight_sharing": str(getattr(estimator, "weight_sharing_", "")),
         "validation_score": float(estimator.validation_score_),
-        # the block's mean, back in the units of the features
-        "mu": _float_list(mu * estimator.preprocessor_.scale_ + estimator.preprocessor_.mean_),
+        # the block's mean, back in the units of the encoded features
+        "mu": _float_list(preprocessor.inverse_transform(mu[None, :])[0]),
+        "mean": _float_list(preprocessor.mean_),
+        "scale": _float_list(preprocessor.scale_),
+        "encoded_names": [str(v) for v in estimator.encoder_.output_names()],
+        "encoded_input": [int(v) for v in estimator.encoder_.input_index()],
+        "columns": _plain(estimator.encoder_.get_state()),
         "python_version": neumiss.__version__,
+        "r_metadata": _plain(getattr(estimator, "r_metadata_", None)),
     }
+    for column in info["columns"]:
+        column["name"] = str(column["name"])
     if hasattr(estimator, "classes_"):
         info["classes"] = [str(c) for c in estimator.classes_]
     names = getattr(estimator, "feature_names_in_", None)
@@ -129,6 +238,29 @@ def export_onnx(estimator, path):
     export(estimator, path)
 
 
+def _classification_baseline(name):
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.experimental import enable_iterative_imputer  # noqa: F401
+    from sklearn.impute import IterativeImputer, SimpleImputer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    if name == "MICELogistic":
+        return make_pipeline(
+            IterativeImputer(random_state=0), StandardScaler(), LogisticRegression(max_iter=1000)
+        )
+    if name == "MeanMaskLogistic":
+        return make_pipeline(
+            SimpleImputer(add_indicator=True, keep_empty_features=True),
+            StandardScaler(),
+            LogisticRegression(max_iter=1000),
+        )
+    if name == "HistGradientBoosting":
+        return HistGradientBoostingClassifier(random_state=0)
+    raise ValueError(f"unknown classification baseline {name!r}")
+
+
 def baseline_r2(name, x_train, n_train, y_train, x_test, n_test, n_cols, y_test):
     """Test R² of a baseline of ``neumiss.baselines`` (``EMRegressor``, ``MICERegressor``).
 
@@ -144,3 +276,26 @@ def baseline_r2(name, x_train, n_train, y_train, x_test, n_test, n_cols, y_test)
     predictions = model.predict(_matrix(x_test, n_test, n_cols))
     r2 = r2_score(_vector(y_test).astype(np.float64), predictions)
     return {"r2": float(r2), "warnings": messages}
+
+
+def baseline_classification(name, x_train, n_train, y_train, x_test, n_test, n_cols):
+    """Class probabilities on the test rows of a classification baseline.
+
+    ``name``: ``MICELogistic`` (iterative imputation, logistic regression),
+    ``MeanMaskLogistic`` (mean imputation and missingness indicators, logistic
+    regression) or ``HistGradientBoosting`` (native missing values). ``y_train`` holds
+    class labels as strings. Returns ``{"classes", "proba" (row by row), "warnings"}``.
+    """
+    model = _classification_baseline(name)
+    target = np.asarray([str(v) for v in _list(y_train)], dtype=object)
+    X_train = _matrix(x_train, n_train, n_cols)
+    # the imputer's default 10 rounds often end before its tolerance: not worth a warning
+    _, messages = _collecting_warnings(
+        model.fit, X_train, target, ignore=(r"\[IterativeImputer\] Early stopping",)
+    )
+    proba, more = _collecting_warnings(model.predict_proba, _matrix(x_test, n_test, n_cols))
+    return {
+        "classes": [str(c) for c in model.classes_],
+        "proba": _float_list(proba),
+        "warnings": messages + [m for m in more if m not in messages],
+    }

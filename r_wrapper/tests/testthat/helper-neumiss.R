@@ -46,3 +46,10 @@ skip_if_not_installed_as_library <- function() {
   skip_if(length(installed) == 0,
           "neumiss must be installed (R CMD INSTALL) for tests in a new R session")
 }
+
+# The tests fit the paper's network (one network of depth 3, linear head) with the
+# training settings of neumiss 0.1 unless a test says otherwise: fast, and independent of
+# the Python estimator's defaults.
+options(neumiss.args = list(depth = 3L, mlp_depth = 0L, weight_sharing = "independent",
+                            residual = FALSE, ensemble_size = 1L, patience = 8L,
+                            lr_patience = 2L, tol = 0))

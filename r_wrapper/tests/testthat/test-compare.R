@@ -20,7 +20,7 @@ test_that("compare_methods() scores the methods on the same split", {
   data <- simulate_data(n = 500, d = 4, seed = 5)
   seed_before <- .Random.seed
   result <- compare_methods(data$x, data$y, test_fraction = 0.3, seed = 11,
-                            neumiss_args = list(max_epochs = 60, batch_size = 32))
+                            neumiss_args = list(max_epochs = 30, batch_size = 32))
   expect_identical(.Random.seed, seed_before)  # the global random state is unchanged
   expect_equal(result$method, c("NeuMiss", "EM (R norm)", "EM (Python neumiss)",
                                 "MICE + linear regression"))
@@ -39,7 +39,35 @@ test_that("compare_methods() scores the methods on the same split", {
   expect_gt(result$r2[1], 0.3)
   expect_true(all(result$r2[python_rows] < 1))
   expect_error(compare_methods(data$x, data$y, test_fraction = 1), "test_fraction")
-  expect_error(compare_methods(data$x, factor(data$y > 0)), "numeric response")
+  expect_error(compare_methods(data$x, data$y, max_epochs = 1), "in `neumiss_args`")
+})
+
+test_that("compare_methods() has a formula interface and handles classification", {
+  skip_if_no_python_neumiss()
+  data <- simulate_data(n = 400, d = 3, seed = 8)
+  df <- data.frame(data$x, y = data$y)
+  df$g <- factor(ifelse(df$v3 > 0, "pos", "neg"))
+  df$g[1:30] <- NA
+  df$y[1:10] <- NA  # dropped by default
+  result <- compare_methods(y ~ v1 + v2 + g, data = df, seed = 3,
+                            neumiss_args = list(max_epochs = 10))
+  expect_named(result, c("method", "r2", "seconds", "note"))
+  python_rows <- c(1, 3, 4)
+  expect_equal(result$note[python_rows], rep("", 3), info = paste(result$note, collapse = "\n"))
+  expect_true(all(result$r2[python_rows] > 0.3))
+
+  df$cls <- factor(ifelse(data$y > 0, "up", "down"))
+  result <- compare_methods(cls ~ v1 + v2 + v3 + g, data = df, seed = 3,
+                            neumiss_args = list(max_epochs = 10))
+  expect_named(result, c("method", "accuracy", "log_loss", "seconds", "note"))
+  expect_equal(result$method, c("NeuMiss", "MICE + logistic regression",
+                                "Mean imputation + mask + logistic regression",
+                                "Gradient boosting"))
+  expect_equal(result$note, rep("", 4), info = paste(result$note, collapse = "\n"))
+  expect_true(all(result$accuracy > 0.7))
+  expect_true(all(result$log_loss > 0 & result$log_loss < 0.8))
+  # the same split for every method, from the seed: 25% of the 400 rows
+  expect_equal(nrow(result), 4)
 })
 
 test_that("in compare_methods(), R's norm EM agrees with the package's EM", {
@@ -70,7 +98,7 @@ test_that("without the norm package its row says so", {
     "data <- local({set.seed(1); x <- matrix(rnorm(400), 100);",
     "  y <- drop(x %*% c(1, 2, 0, -1)) + rnorm(100); x[runif(400) < 0.2] <- NA;",
     "  list(x = x, y = y)})",
-    "r <- compare_methods(data$x, data$y, seed = 1, neumiss_args = list(max_epochs = 2))",
+    "r <- compare_methods(data$x, data$y, seed = 1, neumiss_args = list(max_epochs = 10))",
     "cat(sprintf('ROW|%s|%s|%s\\n', r$method, r$r2, r$note), sep = '')"
   )
   if (requireNamespace("norm", quietly = TRUE)) {
@@ -83,9 +111,11 @@ test_that("without the norm package its row says so", {
     skip_if_not_installed_as_library()
     code <- c("stopifnot(!requireNamespace('norm', quietly = TRUE))", code)
     sep <- .Platform$path.sep
+    # every library variable, R_LIBS_USER included, must leave norm's library out
     out <- run_rscript(code, env = c(
       paste0("R_LIBS=", paste(keep(.libPaths()), collapse = sep)),
-      paste0("R_LIBS_SITE=", paste(c(keep(.Library.site), tempdir()), collapse = sep))
+      paste0("R_LIBS_SITE=", paste(c(keep(.Library.site), tempdir()), collapse = sep)),
+      paste0("R_LIBS_USER=", tempdir())
     ))
     expect_equal(attr(out, "status"), 0L, info = paste(out, collapse = "\n"))
     rows <- grep("^ROW\\|", out, value = TRUE)
@@ -94,5 +124,5 @@ test_that("without the norm package its row says so", {
   }
   norm_row <- grep("EM \\(R norm\\)", rows, value = TRUE)
   expect_match(norm_row, "\\|NA\\|R package 'norm' is not installed")
-  expect_length(grep("^ROW\\|NeuMiss\\|0\\.", rows), 1)
+  expect_length(grep("^ROW\\|NeuMiss\\|[-0-9.e]+\\|$", rows), 1)  # a score, no error
 })

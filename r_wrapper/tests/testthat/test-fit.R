@@ -36,9 +36,12 @@ test_that("regression from a matrix: fit, predict, print, summary, coef, plot", 
   expect_s3_class(s, "summary.neumiss")
   expect_equal(s$depth, 2L)
   expect_equal(s$n_epochs, fit$n_epochs)
-  expect_equal(s$validation_score, fit$history$val_score[fit$best_epoch])
+  expect_equal(s$validation, fit$history$val_score[fit$best_epoch])
+  expect_equal(c(s$n_obs, s$n_train, s$n_valid), c(300L, 270L, 30L))
+  expect_equal(s$training, r_squared(data$y, fitted(fit)))
   expect_equal(s$missing_rate, mean(is.na(data$x)))
-  expect_output(print(s), "Validation R\\^2")
+  expect_output(print(s), "Validation R\\^2: [-0-9.]+ \\(30 rows\\)")
+  expect_output(print(s), "Rows: 300 used: 270 training, 30 validation")
   expect_output(print(s), "Training history")
   expect_output(print(fit), "NeuMiss regression model \\(depth 2")
 
@@ -50,6 +53,7 @@ test_that("regression from a matrix: fit, predict, print, summary, coef, plot", 
   png_file <- tempfile(fileext = ".png")
   grDevices::png(png_file)
   expect_invisible(plot(fit))
+  expect_invisible(plot(fit, main = "my title", log = "y"))  # defaults give way
   grDevices::dev.off()
   expect_gt(file.size(png_file), 1000)
 })
@@ -93,11 +97,12 @@ test_that("a vector of depths is searched and the best one kept", {
 test_that("estimator parameters reach Python", {
   skip_if_no_python_neumiss()
   data <- simulate_data(n = 200)
-  fit <- neumiss(data$x, data$y, depth = "auto", mlp_depth = 1, mlp_width = 8,
-                 weights = "shared", residual = TRUE, optimizer = "sgd",
+  # (3 epochs of SGD: the fit may warn that it does no better than a constant)
+  fit <- suppressWarnings(neumiss(data$x, data$y, depth = "auto", mlp_depth = 1, mlp_width = 8,
+                 weight_sharing = "shared", residual = TRUE, optimizer = "sgd",
                  learning_rate = 0.01, batch_size = 32, max_epochs = 3, patience = 2,
-                 validation_fraction = 0.2, seed = 7, weight_decay = 1e-4)
-  expected <- list(depth = "auto", mlp_depth = 1L, mlp_width = 8L, weights = "shared",
+                 validation_fraction = 0.2, seed = 7, weight_decay = 1e-4))
+  expected <- list(depth = "auto", mlp_depth = 1L, mlp_width = 8L, weight_sharing = "shared",
                    residual = TRUE, optimizer = "sgd", learning_rate = 0.01,
                    batch_size = 32L, max_epochs = 3L, patience = 2L,
                    validation_fraction = 0.2, random_state = 7L, weight_decay = 1e-4)
@@ -109,7 +114,9 @@ test_that("estimator parameters reach Python", {
   expect_error(neumiss(data$x, data$y, depth = c(1, 2.5)),
                "`depth` must be a whole number or a vector of them")
   expect_error(neumiss(data$x, data$y, seed = "a"), "`seed` must be a whole number")
-  expect_error(neumiss(data$x, data$y, weights = "diagonal"), "weights must be one of")
+  expect_error(neumiss(data$x, data$y, weight_sharing = "diagonal"),
+               "weight_sharing must be one of")
+  expect_equal(fit$weight_sharing, "shared")
 })
 
 test_that("classification: factor response, predictions keep its levels", {
@@ -145,3 +152,26 @@ test_that("classification: factor response, predictions keep its levels", {
   expect_error(neumiss(data$x, cls, task = "regression"), "needs a numeric response")
 })
 
+
+test_that("an ensemble fit (ensemble_size) is described and predicts", {
+  skip_if_no_python_neumiss()
+  data <- simulate_data(n = 200)
+  fit <- neumiss(data$x, data$y, ensemble_size = 2, max_epochs = 10, seed = 1)
+  expect_equal(fit$params$ensemble_size, 2L)
+  expect_true(all(is.finite(coef(fit))))
+  expect_length(predict(fit, data$x), 200)
+})
+
+test_that("option neumiss.args gives arguments the call leaves out", {
+  skip_if_no_python_neumiss()
+  data <- simulate_data(n = 100)
+  old <- options(neumiss.args = list(depth = 1L, max_epochs = 2L, ensemble_size = 1L))
+  on.exit(options(old))
+  fit <- neumiss(data$x, data$y, max_epochs = 3, seed = 1)
+  expect_equal(fit$params$depth, 1L)        # from the option
+  expect_equal(fit$params$max_epochs, 3L)   # the call wins
+  options(neumiss.args = list(seed = 1))
+  expect_error(neumiss(data$x, data$y), "may not set 'seed'")
+  options(neumiss.args = list(1))
+  expect_error(neumiss(data$x, data$y), "must be a named list")
+})

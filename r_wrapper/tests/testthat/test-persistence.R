@@ -53,10 +53,44 @@ test_that("write_neumiss()/read_neumiss() use the Python package's file format",
   expect_equal(reticulate::py_to_r(py_model$n_features_in_), 4L)
   back <- read_neumiss(path)
   expect_s3_class(back, "neumiss")
-  expect_equal(back$feature_names, paste0("x", 1:4))  # fitted from a plain array
+  expect_equal(back$feature_names, colnames(data$x))  # names are kept
+  expect_identical(predict(back, data$x), predict(fit, data$x))
+  expect_identical(predict(back, data$x[, 4:1]), predict(fit, data$x))  # matched by name
   expect_identical(predict(back, unname(data$x)), predict(fit, data$x))
-  expect_named(coef(back), paste0("x", 1:4))
-  expect_equal(unname(coef(back)), unname(coef(fit)))
+  expect_named(coef(back), colnames(data$x))
+  expect_equal(coef(back), coef(fit))
+  expect_error(fitted(back), "read from a file")
+  expect_error(formula(back), "not a formula")
+})
+
+test_that("a model file keeps the formula, factor levels and response levels", {
+  skip_if_no_python_neumiss()
+  set.seed(3)
+  n <- 200
+  df <- data.frame(a = rnorm(n), g = factor(sample(c("lo", "mid", "hi"), n, TRUE),
+                                            levels = c("lo", "mid", "hi")),
+                   s = sample(c("p", "q"), n, TRUE))
+  df$y <- factor(ifelse(df$a + (df$g == "hi") > 0.5, "yes", "no"), levels = c("yes", "no"))
+  df$a[1:20] <- NA
+  df$g[15:30] <- NA
+  fit <- neumiss(y ~ log(abs(a) + 1) + a + g + s, data = df, max_epochs = 5, seed = 1)
+  path <- tempfile(fileext = ".pt")
+  write_neumiss(fit, path)
+  back <- read_neumiss(path)
+  expect_equal(formula(back), formula(fit), ignore_attr = TRUE)
+  expect_equal(back$xlevels, list(g = c("lo", "mid", "hi"), s = c("p", "q")))
+  expect_equal(back$levels, c("yes", "no"))
+  expect_equal(back$n_obs, 200L)
+  # the terms are evaluated in newdata, whose columns may come in any order
+  shuffled <- df[c("s", "y", "g", "a")]
+  expect_identical(predict(back, shuffled), predict(fit, df))
+  expect_identical(predict(back, shuffled, type = "prob"), predict(fit, df, type = "prob"))
+  expect_equal(colnames(predict(back, df, type = "prob")), c("yes", "no"))
+  # Python sees the R names and the class labels
+  py_model <- reticulate::import("neumiss", convert = FALSE)$load(path)
+  expect_equal(reticulate::py_to_r(py_model$encoder_$output_names()),
+               c("log(abs(a) + 1)", "a", "g=lo", "g=mid", "g=hi", "s=p", "s=q"))
+  expect_equal(sort(unlist(reticulate::py_to_r(py_model$classes_$tolist()))), c("no", "yes"))
 })
 
 test_that("objects and files that are not neumiss models give clear errors", {
@@ -78,7 +112,7 @@ test_that("objects and files that are not neumiss models give clear errors", {
   data <- simulate_data(n = 100)
   fit <- neumiss(data$x, data$y, max_epochs = 2, seed = 1)
   broken <- unserialize(serialize(fit, NULL))
-  broken$model <- as.raw(1:100)
+  broken$python_model <- as.raw(1:100)
   expect_error(predict(broken, data$x),
                "could not restore the Python model stored in this neumiss object: .*not a neumiss model file")
 })

@@ -5,8 +5,9 @@ test_that("a Python without the neumiss package gives a message saying what to d
   bare <- c("/usr/bin/python3", python)
   bare <- bare[file.exists(bare)]
   has_neumiss <- vapply(bare, function(p) {
+    # as the new session will run it: without this checkout on PYTHONPATH
     suppressWarnings(system2(p, c("-c", shQuote("import neumiss")), stdout = FALSE,
-                             stderr = FALSE)) == 0
+                             stderr = FALSE, env = "PYTHONPATH=")) == 0
   }, logical(1))
   bare <- bare[!has_neumiss]
   skip_if(length(bare) == 0, "no Python without the neumiss package to test with")
@@ -24,7 +25,29 @@ test_that("a Python without the neumiss package gives a message saying what to d
   expect_match(text, "RETICULATE_PYTHON", fixed = TRUE)
 })
 
-test_that("install_neumiss() checks its arguments", {
+test_that("a relative RETICULATE_PYTHON that does not exist is named in the message", {
+  skip_if_not_installed_as_library()
+  out <- run_rscript(c(
+    "library(neumiss)",
+    "r <- is_neumiss_available()",
+    "cat('REASON:', attr(r, 'reason'), '\\n')"
+  ), env = "RETICULATE_PYTHON=.no-such-venv/bin/python")
+  text <- paste(out, collapse = "\n")
+  expect_match(text, "REASON: RETICULATE_PYTHON is '.no-such-venv/bin/python', which does not exist (a relative path, looked up from",
+               fixed = TRUE)
+})
+
+test_that("install_neumiss() checks its arguments and finds what to install", {
   expect_error(install_neumiss(method = "pip"), "should be one of")
-  expect_error(install_neumiss(package = c("a", "b")), "`package` must be")
+  expect_error(install_neumiss(package = c("a", "b")), "`package` must be NULL")
+  expect_error(install_neumiss(package = tempfile()), "does not exist: pass the path")
+  wheels <- neumiss:::.bundled_wheels()
+  if (length(wheels)) {
+    expect_match(neumiss:::.python_package_source(NULL), "neumiss-.*\\.whl$")
+  } else {
+    expect_error(neumiss:::.python_package_source(NULL), "scripts/build_r_package.sh")
+  }
+  dir <- tempfile()
+  dir.create(dir)
+  expect_equal(neumiss:::.python_package_source(dir), normalizePath(dir))
 })

@@ -1,0 +1,118 @@
+#' @importFrom generics tidy
+#' @export
+generics::tidy
+
+#' @importFrom generics glance
+#' @export
+generics::glance
+
+#' @importFrom generics augment
+#' @export
+generics::augment
+
+#' Tidy a NeuMiss fit (broom's tidy, glance and augment)
+#'
+#' Methods for the `generics` (and broom) verbs, returning data frames:
+#' * `tidy()`: one row per encoded feature (a numeric predictor, or one level of
+#'   a factor, as `name=level`), with the predictor it comes from (`input`), its
+#'   kind, the block's learned mean `mu` (see [coef.neumiss()]), the mean and
+#'   scale used to standardize it (from its observed values in the training
+#'   rows).
+#' * `glance()`: one row of fit statistics: `task`, `nobs`, `n_train`,
+#'   `n_valid`, `depth` (used), `weight_sharing`, `epochs`, `best_epoch`,
+#'   `metric` (`"R^2"` or `"log-loss"`), `validation` and `training` (that
+#'   metric on the validation rows and, in-sample, on all training rows),
+#'   `missing_rate` and `seed`.
+#' * `augment()`: the data with `.fitted` (the prediction, or predicted class)
+#'   and, for regression when the response is present, `.resid`. Without
+#'   `newdata`, the data are `data` (default: the model frame of the fit, the
+#'   rows used) and `.fitted` the fitted values.
+#'
+#' @param x A model fitted by [neumiss()].
+#' @param data The data the model was fitted on (default: its model frame);
+#'   must have the rows used by the fit.
+#' @param newdata New data to predict on (then `data` is ignored).
+#' @param ... Unused.
+#' @return A data frame.
+#' @examples
+#' \donttest{
+#' if (is_neumiss_available()) {
+#'   set.seed(1)
+#'   fit <- neumiss(Ozone ~ Solar.R + Wind + Temp, data = airquality, max_epochs = 10)
+#'   tidy(fit)
+#'   glance(fit)
+#'   head(augment(fit))
+#' }
+#' }
+#' @name tidy.neumiss
+NULL
+
+#' @rdname tidy.neumiss
+#' @method tidy neumiss
+#' @export
+tidy.neumiss <- function(x, ...) {
+  .check_fit(x, "x")
+  data.frame(
+    term = x$encoded_names,
+    input = x$encoded_input,
+    kind = unname(x$column_kinds[x$encoded_input]),
+    mu = unname(x$mu),
+    mean = unname(x$center),
+    scale = unname(x$scale),
+    stringsAsFactors = FALSE
+  )
+}
+
+#' @rdname tidy.neumiss
+#' @method glance neumiss
+#' @export
+glance.neumiss <- function(x, ...) {
+  .check_fit(x, "x")
+  data.frame(
+    task = x$task,
+    nobs = nobs.neumiss(x),
+    n_train = x$n_train,
+    n_valid = x$n_valid,
+    depth = x$best_depth,
+    weight_sharing = x$weight_sharing,
+    epochs = x$n_epochs,
+    best_epoch = x$best_epoch,
+    metric = if (x$task == "regression") "R^2" else "log-loss",
+    validation = .score_value(x),
+    training = .training_metric(x),
+    missing_rate = x$missing_rate,
+    seed = if (is.null(x$seed)) NA_integer_ else as.integer(x$seed),
+    stringsAsFactors = FALSE
+  )
+}
+
+#' @rdname tidy.neumiss
+#' @method augment neumiss
+#' @export
+augment.neumiss <- function(x, data = NULL, newdata = NULL, ...) {
+  .check_fit(x, "x")
+  if (!is.null(newdata)) {
+    out <- as.data.frame(newdata)
+    out$.fitted <- predict.neumiss(x, newdata)
+    response <- if (!is.null(x$terms)) .response_name(x$terms)
+    if (x$task == "regression" && !is.null(response) && response %in% names(out)) {
+      out$.resid <- out[[response]] - out$.fitted
+    }
+    return(out)
+  }
+  if (is.null(data)) {
+    if (is.null(x$model)) {
+      .abort("pass `data` (the data of the fit) or `newdata`: this fit kept no model frame.")
+    }
+    data <- x$model
+  }
+  data <- as.data.frame(data)
+  fitted <- fitted.neumiss(x)
+  if (nrow(data) != length(fitted)) {
+    .abort("`data` has %d rows but the fit has %d fitted values (rows used, or padded with na.exclude).",
+           nrow(data), length(fitted))
+  }
+  data$.fitted <- unname(fitted)
+  if (x$task == "regression") data$.resid <- unname(residuals.neumiss(x))
+  data
+}

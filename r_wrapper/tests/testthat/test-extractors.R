@@ -1,0 +1,95 @@
+test_that("fitted, residuals, nobs, formula, terms, model.frame and predict()", {
+  skip_if_no_python_neumiss()
+  fit <- neumiss(Ozone ~ Solar.R + Wind + Temp, data = airquality, max_epochs = 20, seed = 1)
+  used <- !is.na(airquality$Ozone)
+  expect_equal(unname(fitted(fit)), predict(fit, airquality[used, ]))
+  expect_equal(residuals(fit), airquality$Ozone[used] - fitted(fit), ignore_attr = TRUE)
+  expect_equal(unname(residuals(fit) + fitted(fit)), airquality$Ozone[used])
+  expect_identical(predict(fit), fitted(fit))
+  expect_equal(nobs(fit), sum(used))
+  expect_equal(formula(fit), Ozone ~ Solar.R + Wind + Temp, ignore_attr = TRUE)
+  expect_s3_class(terms(fit), "terms")
+  mf <- model.frame(fit)
+  expect_equal(nrow(mf), sum(used))
+  expect_equal(names(mf), c("Ozone", "Solar.R", "Wind", "Temp"))
+  no_frame <- neumiss(Ozone ~ Wind, data = airquality, max_epochs = 10, seed = 1, model = FALSE)
+  expect_error(model.frame(no_frame), "not kept")
+  expect_error(predict(fit, airquality, interval = "prediction"), "not available")
+  matrix_fit <- neumiss(as.matrix(airquality[used, 2:4]), airquality$Ozone[used],
+                        max_epochs = 10, seed = 1)
+  expect_error(formula(matrix_fit), "not a formula")
+  expect_error(model.frame(matrix_fit), "no model frame")
+  expect_length(fitted(matrix_fit), sum(used))
+})
+
+test_that("update() changes the formula or the arguments", {
+  skip_if_no_python_neumiss()
+  fit <- neumiss(Ozone ~ ., data = airquality, max_epochs = 3, seed = 1)
+  smaller <- update(fit, . ~ . - Solar.R)
+  expect_equal(smaller$feature_names, c("Wind", "Temp", "Month", "Day"))
+  expect_equal(formula(smaller), Ozone ~ Wind + Temp + Month + Day, ignore_attr = TRUE)
+  longer <- update(fit, max_epochs = 4, subset = Month > 6)
+  expect_equal(longer$params$max_epochs, 4L)
+  expect_equal(nobs(longer), sum(airquality$Month > 6 & !is.na(airquality$Ozone)))
+  # same call, same seed: same model
+  expect_identical(fitted(update(fit)), fitted(fit))
+})
+
+test_that("summary reports training and validation rows; warns when validation is tiny", {
+  skip_if_no_python_neumiss()
+  set.seed(5)
+  small <- data.frame(x = rnorm(25), z = rnorm(25))
+  small$y <- small$x + rnorm(25, sd = 0.1)
+  small$y[1:10] <- NA
+  # (15 rows: the fit itself may warn that it does no better than a constant)
+  fit <- suppressWarnings(neumiss(y ~ x + z, data = small, max_epochs = 3, seed = 1))
+  expect_warning(s <- summary(fit), "the validation metric rests on 2 row\\(s\\) only")
+  expect_equal(c(s$n_obs, s$n_train, s$n_valid, s$n_deleted), c(15L, 13L, 2L, 10L))
+  expect_output(print(s), "Rows: 15 used: 13 training, 2 validation \\(10 deleted: missing response\\)")
+  expect_output(print(s), "Validation R\\^2: .* \\(2 rows\\)")
+  expect_output(print(s), "Training R\\^2: .* \\(all 15 rows, in-sample\\)")
+  none <- suppressWarnings(neumiss(y ~ x + z, data = small, max_epochs = 3, seed = 1,
+                                   validation_fraction = 0))
+  expect_silent(s0 <- summary(none))
+  expect_output(print(s0), "none \\(validation_fraction = 0\\)")
+})
+
+test_that("tidy, glance and augment", {
+  skip_if_no_python_neumiss()
+  aq <- airquality
+  aq$Month <- factor(month.abb[aq$Month])
+  fit <- neumiss(Ozone ~ Solar.R + Wind + Month, data = aq, max_epochs = 5, seed = 1)
+  td <- tidy(fit)
+  expect_named(td, c("term", "input", "kind", "mu", "mean", "scale"))
+  expect_equal(td$term, c("Solar.R", "Wind", paste0("Month=", sort(unique(aq$Month)))))
+  expect_equal(td$input, c("Solar.R", "Wind", rep("Month", 5)))
+  expect_equal(td$mean[1:2], c(mean(aq$Solar.R[!is.na(aq$Ozone)], na.rm = TRUE),
+                               mean(aq$Wind[!is.na(aq$Ozone)])), tolerance = 1e-6)
+  gl <- suppressWarnings(glance(fit))
+  expect_equal(nrow(gl), 1)
+  expect_equal(gl$nobs, 116L)
+  expect_equal(gl$n_train + gl$n_valid, 116L)
+  expect_equal(gl$validation, fit$validation_score)
+  expect_equal(gl$training, r_squared(aq$Ozone[!is.na(aq$Ozone)], fitted(fit)))
+  au <- augment(fit)
+  expect_equal(nrow(au), 116)
+  expect_equal(au$.fitted, unname(fitted(fit)))
+  expect_equal(au$.resid, unname(residuals(fit)))
+  au_new <- augment(fit, newdata = aq[1:5, ])
+  expect_equal(au_new$.fitted, predict(fit, aq[1:5, ]))
+  expect_equal(au_new$.resid, aq$Ozone[1:5] - au_new$.fitted)
+  expect_error(augment(fit, data = aq), "153 rows but the fit has 116")
+})
+
+test_that("the README's boys session runs (mice's data: factors with NA)", {
+  skip_if_no_python_neumiss()
+  skip_if_not_installed("mice")
+  boys <- mice::boys
+  fit <- neumiss(tv ~ ., data = boys, max_epochs = 10, seed = 1)
+  expect_equal(nobs(fit), sum(!is.na(boys$tv)))
+  expect_equal(names(fit$xlevels), c("gen", "phb", "reg"))
+  expect_gt(suppressWarnings(summary(fit))$validation, 0.5)
+  newdata <- boys[c(700, 740), ]
+  newdata$gen[1] <- NA
+  expect_false(anyNA(predict(fit, newdata)))
+})
