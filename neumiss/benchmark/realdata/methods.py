@@ -16,8 +16,9 @@ Every method takes the task's DataFrame as it is (numeric columns with NaN,
   (regression only).
 * ``neumiss``: ``NeuMissRegressor()`` / ``NeuMissClassifier()`` with the
   package's defaults, given the DataFrame itself.
-* ``neumiss_mlp``: depth and weights chosen on validation, residual, 2 hidden
-  layers (:data:`NEUMISS_MLP`).
+* ``neumiss_mlp``: depth and weight sharing chosen on validation, residual, 2
+  hidden layers, one network with the earlier training settings (patience 8,
+  ``tol=0``) (:data:`NEUMISS_MLP`): the defaults without the ensemble.
 * More NeuMiss configurations by label: :func:`neumiss_method`.
 
 Estimators are imported when built, so that listing methods imports neither
@@ -39,7 +40,10 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from .tasks import KINDS
 
 #: The NeuMiss + MLP variant of /work/shared/reference/real_data_anchors.md.
-NEUMISS_MLP = {"depth": "auto", "weight_sharing": "auto", "residual": True, "mlp_depth": 2}
+NEUMISS_MLP = {
+    "depth": "auto", "weight_sharing": "auto", "residual": True, "mlp_depth": 2,
+    "ensemble_size": 1, "patience": 8, "lr_patience": 2, "tol": 0.0,
+}
 #: Ridge penalties tried by ``mean_mask_linear`` (leave-one-out CV).
 RIDGE_ALPHAS = tuple(np.logspace(-3, 3, 13))
 LABEL_PATTERN = re.compile(r"[A-Za-z0-9_.+-]+")
