@@ -260,11 +260,18 @@ def encode_rows(rows: list[list[str]], model: NeuMissOnnxModel, lines: list[int]
 
 def _check_header(header: list[str], model: NeuMissOnnxModel) -> None:
     names = [h.strip() for h in header]
-    if len(names) != model.n_features:
-        raise ScoringError(
-            f"line 1 (header): expected {model.n_features} columns, got {len(names)}"
-        )
     expected = model.feature_names
+    if len(names) != model.n_features:
+        detail = ""
+        if expected is not None:
+            expected = [str(e) for e in expected]
+            missing = [e for e in expected if e not in names]
+            unexpected = [n for n in names if n not in expected]
+            detail = (f": missing {missing}, unexpected {unexpected} "
+                      f"(expected, in order: {expected})")
+        raise ScoringError(
+            f"line 1 (header): expected {model.n_features} columns, got {len(names)}{detail}"
+        )
     if expected is None or names == [str(e) for e in expected]:
         return
     expected = [str(e) for e in expected]
@@ -363,6 +370,10 @@ def main(argv: list[str] | None = None) -> int:
         "--header", choices=("auto", "yes", "no"), default="auto",
         help="whether the first line holds column names (default: auto-detect)",
     )
+    parser.add_argument(
+        "--debug", action="store_true",
+        help="on an error, show the full Python traceback instead of one line",
+    )
     args = parser.parse_args(argv)
     try:
         model = NeuMissOnnxModel(args.model)
@@ -373,8 +384,20 @@ def main(argv: list[str] | None = None) -> int:
         else:
             with open(args.output, "w", newline="", encoding="utf-8") as stream:
                 write_predictions(stream, model, outputs)
-    except (ScoringError, OSError) as exc:
-        print(f"score.py: error: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        print("score.py: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # the reader of the predictions went away (e.g. `| head`)
+        return 1
+    except Exception as exc:  # one line, whatever failed (csv.Error, onnxruntime, ...)
+        if args.debug:
+            raise
+        message = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        if not isinstance(exc, (ScoringError, OSError)):
+            message = f"{message or type(exc).__name__} ({type(exc).__name__})"
+        print(f"score.py: error: {message}", file=sys.stderr)
         return 1
     return 0
 

@@ -265,6 +265,15 @@ class NeuMissNetwork(nn.Module):
                 copied.append(f"block.neumann_layers.{index}")
         return sorted(set(copied))
 
+    @torch.no_grad()
+    def set_constant_output(self, value: torch.Tensor) -> None:
+        """Predict ``value`` (n_outputs,) for every row: the head's last layer gets zero
+        weights and ``value`` as bias (the training loop's fallback when no epoch beat
+        that constant, see :func:`neumiss.training.train`)."""
+        last = self.head[-1]
+        last.weight.zero_()
+        last.bias.copy_(torch.as_tensor(value, dtype=last.bias.dtype).to(last.bias.device))
+
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Shapes: (batch, d), (batch, d) -> (batch, n_outputs)."""
         return self.head(self.block(x, mask))

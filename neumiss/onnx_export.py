@@ -94,6 +94,21 @@ def _array(parameter) -> np.ndarray:
     return parameter.detach().cpu().numpy().astype(np.float32)
 
 
+def _check_float32_scaling(estimator) -> None:
+    """Refuse a standardization that float32 inputs cannot carry: a column whose mean or
+    scale lies outside float32's normal range (features in units near 1e±38 or beyond)."""
+    tiny, huge = np.finfo(np.float32).tiny, np.finfo(np.float32).max
+    pre = estimator.preprocessor_
+    bad = (np.abs(pre.mean_) > huge) | (pre.scale_ > huge) | (pre.scale_ < tiny)
+    if bad.any():
+        names = np.asarray(estimator.encoder_.output_names(), dtype=object)[bad]
+        raise ValueError(
+            f"the ONNX graph takes float32 inputs, but columns {names[:10].tolist()} have a "
+            f"mean or scale outside float32's range ({tiny:.3g} to {huge:.3g}): "
+            "rescale these features (e.g. change their units) and refit before exporting"
+        )
+
+
 def _standardize(g: _Graph, preprocessor, obs: str) -> str:
     """:meth:`Standardizer.transform` as nodes: ``z = (X - mean_) / scale_``, compressed
     as ``z / sqrt(1 + (z * inverse_bound_)^2)`` when some column is, times ``1 - M``."""
@@ -311,10 +326,12 @@ def export_onnx(estimator, path=None, *, opset: int = DEFAULT_OPSET) -> onnx.Mod
     sklearn.exceptions.NotFittedError
         If it is not fitted.
     ValueError
-        For an unsupported ``opset`` or class labels that ONNX cannot hold.
+        For an unsupported ``opset``, class labels that ONNX cannot hold, or
+        features whose scale float32 inputs cannot carry.
     """
     task = _check_estimator(estimator)
     check_params("export_onnx", {"opset": opset}, _EXPORT_CONSTRAINTS)
+    _check_float32_scaling(estimator)
 
     d = int(estimator.encoder_.n_features_out_)
     g = _Graph()

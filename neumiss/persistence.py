@@ -2,9 +2,13 @@
 
 A saved file is a ``torch.save`` archive of plain containers: the estimator's
 parameters, its fitted attributes (arrays stored as lists with their dtype,
-the preprocessing as its state) and the network's weights. :func:`load` reads
-it with ``torch.load(weights_only=True)``, which refuses anything else, so a
-model file can be loaded safely, on a machine without GPU and without the data.
+the preprocessing as its state), the network's weights, and a SHA-256 digest
+of all of them. :func:`load_estimator` reads it with
+``torch.load(weights_only=True)``, which refuses anything else, so a model
+file can be loaded safely, on a machine without GPU and without the data; it
+then checks the digest (a damaged file, e.g. flipped bytes inside a tensor,
+is refused) and the structure (parameters, attributes, tensor shapes): every
+problem is a ``ValueError`` naming the file and what is wrong.
 
 This module sits below the estimators (``neumiss.load`` is
 :func:`neumiss.estimators.load`, which passes it the classes it may rebuild):
@@ -14,20 +18,40 @@ ending in ``_``, ``network_`` and ``_build_fitted_network()``.
 
 from __future__ import annotations
 
+import hashlib
+import math
 import os
+import re
 from collections.abc import Mapping
 
 import numpy as np
 import torch
 
 from ._version import __version__
+from .constraints import check_params
 from .encoding import TableEncoder
 from .preprocessing import Standardizer
 
 FORMAT = "neumiss-estimator"
+#: 3: a SHA-256 digest of the payload (``sha256``), checked at load.
 #: 2: ``encoder_`` (the table's encoding) and ``preprocessor_`` (its standardization)
 #: are stored (1 had ``x_mean_`` and ``x_scale_``).
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+
+#: Names a saved fitted attribute may have: public, ending with ``_``.
+_ATTRIBUTE_NAME = re.compile(r"[a-z][a-z0-9_]*_")
+#: Fitted attributes every saved estimator has.
+REQUIRED_ATTRIBUTES = (
+    "encoder_", "preprocessor_", "best_depth_", "weight_sharing_", "n_features_in_",
+)
+
+
+class _Damaged(ValueError):
+    """A model file whose contents are not what :func:`save_estimator` writes."""
+
+
+class _Unreadable(ValueError):
+    """Not a neumiss model file, or one of another format version."""
 
 
 def _encode(value):
@@ -36,11 +60,11 @@ def _encode(value):
     if isinstance(value, TableEncoder):
         return {"__table_encoder__": _encode(value.get_state())}
     if isinstance(value, np.ndarray):
-        return {"__ndarray__": value.tolist(), "dtype": value.dtype.str}
+        return {"__ndarray__": _encode(value.tolist()), "dtype": value.dtype.str}
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, dict):
-        return {k: _encode(v) for k, v in value.items()}
+        return {_encode(k): _encode(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_encode(v) for v in value]
     return value
@@ -50,13 +74,63 @@ def _decode(value):
     if isinstance(value, dict):
         if "__ndarray__" in value:
             dtype = np.dtype(value["dtype"])
+            if dtype.kind not in "biufUSO":
+                raise _Damaged(f"an array of unsupported dtype {dtype.str!r}")
             return np.asarray(value["__ndarray__"], dtype=dtype)
         if "__standardizer__" in value:
             return Standardizer.from_state(_decode(value["__standardizer__"]))
         if "__table_encoder__" in value:
             return TableEncoder.from_state(_decode(value["__table_encoder__"]))
         return {k: _decode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
     return value
+
+
+def _update(digest, tag: bytes, data: bytes) -> None:
+    digest.update(tag + len(data).to_bytes(8, "little") + data)
+
+
+def _feed(digest, value) -> None:
+    """Feed one value of the payload into ``digest`` in a canonical, typed form."""
+    if isinstance(value, torch.Tensor):
+        tensor = value.detach().cpu().contiguous()
+        _update(digest, b"T", f"{tensor.dtype}{tuple(tensor.shape)}".encode())
+        _update(digest, b"t", tensor.reshape(-1).view(torch.uint8).numpy().tobytes()
+                if tensor.numel() else b"")
+    elif isinstance(value, Mapping):
+        _update(digest, b"D", str(len(value)).encode())
+        for key in sorted(value, key=lambda k: (type(k).__name__, repr(k))):
+            _feed(digest, key)
+            _feed(digest, value[key])
+    elif isinstance(value, (list, tuple)):
+        _update(digest, b"L", str(len(value)).encode())
+        for item in value:
+            _feed(digest, item)
+    elif value is None:
+        _update(digest, b"N", b"")
+    elif isinstance(value, bool):
+        _update(digest, b"B", b"1" if value else b"0")
+    elif isinstance(value, int):
+        _update(digest, b"I", str(value).encode())
+    elif isinstance(value, float):
+        _update(digest, b"F", value.hex().encode())
+    elif isinstance(value, str):
+        _update(digest, b"S", value.encode("utf-8", "surrogatepass"))
+    else:
+        raise TypeError(f"cannot save a value of type {type(value).__name__}")
+
+
+def payload_digest(payload: Mapping) -> str:
+    """SHA-256 (hex) of a canonical serialization of ``payload`` without its ``sha256`` key.
+
+    Canonical: mapping keys sorted, every value tagged with its type and length,
+    floats by their exact hexadecimal form, tensors by dtype, shape and bytes;
+    so the digest depends only on the contents, not on how torch laid out the file.
+    """
+    digest = hashlib.sha256()
+    _feed(digest, {k: v for k, v in payload.items() if k != "sha256"})
+    return digest.hexdigest()
 
 
 def save_estimator(estimator, path: str | os.PathLike) -> None:
@@ -80,7 +154,134 @@ def save_estimator(estimator, path: str | os.PathLike) -> None:
             k: v.detach().cpu().clone() for k, v in estimator.network_.state_dict().items()
         },
     }
+    payload["sha256"] = payload_digest(payload)
     torch.save(payload, os.fspath(path))
+
+
+def _check_header(payload) -> None:
+    """The format, its version and the digest; raises :class:`_Unreadable` or :class:`_Damaged`."""
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise _Unreadable(f"is not a neumiss model file (no '{FORMAT}' header)")
+    version = payload.get("format_version")
+    if type(version) is not int:
+        raise _Damaged(f"has format_version {version!r}, not an integer")
+    written_by = payload.get("neumiss_version")
+    if version > FORMAT_VERSION:
+        raise _Unreadable(
+            f"was written by a newer neumiss ({written_by}); this is {__version__}: "
+            "upgrade neumiss to load it"
+        )
+    if version < FORMAT_VERSION:
+        raise _Unreadable(
+            f"has model format {version} (neumiss {written_by}); this neumiss reads format "
+            f"{FORMAT_VERSION}: refit and save the model again"
+        )
+    stored = payload.get("sha256")
+    if not isinstance(stored, str):
+        raise _Damaged("has no integrity digest ('sha256')")
+    try:
+        actual = payload_digest(payload)
+    except TypeError as exc:
+        raise _Damaged(f"holds a value that save() never writes ({exc})") from None
+    if actual != stored:
+        raise _Damaged(
+            "failed its integrity check: the contents do not match the stored SHA-256 "
+            "(the file was damaged or modified after saving)"
+        )
+
+
+def _rebuild(payload, classes: Mapping[str, type]):
+    """The estimator of a checked payload; raises :class:`_Damaged` naming the problem."""
+    name = payload.get("class")
+    if not isinstance(name, str):
+        raise _Damaged("has no estimator class ('class' key)")
+    cls = classes.get(name)
+    if cls is None:
+        raise _Damaged(f"holds an unknown estimator class {name!r}")
+    for key, kind in (("params", dict), ("attributes", dict), ("state_dict", dict)):
+        if not isinstance(payload.get(key), kind):
+            raise _Damaged(f"has no {key!r} table")
+    params = dict(payload["params"])
+    expected = set(cls._get_param_names())
+    unknown, missing = sorted(set(params) - expected, key=str), sorted(expected - set(params))
+    if unknown:
+        raise _Damaged(f"has unknown parameters {unknown} for {name}")
+    if missing:
+        raise _Damaged(f"lacks the parameters {missing} of {name}")
+    params["device"] = "cpu"
+    estimator = cls(**params)
+    constraints = getattr(cls, "_parameter_constraints", None)
+    if constraints is not None:
+        try:
+            check_params(name, params, constraints)
+        except ValueError as exc:
+            raise _Damaged(f"has an invalid parameter: {exc}") from None
+    attributes = payload["attributes"]
+    bad_names = [k for k in attributes if not isinstance(k, str) or not _ATTRIBUTE_NAME.fullmatch(k)
+                 or k == "network_"]
+    if bad_names:
+        raise _Damaged(f"has attributes that save() never writes: {bad_names[:5]}")
+    # The estimators' own: a regressor's target scaling, a classifier's labels.
+    own = ("y_mean_", "y_scale_") if getattr(cls, "_y_numeric", None) else ("classes_",)
+    absent = [k for k in (*REQUIRED_ATTRIBUTES, *own) if k not in attributes]
+    if absent:
+        raise _Damaged(f"lacks the fitted attributes {absent}")
+    for key, value in attributes.items():
+        setattr(estimator, key, _decode(value))
+    _check_preprocessing(estimator)
+    state = payload["state_dict"]
+    if not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
+        raise _Damaged("has a 'state_dict' that is not a table of named tensors")
+    bad_tensors = [k for k, v in state.items()
+                   if v.is_floating_point() and not bool(torch.isfinite(v).all())]
+    if bad_tensors:
+        raise _Damaged(f"has non-finite weights in {bad_tensors[:5]}")
+    network = estimator._build_fitted_network()
+    expected_shapes = {k: tuple(v.shape) for k, v in network.state_dict().items()}
+    missing = sorted(set(expected_shapes) - set(state))
+    unexpected = sorted(set(state) - set(expected_shapes))
+    if missing or unexpected:
+        raise _Damaged(
+            f"has weights that do not fit the network: missing {missing[:5]}, "
+            f"unexpected {unexpected[:5]}"
+        )
+    wrong = [f"{k} {tuple(state[k].shape)} instead of {shape}"
+             for k, shape in expected_shapes.items() if tuple(state[k].shape) != shape]
+    if wrong:
+        raise _Damaged(f"has weights of the wrong shape: {'; '.join(wrong[:3])}")
+    network.load_state_dict(state)
+    network.eval()
+    estimator.network_ = network
+    return estimator
+
+
+def _check_preprocessing(estimator) -> None:
+    """The encoder and the standardizer agree with each other and are usable."""
+    encoder, pre = estimator.encoder_, estimator.preprocessor_
+    if not isinstance(encoder, TableEncoder) or not isinstance(pre, Standardizer):
+        raise _Damaged("has an 'encoder_' or 'preprocessor_' of the wrong kind")
+    width = encoder.n_features_out_
+    for label in ("mean_", "scale_", "inverse_bound_"):
+        values = getattr(pre, label)
+        if values.shape != (width,) or not np.isfinite(values).all():
+            raise _Damaged(
+                f"has a preprocessor_.{label} of shape {values.shape} or with non-finite "
+                f"values; the encoder gives {width} columns"
+            )
+    if not (pre.scale_ > 0).all():
+        raise _Damaged("has a preprocessor_.scale_ that is not positive")
+    n_features = estimator.n_features_in_
+    if type(n_features) is not int or n_features != len(encoder.columns_):
+        raise _Damaged(
+            f"has n_features_in_ = {n_features!r} but an encoder of {len(encoder.columns_)} "
+            "columns"
+        )
+    for label in ("y_mean_", "y_scale_"):
+        value = getattr(estimator, label, 1.0)
+        if not isinstance(value, float) or not math.isfinite(value):
+            raise _Damaged(f"has {label} = {value!r}, not a finite number")
+    if getattr(estimator, "y_scale_", 1.0) <= 0:
+        raise _Damaged(f"has y_scale_ = {estimator.y_scale_!r}, not positive")
 
 
 def load_estimator(path: str | os.PathLike, classes: Mapping[str, type]):
@@ -98,8 +299,13 @@ def load_estimator(path: str | os.PathLike, classes: Mapping[str, type]):
 
     Raises
     ------
+    FileNotFoundError
+        If ``path`` does not exist.
     ValueError
-        If the file is not a model saved by this package.
+        If the file is not a model saved by this package and format, or is
+        damaged: the message names the file and what is wrong (failed integrity
+        check, unknown class or parameters, missing attributes, weights of the
+        wrong shape, ...).
     """
     try:
         payload = torch.load(os.fspath(path), map_location="cpu", weights_only=True)
@@ -107,29 +313,14 @@ def load_estimator(path: str | os.PathLike, classes: Mapping[str, type]):
         raise
     except Exception as exc:  # torch raises many kinds for foreign files
         raise ValueError(f"{path!s} is not a neumiss model file ({type(exc).__name__})") from exc
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise ValueError(f"{path!s} is not a neumiss model file (no '{FORMAT}' header)")
-    version = payload.get("format_version", 0)
-    if version > FORMAT_VERSION:
+    try:
+        _check_header(payload)
+        return _rebuild(payload, classes)
+    except _Unreadable as exc:
+        raise ValueError(f"{path!s} {exc}") from None
+    except _Damaged as exc:
+        raise ValueError(f"{path!s}: damaged model file: it {exc}") from None
+    except Exception as exc:  # any other inconsistency of a crafted file
         raise ValueError(
-            f"{path!s} was written by a newer neumiss ({payload.get('neumiss_version')}); "
-            f"this is {__version__}: upgrade neumiss to load it"
-        )
-    if version < FORMAT_VERSION:
-        raise ValueError(
-            f"{path!s} has model format {version} (neumiss {payload.get('neumiss_version')}); "
-            f"this neumiss reads format {FORMAT_VERSION}: refit and save the model again"
-        )
-    cls = classes.get(payload["class"])
-    if cls is None:
-        raise ValueError(f"{path!s} holds an unknown estimator class {payload['class']!r}")
-    params = dict(payload["params"])
-    params["device"] = "cpu"
-    estimator = cls(**params)
-    for name, value in payload["attributes"].items():
-        setattr(estimator, name, _decode(value))
-    network = estimator._build_fitted_network()
-    network.load_state_dict(payload["state_dict"])
-    network.eval()
-    estimator.network_ = network
-    return estimator
+            f"{path!s}: damaged model file: {type(exc).__name__}: {exc}"
+        ) from None

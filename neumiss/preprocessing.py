@@ -11,9 +11,51 @@ from __future__ import annotations
 
 import numpy as np
 
+#: A column (or target) is constant when its standard deviation is at most this
+#: fraction of its largest absolute value: relative, so that a feature in units of
+#: 1e-13 is standardized like any other, while float rounding noise of a constant
+#: column (about 1e-16 of its value) is not blown up.
+RELATIVE_SCALE_THRESHOLD = 1e-12
+
+
+def mean_scale(values: np.ndarray) -> tuple[float, float]:
+    """Mean and standard deviation of finite ``values`` (1-D), in float64, at any magnitude.
+
+    The values are first divided by their largest absolute value, so that
+    neither the sum of squares overflows (values near 1e300) nor underflows
+    (values near 1e-300). A deviation at most :data:`RELATIVE_SCALE_THRESHOLD`
+    times that largest value (a constant column), or no value at all, gives a
+    scale of 1; no values give a mean of 0.
+
+    Returns
+    -------
+    mean, scale : float
+        Finite, ``scale > 0``; multiplying ``values`` by ``10**k`` multiplies both
+        by ``10**k`` (up to rounding), as long as they stay finite.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    if values.size == 0:
+        return 0.0, 1.0
+    peak = float(np.max(np.abs(values)))
+    if not peak > 0:
+        return 0.0, 1.0
+    unit = values / peak
+    centre = float(unit.mean())
+    spread = float(np.sqrt(np.mean((unit - centre) ** 2)))
+    mean = centre * peak
+    scale = spread * peak
+    if not (spread > RELATIVE_SCALE_THRESHOLD and np.isfinite(scale) and scale > 0):
+        scale = 1.0
+    return mean, scale
+
 
 def observed_mean_scale(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mean and standard deviation of the observed (non-NaN) entries of each column.
+
+    Computed column by column by :func:`mean_scale`, in float64 and relative to
+    the column's magnitude: the scaling does not depend on the features' units
+    (``X * 10**k`` for any ``k`` whose values stay finite gives the same
+    standardized values).
 
     Parameters
     ----------
@@ -22,15 +64,54 @@ def observed_mean_scale(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     Returns
     -------
     mean, scale : ndarrays of shape (n_features,)
-        Columns without observed entries get mean 0; a scale that is 0 or
-        negligible against the mean (constant or empty column) is replaced by 1.
+        Columns without observed entries get mean 0; a scale that is negligible
+        against the column's largest absolute value (constant or empty column) is
+        replaced by 1.
     """
-    observed = ~np.isnan(X)
-    count = np.maximum(observed.sum(axis=0), 1)
-    mean = np.where(observed, X, 0.0).sum(axis=0) / count
-    var = (np.where(observed, X - mean, 0.0) ** 2).sum(axis=0) / count
-    scale = np.sqrt(var)
-    return mean, np.where(scale > 1e-12 * np.maximum(1.0, np.abs(mean)), scale, 1.0)
+    X = np.asarray(X, dtype=np.float64)
+    mean, scale = np.zeros(X.shape[1]), np.ones(X.shape[1])
+    for j in range(X.shape[1]):
+        column = X[:, j]
+        mean[j], scale[j] = mean_scale(column[~np.isnan(column)])
+    return mean, scale
+
+
+def scaled_r2_score(y_true, y_pred, scale: float, sample_weight=None) -> float:
+    """scikit-learn's R², computed on ``y / scale``: the same number, without the
+    overflow (or underflow) of squares of targets near 1e±300."""
+    from sklearn.metrics import r2_score
+
+    y_true = np.asarray(y_true, dtype=np.float64)
+    return float(r2_score(y_true / scale, np.asarray(y_pred) / scale, sample_weight=sample_weight))
+
+
+#: Largest absolute standardized value (column deviations from the training
+#: mean) the network accepts: beyond, float32 arithmetic would overflow.
+MAX_STANDARDIZED = 1e30
+
+
+def _describe_cells(bad: np.ndarray, columns=None, row_offset: int = 0) -> str:
+    """``rows [..] (columns [..])`` for the True cells of ``bad`` (n, d), a few of each."""
+    rows = np.flatnonzero(bad.any(axis=1)) + row_offset
+    cols = np.flatnonzero(bad.any(axis=0))
+    names = [columns[j] if columns is not None else int(j) for j in cols[:10]]
+    more_rows = f" and {rows.size - 10} more" if rows.size > 10 else ""
+    more_cols = f" and {cols.size - 10} more" if cols.size > 10 else ""
+    return f"rows {rows[:10].tolist()}{more_rows} (columns {names}{more_cols})"
+
+
+def check_outputs_finite(values: np.ndarray, what: str = "predictions") -> np.ndarray:
+    """``values`` (n,) or (n, k), if all finite; otherwise a ``ValueError`` naming the rows."""
+    values = np.asarray(values)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        rows = np.flatnonzero(bad.reshape(values.shape[0], -1).any(axis=1))
+        raise ValueError(
+            f"the {what} of rows {rows[:10].tolist()}{' and more' if rows.size > 10 else ''} "
+            "are not finite (NaN or infinity): their feature values lie too far outside the "
+            "training range for float32 arithmetic"
+        )
+    return values
 
 
 #: A numeric column has heavy tails when an observed value lies beyond this many
@@ -55,7 +136,7 @@ def _heavy_tailed(X: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray, np.nd
             continue
         q1, median, q3 = np.percentile(values, [25, 50, 75])
         spread = (q3 - q1) / 1.349
-        if not spread > 1e-12 * max(1.0, abs(median)):
+        if not spread > RELATIVE_SCALE_THRESHOLD * np.max(np.abs(values)):
             continue  # mostly constant: the standard scaling applies
         if np.max(np.abs(values - median)) > HEAVY_TAIL_THRESHOLD * spread:
             heavy[j], center[j], scale[j] = True, median, spread
@@ -103,8 +184,13 @@ class Standardizer:
             self.inverse_bound_[heavy] = 1.0 / CLIP_BOUND
         return self
 
-    def transform(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def transform(
+        self, X: np.ndarray, *, row_offset: int = 0, columns=None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The network's inputs for ``X`` (n_samples, n_features), NaN = missing.
+
+        Error messages number rows from ``row_offset`` (for chunks of a table)
+        and name columns by ``columns`` (default: their positions).
 
         Returns
         -------
@@ -113,12 +199,28 @@ class Standardizer:
             (``z`` itself where ``inverse_bound_`` is 0), 0 where missing.
         mask : ndarray (n_samples, n_features), float32
             1.0 where ``X`` is missing, 0.0 where observed.
+
+        Raises
+        ------
+        ValueError
+            When an observed value lies more than :data:`MAX_STANDARDIZED`
+            deviations from its column's mean (float32 would overflow), naming
+            its rows and columns.
         """
         mask = np.isnan(X)
-        x = (X - self.mean_) / self.scale_
-        if self.inverse_bound_.any():
-            x = x / np.sqrt(1.0 + (x * self.inverse_bound_) ** 2)
+        with np.errstate(over="ignore", invalid="ignore"):
+            x = (X - self.mean_) / self.scale_
+            if self.inverse_bound_.any():
+                # hypot: no overflow of the square for values far in the tails.
+                x = x / np.hypot(1.0, x * self.inverse_bound_)
         x[mask] = 0.0
+        too_far = ~(np.abs(x) <= MAX_STANDARDIZED)
+        if too_far.any():
+            raise ValueError(
+                f"X has values too far from the training data for the network at "
+                f"{_describe_cells(too_far, columns, row_offset)}: more than "
+                f"{MAX_STANDARDIZED:g} standard deviations from the column's training mean"
+            )
         return x.astype(np.float32), mask.astype(np.float32)
 
     def inverse_transform(self, x: np.ndarray) -> np.ndarray:

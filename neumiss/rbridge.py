@@ -48,6 +48,32 @@ def _environment_kept(*names):
                 os.environ[name] = value
 
 
+def _discard(text: str) -> None:
+    """An R console callback that prints nothing."""
+
+
+@contextlib.contextmanager
+def _quiet_r(robjects):
+    """Within the block R prints nothing to the console and ignores its warnings.
+
+    rpy2 echoes R's console output as "R[write to console]: ..." lines; R's
+    deferred warnings (e.g. "library ... contains no packages" while looking
+    for ``norm``) would be printed later, at the next top-level call or at
+    exit. ``options(warn = -1)`` drops them at the source; errors still raise.
+    """
+    from rpy2.rinterface_lib import callbacks
+
+    options = robjects.r["options"]
+    previous = robjects.r("getOption('warn')")
+    options(warn=-1)
+    try:
+        with callbacks.obj_in_module(callbacks, "consolewrite_print", _discard), \
+                callbacks.obj_in_module(callbacks, "consolewrite_warnerror", _discard):
+            yield
+    finally:
+        options(warn=previous)
+
+
 def load_norm():
     """Load rpy2 and the R package ``norm``.
 
@@ -83,7 +109,8 @@ def load_norm():
             f"Install R and a matching rpy2: {_INSTALL_RPY2}."
         ) from exc
     try:
-        norm = importr("norm")
+        with _quiet_r(robjects):
+            norm = importr("norm")
     except PackageNotInstalledError as exc:
         raise ImportError(
             "the R package 'norm' is not installed: in R run install.packages('norm') "
@@ -137,9 +164,10 @@ def em_norm(X, max_iter=1000, criterion=1e-4):
     n, p = X.shape
     # R's NA is a NaN payload; norm tests is.na(), which is TRUE for both NA and NaN.
     x_r = robjects.r.matrix(robjects.FloatVector(X.ravel(order="F")), nrow=n, ncol=p)
-    s = norm.prelim_norm(x_r)
-    theta = norm.em_norm(s, showits=False, maxits=int(max_iter), criterion=float(criterion))
-    params = norm.getparam_norm(s, theta)
+    with _quiet_r(robjects):
+        s = norm.prelim_norm(x_r)
+        theta = norm.em_norm(s, showits=False, maxits=int(max_iter), criterion=float(criterion))
+        params = norm.getparam_norm(s, theta)
     mean = np.array(params.rx2("mu"), dtype=float)
     cov = np.array(params.rx2("sigma"), dtype=float).reshape(p, p, order="F")
     return mean, cov

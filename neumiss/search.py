@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import torch
 
 from .block import NeuMissNetwork
-from .training import TrainingConfig, TrainingData, TrainingResult, train
+from .training import DivergenceWarning, TrainingConfig, TrainingData, TrainingResult, train
 
 #: Depths tried by ``depth="auto"``. Each doubles the previous one so that a
 #: warm start stays close (results/README.md, "Depth search").
@@ -120,6 +121,13 @@ def search_depths(
     Returns
     -------
     SearchResult
+
+    Warns
+    -----
+    DivergenceWarning
+        When the kept network's training diverged (its learning rate was
+        lowered) or it predicts a constant (:func:`neumiss.training.train`);
+        candidates not kept do not warn.
     """
 
     def fit_one(depth: int, mode: str, start_from, fit_config) -> Candidate:
@@ -133,6 +141,7 @@ def search_depths(
         result = train(
             network, train_data, val_data, objective.loss, fit_config, generator,
             score_fn=objective.score, verbose=verbose, description=f"{label}(depth={depth})",
+            warn=False,
         )
         return Candidate(depth, mode, network, result, time.perf_counter() - start)
 
@@ -152,4 +161,6 @@ def search_depths(
         untied_summary = untied.summary()
         if untied.val_loss < best.val_loss:
             best = untied
+    if best.result.warning is not None:  # the kept network diverged, or is a constant
+        warnings.warn(best.result.warning, DivergenceWarning, stacklevel=2)
     return SearchResult(best, depth_results, untied_summary)

@@ -6,6 +6,7 @@ import contextlib
 import copy
 import math
 import os
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -70,38 +71,70 @@ class TrainingConfig:
     learning_rate: float = 1e-2
     batch_size: int | None = None
     max_epochs: int = 100
-    patience: int = 8
-    lr_patience: int = 2
+    patience: int = 3
+    lr_patience: int = 1
     lr_factor: float = 0.2
     min_learning_rate: float = 1e-6
     weight_decay: float = 0.0
-    tol: float = 0.0
+    tol: float = 2e-3
+
+
+#: An epoch *explodes* when its validation loss is above this many times the loss of
+#: the constant predictor (the best constant output on the training rows).
+EXPLOSION_FACTOR = 10.0
+#: Consecutive epochs whose validation loss is above the constant predictor's, none
+#: of them lower than every earlier epoch's, that count as a divergence.
+DIVERGENCE_EPOCHS = 3
+#: After a divergence the best weights are restored and the learning rate is
+#: multiplied by this factor (while it stays at or above ``min_learning_rate``).
+BACKOFF_FACTOR = 0.1
+
+
+class DivergenceWarning(UserWarning):
+    """Training diverged (its learning rate was lowered), or never beat a constant prediction."""
 
 
 @dataclass
 class TrainingResult:
-    """What :func:`train` learned: per-epoch curves and the best epoch."""
+    """What :func:`train` learned: per-epoch curves and the best epoch.
+
+    ``best_epoch`` is 0 when no epoch was kept (the initial weights, or the
+    constant predictor when ``constant`` is True). ``backoffs`` lists each
+    divergence: its ``epoch``, ``cause`` and the learning rate ``lr`` after it.
+    ``constant`` is True when the network was set to the constant predictor
+    because no epoch beat it on validation. ``constant_loss`` is that
+    predictor's validation loss (NaN when it was not computed). ``warning`` is
+    :func:`divergence_report`'s message, or None.
+    """
 
     history: dict[str, list[float]] = field(default_factory=dict)
     best_epoch: int = 0
     best_val_loss: float = math.inf
+    best_val_score: float = math.nan
     n_epochs: int = 0
+    backoffs: list[dict] = field(default_factory=list)
+    constant: bool = False
+    constant_loss: float = math.nan
+    warning: str | None = None
 
-    @property
-    def best_val_score(self) -> float:
-        """``history["val_score"]`` at the best epoch (the restored weights)."""
-        return self.history["val_score"][self.best_epoch - 1]
 
-
-def _make_optimizer(network: nn.Module, config: TrainingConfig) -> torch.optim.Optimizer:
+def _make_optimizer(
+    network: nn.Module, config: TrainingConfig, learning_rate: float | None = None
+) -> torch.optim.Optimizer:
     params = network.parameters()
+    lr = config.learning_rate if learning_rate is None else learning_rate
     if config.optimizer == "adam":
-        return torch.optim.Adam(
-            params, lr=config.learning_rate, weight_decay=config.weight_decay
-        )
+        return torch.optim.Adam(params, lr=lr, weight_decay=config.weight_decay)
     if config.optimizer == "sgd":
-        return torch.optim.SGD(params, lr=config.learning_rate, weight_decay=config.weight_decay)
+        return torch.optim.SGD(params, lr=lr, weight_decay=config.weight_decay)
     raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {config.optimizer!r}")
+
+
+def _make_scheduler(optimizer: torch.optim.Optimizer, config: TrainingConfig):
+    return torch.optim.lr_scheduler.ReduceLROnPlateau(
+        optimizer, mode="min", factor=config.lr_factor, patience=config.lr_patience,
+        threshold=config.tol, threshold_mode="rel",
+    )
 
 
 def _mean(losses: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
@@ -135,6 +168,98 @@ def evaluate_loss(
     return total / max(size, 1e-300)
 
 
+class _Constant(nn.Module):
+    """A network that outputs ``value`` (n_outputs,) for every row."""
+
+    def __init__(self, value: torch.Tensor) -> None:
+        super().__init__()
+        self.value = value
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.value.expand(x.shape[0], -1)
+
+
+def constant_output(
+    network: nn.Module,
+    data: TrainingData,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+) -> torch.Tensor:
+    """The constant output, shape (n_outputs,), of lowest mean (case-weighted) loss on ``data``.
+
+    The mean of the targets for a squared loss, the log-odds or log-frequencies
+    of the classes for a logistic or cross-entropy loss: found by L-BFGS on
+    ``loss_fn`` (convex in a constant output), so any loss works.
+    """
+    with torch.no_grad():
+        network.eval()
+        n_outputs = network(data.x[:1], data.mask[:1]).shape[1]
+    value = torch.zeros(n_outputs, device=data.x.device, requires_grad=True)
+    optimizer = torch.optim.LBFGS(
+        [value], lr=1.0, max_iter=100, line_search_fn="strong_wolfe",
+        tolerance_grad=1e-9, tolerance_change=1e-12,
+    )
+
+    def closure():
+        optimizer.zero_grad()
+        loss = _mean(loss_fn(value.expand(len(data), -1), data.target), data.weight)
+        loss.backward()
+        return loss
+
+    optimizer.step(closure)
+    return value.detach().clamp(-1e4, 1e4)
+
+
+#: A constant predictor whose loss is at most this is exact (a constant target):
+#: the divergence rules, which compare losses with it, are then off.
+EXACT_LOSS = 1e-10
+
+
+def _divergence(train_loss: float, val_loss: float, ceiling: float | None) -> str | None:
+    """Why an epoch diverged at once (non-finite or exploding loss), or None.
+
+    ``ceiling`` is :data:`EXPLOSION_FACTOR` times the larger of the constant
+    predictor's and the initial network's validation loss (None: no such rule).
+    """
+    if not (math.isfinite(train_loss) and math.isfinite(val_loss)):
+        return f"non-finite loss (training {train_loss:.3g}, validation {val_loss:.3g})"
+    if ceiling is not None and val_loss > ceiling:
+        return (
+            f"exploding loss: validation {val_loss:.3g}, over {EXPLOSION_FACTOR:g} times the "
+            "constant predictor's and the initial network's"
+        )
+    return None
+
+
+def divergence_report(
+    description: str, result: TrainingResult, config: TrainingConfig, stopped: str | None = None
+) -> str | None:
+    """The :class:`DivergenceWarning` message of a training, or None when all went well."""
+    parts = []
+    if result.backoffs:
+        first = result.backoffs[0]
+        parts.append(
+            f"training diverged {len(result.backoffs)} time(s), first at epoch {first['epoch']} "
+            f"({first['cause']}): the best weights were restored and the learning rate lowered "
+            f"from {config.learning_rate:g} to {result.backoffs[-1]['lr']:g}"
+        )
+    if stopped is not None:
+        parts.append(f"stopped: {stopped}")
+    if result.constant and result.constant_loss > EXACT_LOSS:
+        parts.append(
+            f"no epoch beat the constant predictor on validation (loss "
+            f"{result.constant_loss:.4g}): the network predicts that constant (the training "
+            "mean, or the class frequencies)"
+        )
+    if not parts:
+        return None
+    if result.backoffs or stopped is not None:
+        hint = "a lower learning_rate, some weight_decay or a smaller network may help"
+    else:
+        hint = (f"all {result.n_epochs} epochs were worse: more epochs (max_epochs), or "
+                "features that carry information on the target, may help")
+    return f"{description}: {'; '.join(parts)}; {hint}"
+
+
 def train(
     network: nn.Module,
     train_data: TrainingData,
@@ -145,6 +270,8 @@ def train(
     score_fn: Callable[[float], float] | None = None,
     verbose: int = 0,
     description: str = "NeuMiss",
+    guard: bool = True,
+    warn: bool = True,
 ) -> TrainingResult:
     """Train ``network`` in place; on return it holds the best validation weights.
 
@@ -159,18 +286,59 @@ def train(
     weights kept are those of the lowest validation loss seen, improving or
     not. Without validation data, the training loss plays its role.
 
+    Divergence (with ``guard``, the default): the *constant predictor* is the
+    constant output of lowest training loss (:func:`constant_output`), and the
+    first candidate to beat: an epoch is kept only if its validation loss is
+    below the constant predictor's. An epoch diverges when a loss is not
+    finite, when its validation loss exceeds :data:`EXPLOSION_FACTOR` times
+    the larger of the constant predictor's and the initial network's, or
+    after :data:`DIVERGENCE_EPOCHS` consecutive epochs above the constant
+    predictor's loss that each fail to lower the lowest loss of the earlier
+    epochs (a network still improving from a poor start is left alone). Then
+    the best weights so far are restored (with a
+    :class:`~neumiss.block.NeuMissNetwork`, ``set_constant_output`` makes the
+    constant predictor of the initial weights), the optimizer restarts with
+    the learning rate times :data:`BACKOFF_FACTOR`, and training goes on;
+    when that rate would fall below ``min_learning_rate`` training stops. If
+    no epoch beat the constant predictor, the network predicts it on return
+    (``result.constant``). A diverged epoch is never kept. The outcome is
+    summed up in ``result.warning`` (:func:`divergence_report`), emitted as a
+    :class:`DivergenceWarning` when ``warn``.
+
     ``loss_fn(output, target)`` returns the loss of each row, shape (batch,);
     batches and epochs average it, weighted by the data's ``weight`` if any. ``score_fn`` maps a
     validation loss to a score shown in the progress bar and history (e.g. R²).
     """
+    monitor = val_data if val_data is not None else train_data
+    constant = constant_loss = ceiling = None
+    if guard:
+        constant = constant_output(network, train_data, loss_fn)
+        constant_loss = evaluate_loss(_Constant(constant), monitor, loss_fn)
+        if constant_loss > EXACT_LOSS:
+            initial_loss = evaluate_loss(network, monitor, loss_fn)
+            if math.isfinite(initial_loss):
+                ceiling = EXPLOSION_FACTOR * max(constant_loss, initial_loss)
+            else:
+                ceiling = EXPLOSION_FACTOR * constant_loss
     optimizer = _make_optimizer(network, config)
-    scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
-        optimizer, mode="min", factor=config.lr_factor, patience=config.lr_patience,
-        threshold=config.tol, threshold_mode="rel",
-    )
+    scheduler = _make_scheduler(optimizer, config)
     result = TrainingResult(history={"train_loss": [], "val_loss": [], "val_score": [], "lr": []})
+    result.constant_loss = math.nan if constant_loss is None else constant_loss
     best_state = copy.deepcopy(network.state_dict())
-    reference_loss, last_improving_epoch = math.inf, 0
+    setter = getattr(network, "set_constant_output", None)
+    if constant_loss is not None and setter is not None:
+        # The constant predictor is the first candidate: the initial weights with the
+        # head set to the constant. An epoch is kept only if it beats it, and a
+        # divergence before that restarts from it.
+        setter(constant)
+        best_state, initial = copy.deepcopy(network.state_dict()), best_state
+        network.load_state_dict(initial)
+        result.best_val_loss = constant_loss
+        result.best_val_score = score_fn(constant_loss) if score_fn is not None else -constant_loss
+        result.constant = True
+    reference_loss, last_improving_epoch, above_constant = math.inf, 0, 0
+    network_best = math.inf  # the lowest validation loss of an epoch (not the constant's)
+    stopped = None
     n = len(train_data)
     batch_size = auto_batch_size(n) if config.batch_size is None else min(config.batch_size, n)
     bar = tqdm(
@@ -195,29 +363,65 @@ def train(
             optimizer.step()
             running += loss.detach() * idx.shape[0]
         train_loss = float(running) / n
-        if not math.isfinite(train_loss):
-            raise FloatingPointError(
-                f"training diverged at epoch {epoch} (loss {train_loss}); "
-                "lower learning_rate or use optimizer='adam'"
-            )
-        val_loss = evaluate_loss(network, val_data, loss_fn) if val_data is not None else train_loss
+        if val_data is None:
+            val_loss = train_loss
+        else:
+            val_loss = evaluate_loss(network, val_data, loss_fn)
         lr = optimizer.param_groups[0]["lr"]
         history = result.history
         history["train_loss"].append(train_loss)
         history["val_loss"].append(val_loss)
-        history["val_score"].append(score_fn(val_loss) if score_fn is not None else -val_loss)
+        score = score_fn(val_loss) if score_fn is not None else -val_loss
+        history["val_score"].append(score)
         history["lr"].append(lr)
         result.n_epochs = epoch
-        if val_loss < result.best_val_loss:
-            result.best_val_loss = val_loss
-            result.best_epoch = epoch
-            best_state = copy.deepcopy(network.state_dict())
-        if val_loss < reference_loss * (1.0 - config.tol):
-            reference_loss, last_improving_epoch = val_loss, epoch
+        cause = _divergence(train_loss, val_loss, ceiling) if guard else None
+        if cause is None and not math.isfinite(train_loss):
+            raise FloatingPointError(
+                f"training diverged at epoch {epoch} (loss {train_loss}); "
+                "lower learning_rate or use optimizer='adam'"
+            )
+        if cause is None:
+            improved_best = val_loss < result.best_val_loss
+            if improved_best:
+                result.best_val_loss, result.best_val_score = val_loss, score
+                result.best_epoch, result.constant = epoch, False
+                best_state = copy.deepcopy(network.state_dict())
+            if val_loss < reference_loss * (1.0 - config.tol):
+                reference_loss, last_improving_epoch = val_loss, epoch
+            stalled = val_loss >= network_best
+            network_best = min(network_best, val_loss)
+            if ceiling is not None and val_loss > constant_loss and stalled:
+                above_constant += 1
+                if above_constant >= DIVERGENCE_EPOCHS:
+                    cause = (
+                        f"validation loss above the constant predictor's ({constant_loss:.3g}) "
+                        f"for {above_constant} epochs"
+                    )
+            else:
+                above_constant = 0
         bar.set_postfix(
             train_loss=f"{train_loss:.4g}", val_loss=f"{val_loss:.4g}",
-            val_score=f"{history['val_score'][-1]:.4g}",
+            val_score=f"{score:.4g}",
         )
+        if cause is not None:
+            network.load_state_dict(best_state)
+            lr = optimizer.param_groups[0]["lr"] * BACKOFF_FACTOR
+            if lr < config.min_learning_rate:
+                result.backoffs.append(
+                    {"epoch": epoch, "cause": cause, "lr": optimizer.param_groups[0]["lr"]}
+                )
+                stopped = (
+                    f"the learning rate would fall below min_learning_rate "
+                    f"({config.min_learning_rate:g})"
+                )
+                break
+            result.backoffs.append({"epoch": epoch, "cause": cause, "lr": lr})
+            optimizer = _make_optimizer(network, config, lr)
+            scheduler = _make_scheduler(optimizer, config)
+            reference_loss = result.best_val_loss
+            last_improving_epoch, above_constant = epoch, 0
+            continue
         scheduler.step(val_loss)
         if epoch - last_improving_epoch >= config.patience:
             break
@@ -225,5 +429,14 @@ def train(
             break
     bar.close()
     network.load_state_dict(best_state)
+    if result.best_epoch == 0 and not result.constant:  # every epoch diverged: initial weights
+        result.best_val_loss = evaluate_loss(network, monitor, loss_fn)
+        result.best_val_score = (
+            score_fn(result.best_val_loss) if score_fn is not None else -result.best_val_loss
+        )
     network.eval()
+    if guard:
+        result.warning = divergence_report(description, result, config, stopped)
+        if warn and result.warning is not None:
+            warnings.warn(result.warning, DivergenceWarning, stacklevel=2)
     return result

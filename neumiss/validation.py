@@ -104,3 +104,27 @@ def check_training_data(estimator, X, y, *, y_numeric: bool, tables: bool = Fals
         copy=True,
     )
     return X, np.array(y, copy=True)
+
+
+def check_class_labels(y: np.ndarray) -> None:
+    """Refuse class labels that mix kinds (numbers and text): they have no order, and
+    ``"1"`` and ``1`` would be two classes. ``ValueError`` naming the kinds and examples."""
+    if y.dtype != object:
+        return
+    kinds = {}
+    for value in y:
+        if isinstance(value, (bool, np.bool_)):
+            kind = "boolean"
+        elif isinstance(value, (int, float, np.number)):
+            kind = "number"
+        elif isinstance(value, str):
+            kind = "text"
+        else:
+            kind = type(value).__name__
+        kinds.setdefault(kind, value)
+    if len(kinds) > 1:
+        examples = ", ".join(f"{kind} {value!r}" for kind, value in kinds.items())
+        raise ValueError(
+            f"y mixes class labels of different kinds ({examples}); give labels of one "
+            "kind, e.g. all text (y.astype(str)) or all numbers"
+        )

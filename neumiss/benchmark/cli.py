@@ -9,8 +9,11 @@ before a run starts, so ``--help`` and bad options answer at once.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from .data import MECHANISMS
@@ -60,6 +63,16 @@ def _positive_int(text: str) -> int:
     if not value.is_integer() or value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return int(value)
+
+
+def _test_rows(text: str) -> int:
+    """``text`` as a number of test rows: an integer >= 2, since R² needs 2 rows."""
+    value = _positive_int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(
+            f"expected at least 2 test rows (a test R² needs 2), got {text!r}"
+        )
+    return value
 
 
 def _non_negative_int(text: str) -> int:
@@ -120,7 +133,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "--n-val", type=_positive_int, help=f"validation rows (default: {PAPER_N_VAL})"
     )
     parser.add_argument(
-        "--n-test", type=_positive_int, help=f"test rows (default: {PAPER_N_TEST})"
+        "--n-test", type=_test_rows, help=f"test rows, at least 2 (default: {PAPER_N_TEST})"
     )
     parser.add_argument(
         "--repeats", type=_positive_int,
@@ -197,14 +210,67 @@ def _misplaced_options(args: argparse.Namespace) -> str | None:
     return None
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C so that runs stop cleanly."""
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`Terminated` (a ``KeyboardInterrupt``):
+    the runs' child processes are stopped and finished runs stay recorded."""
+
+    def handler(signum, frame):
+        raise Terminated()
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave SIGTERM alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupted(error: KeyboardInterrupt, out: Path, what: str) -> int:
+    """Print the one-line message of an interrupted run; return its exit status."""
+    terminated = isinstance(error, Terminated)
+    print(
+        f"\n{'terminated' if terminated else 'interrupted'}: finished {what} are in "
+        f"{out / RUNS_FILE}; rerun the same command to resume",
+        file=sys.stderr,
+    )
+    return 128 + (signal.SIGTERM if terminated else signal.SIGINT)
+
+
+def _folder_problem(out: Path) -> str | None:
+    """Why ``out`` cannot be the output folder (a file, or under one), or None."""
+    for folder in (out, *out.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                where = "is a file" if folder == out else f"is under {folder}, a file"
+                return f"--out {out} {where}, not a folder"
+            return None
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``neumiss benchmark`` with parsed ``args``; return the exit status."""
-    problem = _misplaced_options(args)
+    problem = _misplaced_options(args) or _folder_problem(
+        args.out or OUT[args.suite]
+    )
     if problem is not None:
         print(f"error: {problem}", file=sys.stderr)
         return 2
-    if args.suite == "real":
-        return _run_real(args)
+    with _sigterm_interrupts():
+        if args.suite == "real":
+            return _run_real(args)
+        return _run_simulated(args)
+
+
+def _run_simulated(args: argparse.Namespace) -> int:
+    """``neumiss benchmark`` (the simulated suite); return the exit status."""
     out = args.out or OUT["simulated"]
     if args.report_only:
         if not read_runs(out / RUNS_FILE):
@@ -243,21 +309,18 @@ def run(args: argparse.Namespace) -> int:
             threads=args.threads,
         )
         result = run_benchmark(
-            specs, out, settings=settings, jobs=args.jobs, progress=not args.no_progress
+            specs, out, settings=settings, jobs=args.jobs, progress=not args.no_progress,
+            tracebacks=getattr(args, "debug", False),
         )
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(
-            f"\ninterrupted: finished runs are in {out / RUNS_FILE}; "
-            "rerun the same command to resume",
-            file=sys.stderr,
-        )
-        return 130
+    except KeyboardInterrupt as error:
+        return _interrupted(error, out, "runs")
     print(
         f"{result.n_computed} runs computed, {result.n_skipped} already in {out / RUNS_FILE}, "
         f"{len(result.failures)} failed"
+        + (" (neumiss --debug benchmark ... prints their tracebacks)" if result.failures else "")
     )
     if (out / SUMMARY_FILE).exists():
         print((out / SUMMARY_FILE).read_text())
@@ -300,13 +363,8 @@ def _run_real(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(
-            f"\ninterrupted: finished folds are in {out / RUNS_FILE}; "
-            "rerun the same command to resume",
-            file=sys.stderr,
-        )
-        return 130
+    except KeyboardInterrupt as error:
+        return _interrupted(error, out, "folds")
     print(
         f"{result.n_computed} fits computed, {result.n_skipped} already in {out / RUNS_FILE}, "
         f"{len(result.failures)} failed"
@@ -320,7 +378,8 @@ def _run_real(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """``python -m neumiss.benchmark [options]``; return the exit status."""
     parser = argparse.ArgumentParser(
-        prog="python -m neumiss.benchmark", description=__doc__.splitlines()[0]
+        prog="python -m neumiss.benchmark",
+        description=__doc__.splitlines()[0].replace("``", "").rstrip(";") + ".",
     )
     configure_parser(parser)
     return run(parser.parse_args(argv))

@@ -86,13 +86,15 @@ def _check_names(values, valid: Sequence[str], what: str) -> tuple[str, ...]:
     return values
 
 
-def _check_ints(values, what: str, minimum: int) -> tuple[int, ...]:
+def _check_ints(values, what: str, minimum: int, why: str = "") -> tuple[int, ...]:
     """``values`` (one integer or several) as a tuple of ints; ValueError naming ``what``
-    unless there is at least one and each is an integer >= ``minimum``."""
+    (and ``why``, the reason for the minimum) unless there is at least one and each is
+    an integer >= ``minimum``."""
     values = tuple(values) if isinstance(values, Iterable) else (values,)
     integer = Integer(minimum)
     if not values or not all(integer.accepts(v) for v in values):
-        raise ValueError(f"{what} must be integers >= {minimum}, got {list(values)}")
+        reason = f" ({why})" if why else ""
+        raise ValueError(f"{what} must be integers >= {minimum}{reason}, got {list(values)}")
     return tuple(int(v) for v in values)
 
 
@@ -116,7 +118,7 @@ def grid(
     n_features = _check_ints(n_features, "n_features", 2)
     n_train = _check_ints(n_train, "n_train", 2)
     (n_val,) = _check_ints(n_val, "n_val", 1)
-    (n_test,) = _check_ints(n_test, "n_test", 1)
+    (n_test,) = _check_ints(n_test, "n_test", 2, "a test R² needs at least 2 rows")
     (repeats,) = _check_ints(repeats, "repeats", 1)
     (seed,) = _check_ints(seed, "seed", 0)
     return [

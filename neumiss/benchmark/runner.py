@@ -20,6 +20,7 @@ import gc
 import json
 import math
 import multiprocessing
+import signal
 import sys
 import time
 import traceback
@@ -128,10 +129,27 @@ def _execute_catching_errors(
         return "error", traceback.format_exc()
 
 
+def _exit_on_sigterm(signum, frame) -> None:
+    raise SystemExit(128 + signum)
+
+
 def _child_main(spec, settings, bayes_r2, connection) -> None:
-    """Entry point of a run's child process: send the outcome back through ``connection``."""
+    """Entry point of a run's child process: send the outcome back through ``connection``.
+
+    Ctrl-C reaches the whole process group: the child ignores it, and the
+    parent, which handles it, stops the child with SIGTERM, on which the child
+    exits quietly (through ``SystemExit``, so that its semaphores and other
+    resources are released). A parent gone before the outcome is sent (its end
+    of the pipe closed) ends the child quietly too, without a traceback.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
-        connection.send(_execute_catching_errors(spec, settings, bayes_r2))
+        outcome = _execute_catching_errors(spec, settings, bayes_r2)
+        try:
+            connection.send(outcome)
+        except (BrokenPipeError, ConnectionResetError, EOFError):
+            pass  # the parent was stopped: nobody is waiting for this run
     finally:
         connection.close()
 
@@ -222,6 +240,7 @@ def run_benchmark(
     jobs: int = 1,
     progress: bool = True,
     in_process: bool = False,
+    tracebacks: bool = False,
 ) -> BenchmarkResult:
     """Run the specs not yet in ``out/runs.csv``, append their rows, then rebuild the report.
 
@@ -242,6 +261,9 @@ def run_benchmark(
         Run in this process, one after the other, instead of child processes:
         no memory isolation (peak memory then includes what earlier runs
         left allocated); for debugging.
+    tracebacks : bool, default=False
+        Print a failed run's whole traceback on standard error, not only its
+        last line (``BenchmarkResult.failures`` holds it either way).
 
     Returns
     -------
@@ -282,7 +304,11 @@ def run_benchmark(
                 )
             else:
                 failures.append((spec, value))
-                bar.write(f"FAILED {spec.describe()}:\n{value}", file=sys.stderr)
+                if tracebacks:
+                    bar.write(f"FAILED {spec.describe()}:\n{value}", file=sys.stderr)
+                else:
+                    last = str(value).strip().splitlines()[-1] if str(value).strip() else ""
+                    bar.write(f"FAILED {spec.describe()}: {last}", file=sys.stderr)
             bar.update()
     finally:
         outcomes.close()  # stops the children still running, if interrupted
