@@ -14,22 +14,8 @@ VENV="${1:-.venv}"
 DEB_PACKAGES=(r-base-core r-base-dev r-cran-reticulate r-cran-generics r-cran-testthat
               r-cran-mice)
 
-missing=()
-for pkg in "${DEB_PACKAGES[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$pkg")
-  fi
-done
-if ((${#missing[@]})); then
-  if [[ $(id -u) -ne 0 ]]; then
-    echo "setup_r.sh: need root to install ${missing[*]} (apt-get install ${missing[*]})" >&2
-    exit 1
-  fi
-  echo "setup_r.sh: installing ${missing[*]} (apt-get)"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+source scripts/debian_packages.sh
+install_debian_packages setup_r.sh "${DEB_PACKAGES[@]}"
 
 PYTHON="$VENV/bin/python"
 if [[ ! -x $PYTHON ]]; then

@@ -14,22 +14,8 @@ VENV="${2:-.venv}"
 DEB_PACKAGES=(r-base-core r-cran-cardata r-cran-survival r-cran-mice r-cran-mlbench
               r-cran-psychtools)
 
-missing=()
-for pkg in "${DEB_PACKAGES[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$pkg")
-  fi
-done
-if ((${#missing[@]})); then
-  if [[ $(id -u) -ne 0 ]]; then
-    echo "setup_realdata.sh: need root to install ${missing[*]} (apt-get install ${missing[*]})" >&2
-    exit 1
-  fi
-  echo "setup_realdata.sh: installing ${missing[*]} (apt-get)"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+source scripts/debian_packages.sh
+install_debian_packages setup_realdata.sh "${DEB_PACKAGES[@]}"
 
 PYTHON="$VENV/bin/python"
 if [[ ! -x $PYTHON ]]; then

@@ -44,12 +44,13 @@ def remove_incomplete_last_line(path: Path) -> None:
             )
 
 
-def read_runs(path) -> list[dict]:
-    """Rows of a ``runs.csv`` (strings), after checking its columns; [] when there is none.
+def read_rows(path, columns, check_row, suite: str, hint: str = "") -> list[dict]:
+    """Rows of a runs file (strings), after checking its columns; [] when there is none.
 
-    A last line cut short by a killed writer is removed from the file. Raises
-    ``ValueError`` for other columns, or naming the file and line of a row
-    whose key or Bayes rate is not a number.
+    A last line cut short by a killed writer is removed from the file.
+    ``check_row(row)`` raises ``ValueError`` for a bad row. Raises ``ValueError``
+    for other columns (naming ``suite``), or naming the file and line of a bad
+    row, with ``hint`` appended.
     """
     path = Path(path)
     if not path.exists():
@@ -59,22 +60,32 @@ def read_runs(path) -> list[dict]:
         reader = csv.DictReader(handle)
         if reader.fieldnames is None:
             return []
-        if tuple(reader.fieldnames) != COLUMNS:
+        if tuple(reader.fieldnames) != tuple(columns):
             raise ValueError(
-                f"{path} has columns {reader.fieldnames}, expected {list(COLUMNS)}; "
-                "it was not written by this version of the benchmark: use another --out"
+                f"{path} has columns {reader.fieldnames}, expected {list(columns)}; "
+                f"it was not written by this version of the {suite}: use another --out"
             )
         rows = list(reader)
     for line, row in enumerate(rows, start=2):
         try:
-            RunSpec.from_row(row)
-            float(row["bayes_r2"])
+            check_row(row)
         except ValueError as error:
             raise ValueError(
-                f"{path}, line {line}: {error} (missing numbers are written 'nan'); "
-                "fix or remove that line"
+                f"{path}, line {line}: {error}{hint}; fix or remove that line"
             ) from None
     return rows
+
+
+def _check_run_row(row: dict) -> None:
+    RunSpec.from_row(row)
+    float(row["bayes_r2"])
+
+
+def read_runs(path) -> list[dict]:
+    """Rows of a ``runs.csv`` of the simulated grid (see :func:`read_rows`): a row's
+    key and Bayes rate must be numbers."""
+    return read_rows(path, COLUMNS, _check_run_row, "benchmark",
+                     " (missing numbers are written 'nan')")
 
 
 class RunsWriter:

@@ -7,11 +7,9 @@ are skipped, so rerunning a command resumes it.
 
 from __future__ import annotations
 
-import csv
-from pathlib import Path
 from typing import NamedTuple
 
-from ..store import remove_incomplete_last_line
+from ..store import read_rows
 from .protocol import METRICS
 
 
@@ -47,28 +45,6 @@ RUNS_FILE = "runs.csv"
 
 
 def read_runs(path) -> list[dict]:
-    """Rows of a real-data ``runs.csv`` (strings); [] when there is none.
-
-    A last line cut short by a killed writer is removed. Raises ``ValueError``
-    for other columns, or naming the line of a row whose key is not valid.
-    """
-    path = Path(path)
-    if not path.exists():
-        return []
-    remove_incomplete_last_line(path)
-    with open(path, newline="") as handle:
-        reader = csv.DictReader(handle)
-        if reader.fieldnames is None:
-            return []
-        if tuple(reader.fieldnames) != COLUMNS:
-            raise ValueError(
-                f"{path} has columns {reader.fieldnames}, expected {list(COLUMNS)}; it was not "
-                "written by this version of the real-data suite: use another --out"
-            )
-        rows = list(reader)
-    for line, row in enumerate(rows, start=2):
-        try:
-            RealRun.from_row(row)
-        except ValueError as error:
-            raise ValueError(f"{path}, line {line}: {error}; fix or remove that line") from None
-    return rows
+    """Rows of a real-data ``runs.csv`` (see :func:`neumiss.benchmark.store.read_rows`):
+    a row's key must be valid."""
+    return read_rows(path, COLUMNS, RealRun.from_row, "real-data suite")
