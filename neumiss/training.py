@@ -103,7 +103,9 @@ class TrainingResult:
     divergence: its ``epoch``, ``cause`` and the learning rate ``lr`` after it.
     ``constant`` is True when the network was set to the constant predictor
     because no epoch beat it on validation. ``constant_loss`` is that
-    predictor's validation loss (NaN when it was not computed). ``warning`` is
+    predictor's validation loss (NaN when it was not computed). ``rejected``
+    says why the best validation epoch was not kept (it fit the training rows
+    worse than the constant), or is None. ``warning`` is
     :func:`divergence_report`'s message, or None.
     """
 
@@ -115,6 +117,7 @@ class TrainingResult:
     backoffs: list[dict] = field(default_factory=list)
     constant: bool = False
     constant_loss: float = math.nan
+    rejected: str | None = None
     warning: str | None = None
 
 
@@ -214,19 +217,27 @@ def constant_output(
 EXACT_LOSS = 1e-10
 
 
-def _divergence(train_loss: float, val_loss: float, ceiling: float | None) -> str | None:
+def _divergence(
+    train_loss: float, val_loss: float, ceilings: tuple[float, float] | None
+) -> str | None:
     """Why an epoch diverged at once (non-finite or exploding loss), or None.
 
-    ``ceiling`` is :data:`EXPLOSION_FACTOR` times the larger of the constant
-    predictor's and the initial network's validation loss (None: no such rule).
+    ``ceilings`` are :data:`EXPLOSION_FACTOR` times the larger of the constant
+    predictor's and the initial network's loss, on the training and on the
+    validation rows (None: no such rule). The training loss is the epoch's
+    running mean: an epoch that exploded on its way is caught even if its last
+    weights happen to look fine on the few validation rows.
     """
     if not (math.isfinite(train_loss) and math.isfinite(val_loss)):
         return f"non-finite loss (training {train_loss:.3g}, validation {val_loss:.3g})"
-    if ceiling is not None and val_loss > ceiling:
-        return (
-            f"exploding loss: validation {val_loss:.3g}, over {EXPLOSION_FACTOR:g} times the "
-            "constant predictor's and the initial network's"
-        )
+    if ceilings is not None:
+        for name, loss, ceiling in zip(("training", "validation"), (train_loss, val_loss),
+                                       ceilings):
+            if loss > ceiling:
+                return (
+                    f"exploding loss: {name} {loss:.3g}, over {EXPLOSION_FACTOR:g} times the "
+                    "constant predictor's and the initial network's"
+                )
     return None
 
 
@@ -244,6 +255,8 @@ def divergence_report(
         )
     if stopped is not None:
         parts.append(f"stopped: {stopped}")
+    if result.rejected is not None:
+        parts.append(result.rejected)
     if result.constant and result.constant_loss > EXACT_LOSS:
         parts.append(
             f"no epoch beat the constant predictor on validation (loss "
@@ -252,7 +265,7 @@ def divergence_report(
         )
     if not parts:
         return None
-    if result.backoffs or stopped is not None:
+    if result.backoffs or stopped is not None or result.rejected is not None:
         hint = "a lower learning_rate, some weight_decay or a smaller network may help"
     else:
         hint = (f"all {result.n_epochs} epochs were worse: more epochs (max_epochs), or "
@@ -300,9 +313,11 @@ def train(
     constant predictor of the initial weights), the optimizer restarts with
     the learning rate times :data:`BACKOFF_FACTOR`, and training goes on;
     when that rate would fall below ``min_learning_rate`` training stops. If
-    no epoch beat the constant predictor, the network predicts it on return
-    (``result.constant``). A diverged epoch is never kept. The outcome is
-    summed up in ``result.warning`` (:func:`divergence_report`), emitted as a
+    no epoch beat the constant predictor, or the best one fits the training
+    rows worse than it (weights blown up that spare the validation rows), the
+    network predicts the constant on return (``result.constant``). A
+    diverged epoch is never kept. The outcome is summed up in
+    ``result.warning`` (:func:`divergence_report`), emitted as a
     :class:`DivergenceWarning` when ``warn``.
 
     ``loss_fn(output, target)`` returns the loss of each row, shape (batch,);
@@ -310,16 +325,19 @@ def train(
     validation loss to a score shown in the progress bar and history (e.g. R²).
     """
     monitor = val_data if val_data is not None else train_data
-    constant = constant_loss = ceiling = None
+    constant = constant_loss = constant_train_loss = ceilings = None
     if guard:
         constant = constant_output(network, train_data, loss_fn)
         constant_loss = evaluate_loss(_Constant(constant), monitor, loss_fn)
-        if constant_loss > EXACT_LOSS:
+        constant_train_loss = (
+            constant_loss if val_data is None
+            else evaluate_loss(_Constant(constant), train_data, loss_fn)
+        )
+        if constant_loss > EXACT_LOSS and constant_train_loss > EXACT_LOSS:
             initial_loss = evaluate_loss(network, monitor, loss_fn)
-            if math.isfinite(initial_loss):
-                ceiling = EXPLOSION_FACTOR * max(constant_loss, initial_loss)
-            else:
-                ceiling = EXPLOSION_FACTOR * constant_loss
+            initial_loss = initial_loss if math.isfinite(initial_loss) else 0.0
+            ceilings = (EXPLOSION_FACTOR * max(constant_train_loss, initial_loss),
+                        EXPLOSION_FACTOR * max(constant_loss, initial_loss))
     optimizer = _make_optimizer(network, config)
     scheduler = _make_scheduler(optimizer, config)
     result = TrainingResult(history={"train_loss": [], "val_loss": [], "val_score": [], "lr": []})
@@ -375,7 +393,7 @@ def train(
         history["val_score"].append(score)
         history["lr"].append(lr)
         result.n_epochs = epoch
-        cause = _divergence(train_loss, val_loss, ceiling) if guard else None
+        cause = _divergence(train_loss, val_loss, ceilings) if guard else None
         if cause is None and not math.isfinite(train_loss):
             raise FloatingPointError(
                 f"training diverged at epoch {epoch} (loss {train_loss}); "
@@ -391,7 +409,7 @@ def train(
                 reference_loss, last_improving_epoch = val_loss, epoch
             stalled = val_loss >= network_best
             network_best = min(network_best, val_loss)
-            if ceiling is not None and val_loss > constant_loss and stalled:
+            if ceilings is not None and val_loss > constant_loss and stalled:
                 above_constant += 1
                 if above_constant >= DIVERGENCE_EPOCHS:
                     cause = (
@@ -434,6 +452,23 @@ def train(
         result.best_val_score = (
             score_fn(result.best_val_loss) if score_fn is not None else -result.best_val_loss
         )
+    if (ceilings is not None and not result.constant and setter is not None
+            and result.best_epoch > 0):
+        # Kept for its validation loss, yet worse than the constant on the rows it was
+        # trained on: weights blown up that happen to spare the few validation rows.
+        kept_train_loss = evaluate_loss(network, train_data, loss_fn)
+        if not kept_train_loss <= constant_train_loss:
+            result.rejected = (
+                f"the weights of epoch {result.best_epoch} fit the training rows worse than "
+                f"the constant predictor (loss {kept_train_loss:.4g} against "
+                f"{constant_train_loss:.4g}), although they beat it on validation"
+            )
+            setter(constant)
+            result.constant, result.best_epoch = True, 0
+            result.best_val_loss = evaluate_loss(network, monitor, loss_fn)
+            result.best_val_score = (
+                score_fn(result.best_val_loss) if score_fn is not None else -result.best_val_loss
+            )
     network.eval()
     if guard:
         result.warning = divergence_report(description, result, config, stopped)

@@ -120,6 +120,26 @@ def test_validation_loss_above_the_constant_for_epochs_backs_off_then_falls_back
     assert result.best_val_loss == pytest.approx(result.constant_loss, rel=1e-5)
 
 
+def test_weights_worse_than_the_constant_on_the_training_rows_are_not_kept():
+    # Validation targets are the initial network's own outputs (a perfect validation
+    # score), training targets are noise: the kept epoch beats the constant on
+    # validation only, so the constant predictor replaces it.
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 3))
+    network = NeuMissNetwork(3, depth=1)
+    generator = torch.Generator().manual_seed(0)
+    network.reset_parameters(generator)
+    val_data = _tensors(X[240:], np.zeros(60))
+    with torch.no_grad():
+        own = network(val_data.x, val_data.mask)[:, 0]
+    val_data = TrainingData(val_data.x, val_data.mask, own)
+    train_data = _tensors(X[:240], rng.normal(size=240))
+    config = TrainingConfig(learning_rate=1e-6, max_epochs=1)
+    with pytest.warns(DivergenceWarning, match="fit the training rows worse than the constant"):
+        result = train(network, train_data, val_data, _mse, config, generator)
+    assert result.constant and result.rejected is not None and result.best_epoch == 0
+
+
 def test_a_normal_training_does_not_warn():
     with warnings.catch_warnings():
         warnings.simplefilter("error", DivergenceWarning)
