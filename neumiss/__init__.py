@@ -18,10 +18,13 @@ _EXPORTS = {
     "NeuMissBlock": "neumiss.block",
     "NeuMissNetwork": "neumiss.block",
     "NeuMissRegressor": "neumiss.estimators",
+    "NeuMissQuantileRegressor": "neumiss.estimators",
+    "ConformalRegressor": "neumiss.conformal",
     "NeuMissClassifier": "neumiss.estimators",
     "load": "neumiss.estimators",
     "export_onnx": "neumiss.onnx_export",
     "analytic": None,
+    "conformal": None,
     "bayes": None,
     "simulate": None,
 }

@@ -19,6 +19,14 @@ missingness pattern) is
   entries, and no ``S`` to form or invert.
 * Probit self-masking has no closed form: a ``NotImplementedError`` is raised.
 
+The same conditioning gives the whole predictive distribution (the oracle of
+prediction intervals): ``y | X_obs, M`` is Gaussian with the Bayes predictor as
+mean and variance ``coef_mis^T C coef_mis + noise_var``, where
+``C = Cov(X_mis | X_obs, M)`` is ``P_mis,mis^-1`` under MCAR and MAR (the mask
+carries no information beyond ``X_obs``) and ``(P_mis,mis + D_mis^-1)^-1``
+under Gaussian self-masking (the masking factor of each missing entry is a
+Gaussian bump of variance ``sigma_tilde^2``): :func:`predictive_variance`.
+
 Every computation is batched over missingness patterns (stacks of matrices for
 all patterns with the same number of missing entries), never looped per row.
 """
@@ -111,6 +119,63 @@ def bayes_predict(X, mean, cov, coef, intercept=0.0, mechanism="MCAR", **params)
     if not np.isscalar(intercept) or not np.isfinite(intercept):
         raise ValueError(f"intercept must be a finite number, got {intercept!r}")
     return float(intercept) + X_filled @ coef
+
+
+def predictive_variance(X, cov, coef, noise_var, mechanism="MCAR", **params):
+    """``Var(y | X_obs, M)`` of ``y = intercept + X @ coef + noise``, noise ~ N(0, noise_var).
+
+    Under MCAR, MAR and Gaussian self-masking, ``y`` given the observed entries
+    and the mask is Gaussian with mean :func:`bayes_predict` and this variance,
+    ``coef_mis^T Cov(X_mis | X_obs, M) coef_mis + noise_var`` (module docstring):
+    the oracle prediction interval is ``mean +- z_{1-alpha/2} sqrt(variance)``.
+    It depends on the mask only, not on the observed values.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        NaN where missing (only the mask is used). Not modified.
+    cov : array-like of shape (n_features, n_features)
+        Symmetric positive definite.
+    coef : array-like of shape (n_features,)
+    noise_var : float >= 0
+    mechanism : {"MCAR", "MAR", "gaussian_sm", "probit_sm"}, default="MCAR"
+    **params
+        ``mu_tilde`` and ``sigma_tilde`` for ``"gaussian_sm"`` (only
+        ``sigma_tilde`` enters the variance).
+
+    Returns
+    -------
+    variance : ndarray of shape (n_samples,)
+
+    Raises
+    ------
+    NotImplementedError
+        For ``"probit_sm"``, whose conditional distribution has no closed form.
+    """
+    _check_mechanism(mechanism, params)
+    mask = np.isnan(np.asarray(X, dtype=np.float64))
+    d = mask.shape[1]
+    coef = _check_vector(coef, "coef", d)
+    if not np.isscalar(noise_var) or not np.isfinite(noise_var) or noise_var < 0:
+        raise ValueError(f"noise_var must be a finite number >= 0, got {noise_var!r}")
+    cov = np.asarray(cov, dtype=np.float64)
+    precision = np.linalg.inv(cov)
+    precision = (precision + precision.T) / 2
+    extra = np.zeros(d)
+    if mechanism == "gaussian_sm":
+        extra = 1.0 / _check_vector(params["sigma_tilde"], "sigma_tilde", d) ** 2
+    patterns, inverse = group_patterns(mask)
+    n_missing = patterns.sum(axis=1)
+    per_pattern = np.zeros(patterns.shape[0])
+    for q in np.unique(n_missing[n_missing > 0]):
+        for group in _chunks(np.flatnonzero(n_missing == q), q * q):
+            mis = np.nonzero(patterns[group])[1].reshape(group.size, q)
+            posterior_precision = precision[mis[:, :, None], mis[:, None, :]]
+            posterior_precision += extra[mis][:, :, None] * np.eye(q)
+            b = coef[mis]
+            solved = np.linalg.solve(posterior_precision, b[:, :, None])[:, :, 0]
+            per_pattern[group] = np.einsum("gi,gi->g", b, solved)
+    return per_pattern[inverse] + float(noise_var)
 
 
 def _check_mechanism(mechanism, params):

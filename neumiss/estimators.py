@@ -14,12 +14,17 @@ from sklearn.utils.multiclass import check_classification_targets
 
 from . import persistence
 from .base import BaseNeuMiss
+from .constraints import Real, SequenceOf, check_params
 from .preprocessing import (
     check_outputs_finite,
     mean_scale,
     scaled_r2_score,
 )
+from .training import TrainingConfig
 from .validation import check_class_labels
+
+#: The estimators' training defaults are the training loop's.
+_TRAINING = TrainingConfig()
 
 
 class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
@@ -189,6 +194,117 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         return scaled_r2_score(y, self.predict(X), self.y_scale_, sample_weight)
 
 
+def _quantile_levels(quantiles) -> np.ndarray:
+    """``quantiles`` as an increasing float64 array holding 0.5; ValueError otherwise."""
+    levels = np.asarray(quantiles, dtype=np.float64)
+    if np.any(np.diff(levels) <= 0) or 0.5 not in levels:
+        raise ValueError(
+            "NeuMissQuantileRegressor: quantiles must be increasing and contain 0.5 (the "
+            f"median, which predict returns), got {list(quantiles)!r}"
+        )
+    return levels
+
+
+class NeuMissQuantileRegressor(NeuMissRegressor):
+    """NeuMiss network with one output per quantile of ``y`` given ``(X_obs, M)``.
+
+    The same network, parameters and defaults as :class:`NeuMissRegressor`,
+    with ``len(quantiles)`` outputs trained together by the pinball loss
+    (averaged over the quantiles): one network learns every level, so the
+    block's pattern-wise conditional expectations are shared. It is the
+    quantile head of conformalized quantile regression
+    (:class:`neumiss.conformal.ConformalRegressor`). An ensemble averages the
+    members' quantiles.
+
+    Parameters
+    ----------
+    quantiles : sequence of float in (0, 1), default=(0.05, 0.5, 0.95)
+        Increasing levels; 0.5 must be one of them (``predict`` returns it).
+    **others
+        Those of :class:`NeuMissRegressor`.
+
+    Attributes
+    ----------
+    Those of :class:`NeuMissRegressor`; ``history_["val_loss"]`` and
+    ``validation_score_`` are the (minus) pinball loss on standardized ``y``.
+    """
+
+    _parameter_constraints = {
+        **BaseNeuMiss._parameter_constraints,
+        "quantiles": SequenceOf(Real(0, 1, closed="neither")),
+    }
+
+    def __init__(
+        self,
+        quantiles=(0.05, 0.5, 0.95),
+        *,
+        depth="auto",
+        mlp_depth=2,
+        mlp_width=None,
+        weight_sharing="auto",
+        residual=True,
+        compress_tails=False,
+        ensemble_size=5,
+        optimizer=_TRAINING.optimizer,
+        learning_rate=_TRAINING.learning_rate,
+        batch_size="auto",
+        max_epochs=_TRAINING.max_epochs,
+        validation_fraction=0.1,
+        patience=_TRAINING.patience,
+        lr_patience=_TRAINING.lr_patience,
+        tol=_TRAINING.tol,
+        weight_decay=_TRAINING.weight_decay,
+        random_state=None,
+        device="cpu",
+        n_jobs=None,
+        verbose=0,
+    ):
+        super().__init__(
+            depth, mlp_depth=mlp_depth, mlp_width=mlp_width, weight_sharing=weight_sharing,
+            residual=residual, compress_tails=compress_tails, ensemble_size=ensemble_size,
+            optimizer=optimizer, learning_rate=learning_rate, batch_size=batch_size,
+            max_epochs=max_epochs, validation_fraction=validation_fraction, patience=patience,
+            lr_patience=lr_patience, tol=tol, weight_decay=weight_decay,
+            random_state=random_state, device=device, n_jobs=n_jobs, verbose=verbose,
+        )
+        self.quantiles = quantiles
+
+    def fit(self, X, y, sample_weight=None, validation_data=None):
+        """Fit as :meth:`NeuMissRegressor.fit`, with the pinball loss."""
+        name = type(self).__name__
+        check_params(name, {"quantiles": self.quantiles},
+                     {"quantiles": self._parameter_constraints["quantiles"]})
+        _quantile_levels(self.quantiles)
+        return super().fit(X, y, sample_weight=sample_weight, validation_data=validation_data)
+
+    def _n_outputs(self):
+        return len(self.quantiles)
+
+    def _loss(self, output, target):
+        levels = torch.as_tensor(self.quantiles, dtype=output.dtype, device=output.device)
+        error = target[:, None] - output
+        return torch.maximum(levels * error, (levels - 1) * error).mean(dim=1)
+
+    def _score_from_loss(self, val_loss, y_val, w_val):
+        return -val_loss
+
+    def predict_quantiles(self, X):
+        """The quantiles of ``y`` given ``X`` (NaN = missing).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, len(quantiles)), increasing along each row:
+        the outputs are sorted (monotone rearrangement), so quantiles never cross.
+        """
+        out = np.sort(self._forward(X), axis=1)
+        return check_outputs_finite(out * self.y_scale_ + self.y_mean_)
+
+    def predict(self, X):
+        """The conditional median of ``y``, ndarray of shape (n_samples,)."""
+        median = int(np.flatnonzero(_quantile_levels(self.quantiles) == 0.5)[0])
+        return self.predict_quantiles(X)[:, median]
+
+
 class NeuMissClassifier(ClassifierMixin, BaseNeuMiss):
     """NeuMiss network classifier (binary or multiclass) with missing values in X.
 
@@ -287,5 +403,8 @@ def load(path):
         missing attributes, weights of the wrong shape, ...): the message names
         the file and the problem.
     """
-    classes = {cls.__name__: cls for cls in (NeuMissRegressor, NeuMissClassifier)}
+    classes = {
+        cls.__name__: cls
+        for cls in (NeuMissRegressor, NeuMissQuantileRegressor, NeuMissClassifier)
+    }
     return persistence.load_estimator(path, classes)

@@ -35,7 +35,7 @@ import numpy as np
 from scipy.stats import norm
 from sklearn.metrics import r2_score
 
-from neumiss.bayes import bayes_predict
+from neumiss.bayes import bayes_predict, predictive_variance
 from neumiss.constraints import AnyOf, Integer, Options, Real, check_params
 from neumiss.mechanisms import (
     MAR,
@@ -200,19 +200,43 @@ class SimulationTruth:
         Available for the linear link and the MCAR, MAR and Gaussian
         self-masking mechanisms. Shape (n, d) with NaN -> (n,).
         """
+        return bayes_predict(
+            X, self.mean, self.cov, self.coef, self.intercept, mechanism=self.mechanism,
+            **self._bayes_params(),
+        )
+
+    def _bayes_params(self) -> dict:
+        """The mechanism's parameters the closed forms need; refuses nonlinear links."""
         if self.link != "linear":
             raise NotImplementedError(
                 f"the Bayes predictor is only implemented for link='linear', not {self.link!r}"
             )
-        params = {}
         if isinstance(self.missingness, GaussianSelfMasking):
-            params = {
+            return {
                 "mu_tilde": self.mechanism_params["mu_tilde"],
                 "sigma_tilde": self.mechanism_params["sigma_tilde"],
             }
-        return bayes_predict(
-            X, self.mean, self.cov, self.coef, self.intercept, mechanism=self.mechanism, **params
+        return {}
+
+    def predictive_variance(self, X) -> np.ndarray:
+        """``Var(y | X_obs, M)``: with :meth:`bayes_predict`, the Gaussian law of ``y``
+        given what is observed (the oracle of prediction intervals).
+
+        Same availability as :meth:`bayes_predict`. Shape (n, d) with NaN -> (n,).
+        """
+        return predictive_variance(
+            X, self.cov, self.coef, self.noise_var, mechanism=self.mechanism,
+            **self._bayes_params(),
         )
+
+    def oracle_interval(self, X, alpha) -> np.ndarray:
+        """The shortest interval holding ``y`` with probability ``1 - alpha`` given
+        ``(X_obs, M)``: ``mean -+ z_{1 - alpha/2} sd``. Shape (n, d) -> (n, 2)."""
+        if not 0 < alpha < 1:
+            raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+        center = self.bayes_predict(X)
+        half = norm.ppf(1 - alpha / 2) * np.sqrt(self.predictive_variance(X))
+        return np.column_stack([center - half, center + half])
 
     def bayes_rate(self, X, y) -> float:
         """R² of the Bayes predictor on ``(X, y)``: the paper's estimate of the Bayes rate."""
