@@ -21,7 +21,7 @@ _EXPORTS = {
     "NeuMissQuantileRegressor": "neumiss.estimators",
     "ConformalRegressor": "neumiss.conformal",
     "NeuMissClassifier": "neumiss.estimators",
-    "load": "neumiss.estimators",
+    "load": "neumiss.conformal",
     "export_onnx": "neumiss.onnx_export",
     "analytic": None,
     "conformal": None,

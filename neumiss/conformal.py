@@ -52,7 +52,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import persistence
 from .constraints import AnyOf, InstanceOf, Integer, NoneValue, Options, Real, check_params
-from .estimators import NeuMissQuantileRegressor, NeuMissRegressor
+from .estimators import NeuMissClassifier, NeuMissQuantileRegressor, NeuMissRegressor
 from .gaussian import group_patterns
 from .validation import check_features, check_training_data
 
@@ -128,7 +128,7 @@ class ConformalRegressor(RegressorMixin, BaseEstimator):
     estimator_ : the fitted base model.
     calibration_scores_ : ndarray of shape (n_calibration,)
         Conformity scores of the calibration rows (without augmentation).
-    X_calibration_, y_calibration_ : ndarrays, for the ``"cqr-mda-*"`` methods only
+    calibration_rows_, calibration_targets_ : ndarrays, for the ``"cqr-mda-*"`` methods only
         The calibration rows (float64, NaN = missing) and targets.
     n_features_in_, feature_names_in_ : as the estimators'.
 
@@ -142,6 +142,9 @@ class ConformalRegressor(RegressorMixin, BaseEstimator):
     >>> model.predict_interval(X[:3]).shape
     (3, 2)
     """
+
+    #: Fitted attributes a model file must hold (:mod:`neumiss.persistence`).
+    _saved_attributes = ("estimator_", "calibration_scores_", "n_features_in_")
 
     _parameter_constraints = {
         "estimator": AnyOf(NoneValue(), InstanceOf(BaseEstimator, "a scikit-learn estimator")),
@@ -211,8 +214,8 @@ class ConformalRegressor(RegressorMixin, BaseEstimator):
         X_cal, y_cal = _rows(X, cal), y[cal]
         self.calibration_scores_ = self._scores(X_cal, y_cal)
         if self.method in MDA_METHODS:
-            self.X_calibration_ = _numeric(X_cal, "fit")
-            self.y_calibration_ = y_cal
+            self.calibration_rows_ = _numeric(X_cal, "fit")
+            self.calibration_targets_ = y_cal
         return self
 
     def _scores(self, X, y) -> np.ndarray:
@@ -281,7 +284,7 @@ class ConformalRegressor(RegressorMixin, BaseEstimator):
         enough calibration rows whose mask is inside ``m`` is calibrated on
         them (re-masked with ``m``), the others by the nested rule.
         """
-        X_cal = self.X_calibration_
+        X_cal = self.calibration_rows_
         mask_cal = np.isnan(X_cal)
         patterns, inverse = group_patterns(np.isnan(X))
         out = np.empty((X.shape[0], 2))
@@ -298,8 +301,8 @@ class ConformalRegressor(RegressorMixin, BaseEstimator):
     def _exact_rows(self, X, pattern, inside, alpha) -> np.ndarray:
         """CQR on the calibration rows ``inside`` re-masked with ``pattern``, for rows ``X``
         of that mask: shape (n, 2)."""
-        X_cal = np.where(pattern, np.nan, self.X_calibration_[inside])
-        y_cal = self.y_calibration_[inside]
+        X_cal = np.where(pattern, np.nan, self.calibration_rows_[inside])
+        y_cal = self.calibration_targets_[inside]
         cal_bounds = self._predict_bounds(X_cal)
         scores = np.maximum(cal_bounds[:, 0] - y_cal, y_cal - cal_bounds[:, 1])
         rank = conformal_rank(scores.size, alpha)
@@ -311,7 +314,7 @@ class ConformalRegressor(RegressorMixin, BaseEstimator):
         """CP-MDA-Nested for rows ``X`` of mask ``pattern``: the calibration rows are
         scored once under ``pattern ∪ m_k``, the rows predicted once per distinct
         augmented mask. Shape (n, 2)."""
-        X_cal, y_cal = self.X_calibration_, self.y_calibration_
+        X_cal, y_cal = self.calibration_rows_, self.calibration_targets_
         n_cal = y_cal.shape[0]
         rank_low = math.floor(alpha * (n_cal + 1) + 1e-9)  # >= 1 by _check_alpha
         rank_high = conformal_rank(n_cal, alpha)
@@ -352,6 +355,35 @@ class ConformalRegressor(RegressorMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         return tags
+
+
+def load(path):
+    """Load a model written by the ``save`` method of a NeuMiss estimator or a
+    :class:`ConformalRegressor` (this is :func:`neumiss.load`).
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    NeuMissRegressor, NeuMissQuantileRegressor, NeuMissClassifier or
+    ConformalRegressor, fitted, on CPU.
+
+    Raises
+    ------
+    ValueError
+        If the file is not a model saved by this version's format, or is
+        damaged or modified (failed integrity check, unknown parameters,
+        missing attributes, weights of the wrong shape, ...): the message names
+        the file and the problem.
+    """
+    classes = {
+        cls.__name__: cls
+        for cls in (NeuMissRegressor, NeuMissQuantileRegressor, NeuMissClassifier,
+                    ConformalRegressor)
+    }
+    return persistence.load_estimator(path, classes)
 
 
 def _rows(X, index: np.ndarray):

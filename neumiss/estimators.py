@@ -1,5 +1,6 @@
 """scikit-learn estimators built on :class:`~neumiss.block.NeuMissNetwork`:
-:class:`NeuMissRegressor`, :class:`NeuMissClassifier` and :func:`load`.
+:class:`NeuMissRegressor`, :class:`NeuMissQuantileRegressor` and
+:class:`NeuMissClassifier` (:func:`neumiss.load` is :func:`neumiss.conformal.load`).
 
 Their shared fitting machinery is :class:`neumiss.base.BaseNeuMiss`.
 """
@@ -12,7 +13,6 @@ from scipy.special import expit
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 
-from . import persistence
 from .base import BaseNeuMiss
 from .constraints import Real, SequenceOf, check_params
 from .preprocessing import (
@@ -382,29 +382,3 @@ class NeuMissClassifier(ClassifierMixin, BaseNeuMiss):
         out = self._forward(X)
         index = (out[:, 0] > 0).astype(int) if out.shape[1] == 1 else out.argmax(axis=1)
         return self.classes_[index]
-
-
-def load(path):
-    """Load a NeuMiss estimator written by its ``save`` method.
-
-    Parameters
-    ----------
-    path : str or path-like
-
-    Returns
-    -------
-    NeuMissRegressor or NeuMissClassifier, fitted, on CPU.
-
-    Raises
-    ------
-    ValueError
-        If the file is not a model saved by this version's format, or is
-        damaged or modified (failed integrity check, unknown parameters,
-        missing attributes, weights of the wrong shape, ...): the message names
-        the file and the problem.
-    """
-    classes = {
-        cls.__name__: cls
-        for cls in (NeuMissRegressor, NeuMissQuantileRegressor, NeuMissClassifier)
-    }
-    return persistence.load_estimator(path, classes)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .estimators import load
+from .conformal import load
 from .onnx_export import DEFAULT_OPSET, MIN_OPSET, export_onnx
 
 

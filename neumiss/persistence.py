@@ -11,9 +11,13 @@ is refused) and the structure (parameters, attributes, tensor shapes): every
 problem is a ``ValueError`` naming the file and what is wrong.
 
 This module sits below the estimators (``neumiss.load`` is
-:func:`neumiss.estimators.load`, which passes it the classes it may rebuild):
+:func:`neumiss.conformal.load`, which passes it the classes it may rebuild):
 it knows an estimator only through ``get_params``, its fitted attributes
-ending in ``_``, ``network_`` and ``_build_fitted_network()``.
+ending in ``_``, ``network_`` and ``_build_fitted_network()``. A model that
+holds other estimators (:class:`~neumiss.conformal.ConformalRegressor`: its
+base model as parameter and fitted attribute) stores each as a nested table
+of the same kind, under the file's one digest; such a class names the fitted
+attributes it needs in ``_saved_attributes``.
 """
 
 from __future__ import annotations
@@ -55,6 +59,8 @@ class _Unreadable(ValueError):
 
 
 def _encode(value):
+    if callable(getattr(value, "get_params", None)):
+        return {"__estimator__": _body(value)}
     if isinstance(value, Standardizer):
         return {"__standardizer__": _encode(value.get_state())}
     if isinstance(value, TableEncoder):
@@ -70,20 +76,22 @@ def _encode(value):
     return value
 
 
-def _decode(value):
+def _decode(value, classes: Mapping[str, type]):
     if isinstance(value, dict):
+        if "__estimator__" in value:
+            return _rebuild(value["__estimator__"], classes)
         if "__ndarray__" in value:
             dtype = np.dtype(value["dtype"])
             if dtype.kind not in "biufUSO":
                 raise _Damaged(f"an array of unsupported dtype {dtype.str!r}")
             return np.asarray(value["__ndarray__"], dtype=dtype)
         if "__standardizer__" in value:
-            return Standardizer.from_state(_decode(value["__standardizer__"]))
+            return Standardizer.from_state(_decode(value["__standardizer__"], classes))
         if "__table_encoder__" in value:
-            return TableEncoder.from_state(_decode(value["__table_encoder__"]))
-        return {k: _decode(v) for k, v in value.items()}
+            return TableEncoder.from_state(_decode(value["__table_encoder__"], classes))
+        return {k: _decode(v, classes) for k, v in value.items()}
     if isinstance(value, list):
-        return [_decode(v) for v in value]
+        return [_decode(v, classes) for v in value]
     return value
 
 
@@ -133,8 +141,9 @@ def payload_digest(payload: Mapping) -> str:
     return digest.hexdigest()
 
 
-def save_estimator(estimator, path: str | os.PathLike) -> None:
-    """Write a fitted estimator to ``path``. See :func:`load_estimator`."""
+def _body(estimator) -> dict:
+    """An estimator as plain containers: its class, parameters, fitted attributes
+    and network weights (empty when it has no network)."""
     params = {k: _encode(v) for k, v in estimator.get_params(deep=False).items()}
     if not isinstance(params.get("random_state"), (int, type(None))):
         params["random_state"] = None  # a RandomState object is not portable
@@ -143,16 +152,24 @@ def save_estimator(estimator, path: str | os.PathLike) -> None:
         for k, v in vars(estimator).items()
         if k.endswith("_") and not k.startswith("_") and k != "network_"
     }
+    network = getattr(estimator, "network_", None)
+    return {
+        "class": type(estimator).__name__,
+        "params": params,
+        "attributes": attributes,
+        "state_dict": {} if network is None else {
+            k: v.detach().cpu().clone() for k, v in network.state_dict().items()
+        },
+    }
+
+
+def save_estimator(estimator, path: str | os.PathLike) -> None:
+    """Write a fitted estimator to ``path``. See :func:`load_estimator`."""
     payload = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "neumiss_version": __version__,
-        "class": type(estimator).__name__,
-        "params": params,
-        "attributes": attributes,
-        "state_dict": {
-            k: v.detach().cpu().clone() for k, v in estimator.network_.state_dict().items()
-        },
+        **_body(estimator),
     }
     payload["sha256"] = payload_digest(payload)
     torch.save(payload, os.fspath(path))
@@ -208,7 +225,9 @@ def _rebuild(payload, classes: Mapping[str, type]):
         raise _Damaged(f"has unknown parameters {unknown} for {name}")
     if missing:
         raise _Damaged(f"lacks the parameters {missing} of {name}")
-    params["device"] = "cpu"
+    params = {k: _decode(v, classes) for k, v in params.items()}
+    if "device" in params:
+        params["device"] = "cpu"
     estimator = cls(**params)
     constraints = getattr(cls, "_parameter_constraints", None)
     if constraints is not None:
@@ -221,13 +240,17 @@ def _rebuild(payload, classes: Mapping[str, type]):
                  or k == "network_"]
     if bad_names:
         raise _Damaged(f"has attributes that save() never writes: {bad_names[:5]}")
+    if not attributes:
+        return estimator  # an unfitted estimator (a parameter of another)
+    if not hasattr(cls, "_build_fitted_network"):
+        return _rebuild_holder(estimator, attributes, payload["state_dict"], classes)
     # The estimators' own: a regressor's target scaling, a classifier's labels.
     own = ("y_mean_", "y_scale_") if getattr(cls, "_y_numeric", None) else ("classes_",)
     absent = [k for k in (*REQUIRED_ATTRIBUTES, *own) if k not in attributes]
     if absent:
         raise _Damaged(f"lacks the fitted attributes {absent}")
     for key, value in attributes.items():
-        setattr(estimator, key, _decode(value))
+        setattr(estimator, key, _decode(value, classes))
     _check_preprocessing(estimator)
     state = payload["state_dict"]
     if not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
@@ -252,6 +275,19 @@ def _rebuild(payload, classes: Mapping[str, type]):
     network.load_state_dict(state)
     network.eval()
     estimator.network_ = network
+    return estimator
+
+
+def _rebuild_holder(estimator, attributes, state, classes):
+    """A model without network of its own (it holds fitted estimators), from its attributes."""
+    if state:
+        raise _Damaged(f"has weights for {type(estimator).__name__}, which has no network")
+    required = getattr(type(estimator), "_saved_attributes", ())
+    absent = [k for k in required if k not in attributes]
+    if absent:
+        raise _Damaged(f"lacks the fitted attributes {absent}")
+    for key, value in attributes.items():
+        setattr(estimator, key, _decode(value, classes))
     return estimator
 
 
@@ -315,6 +351,8 @@ def load_estimator(path: str | os.PathLike, classes: Mapping[str, type]):
         raise ValueError(f"{path!s} is not a neumiss model file ({type(exc).__name__})") from exc
     try:
         _check_header(payload)
+        if not payload.get("attributes"):
+            raise _Damaged("holds no fitted attributes")
         return _rebuild(payload, classes)
     except _Unreadable as exc:
         raise ValueError(f"{path!s} {exc}") from None

@@ -1,5 +1,6 @@
 """``neumiss benchmark``: the paper's simulation study (Section 5.4, Figure 5), rerun;
-with ``--suite real``, the real-data suite (:mod:`neumiss.benchmark.realdata`).
+with ``--suite real``, the real-data suite (:mod:`neumiss.benchmark.realdata`); with
+``--suite intervals``, prediction intervals (:mod:`neumiss.benchmark.intervals`).
 
 ``configure_parser`` and ``run`` implement the command of :mod:`neumiss.cli`;
 :func:`main` is ``python -m neumiss.benchmark``. Nothing here imports torch
@@ -17,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .data import MECHANISMS
+from .intervals import runner as interval_runner
 from .grid import (
     PAPER_N_FEATURES,
     PAPER_N_TEST,
@@ -34,13 +36,17 @@ from .report import FIGURE_FILE, SUMMARY_FILE, write_report
 from .runner import run_benchmark
 from .store import RUNS_FILE, read_runs
 
-SUITES = ("simulated", "real")
+SUITES = ("simulated", "real", "intervals")
 #: Default output folders of the suites.
-OUT = {"simulated": Path("benchmark_results"), "real": Path("benchmark_results") / "realdata"}
-#: Options of one suite only (argparse destinations), refused with the other.
-SIMULATED_ONLY = ("mechanisms", "n_features", "n_train", "n_val", "n_test", "quick",
-                  "neumiss_depths", "mlp_widths")
-REAL_ONLY = ("tasks", "cache", "neumiss_params")
+OUT = {"simulated": Path("benchmark_results"), "real": Path("benchmark_results") / "realdata",
+       "intervals": Path("benchmark_results") / "intervals"}
+#: Options of some suites only (argparse destinations), refused with the others.
+SUITE_OPTIONS = {
+    "simulated": ("mechanisms", "n_features", "n_train", "n_val", "n_test", "quick",
+                  "neumiss_depths", "mlp_widths", "methods", "jobs", "threads"),
+    "real": ("tasks", "cache", "neumiss_params", "methods", "jobs", "threads"),
+    "intervals": ("mechanisms", "n_train", "n_test", "missing_rates"),
+}
 
 #: The ``--quick`` preset: a few minutes on two cores.
 QUICK = {
@@ -115,7 +121,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--suite", choices=SUITES, default="simulated",
-        help="simulated: the paper's grid (default); real: the real-data suite",
+        help="simulated: the paper's grid (default); real: the real-data suite; "
+        "intervals: conformal prediction intervals against the oracle",
     )
     parser.add_argument(
         "--mechanisms", nargs="+", choices=MECHANISMS, metavar="MECHANISM",
@@ -178,6 +185,15 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="only rebuild summary.md and figure.png from OUT/runs.csv",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    intervals = parser.add_argument_group("interval suite (--suite intervals)")
+    intervals.add_argument(
+        "--missing-rates", nargs="+", type=float, metavar="RATE",
+        help="missing rates (default: "
+        f"{' '.join(map(str, interval_runner.MISSING_RATES))}); the suite's other defaults: "
+        f"mechanisms {' '.join(interval_runner.MECHANISMS)}, d={interval_runner.N_FEATURES}, "
+        f"--n-train {' '.join(map(str, interval_runner.N_TRAIN))}, "
+        f"--n-test {interval_runner.N_TEST}, 1 repeat, alpha={interval_runner.ALPHA}",
+    )
     real = parser.add_argument_group("real suite (--suite real)")
     real.add_argument(
         "--tasks", nargs="+", choices=tuple(TASKS), metavar="TASK",
@@ -198,11 +214,15 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def _misplaced_options(args: argparse.Namespace) -> str | None:
     """An error message for options or methods of the other suite, None when all fit."""
-    other = REAL_ONLY if args.suite == "simulated" else SIMULATED_ONLY
-    given = [f"--{name.replace('_', '-')}" for name in other if getattr(args, name)]
+    other = {name for options in SUITE_OPTIONS.values() for name in options}
+    other -= set(SUITE_OPTIONS[args.suite])
+    given = [f"--{name.replace('_', '-')}" for name in sorted(other)
+             if getattr(args, name) not in (None, False, 1)]
     if given:
         return f"{', '.join(given)}: not an option of --suite {args.suite}"
     valid = METHODS if args.suite == "simulated" else real_methods.METHODS
+    if args.suite == "intervals":
+        return None
     foreign = [m for m in args.methods or () if m not in valid]
     if foreign:
         return (f"methods {foreign} are not in --suite {args.suite}; valid: "
@@ -266,6 +286,8 @@ def run(args: argparse.Namespace) -> int:
     with _sigterm_interrupts():
         if args.suite == "real":
             return _run_real(args)
+        if args.suite == "intervals":
+            return _run_intervals(args)
         return _run_simulated(args)
 
 
@@ -373,6 +395,44 @@ def _run_real(args: argparse.Namespace) -> int:
         print((out / real_report.SUMMARY_FILE).read_text())
         print(f"table: {out / real_report.SUMMARY_FILE}\nfigure: {out / real_report.FIGURE_FILE}")
     return 1 if result.failures else 0
+
+
+def _run_intervals(args: argparse.Namespace) -> int:
+    """``neumiss benchmark --suite intervals``; return the exit status."""
+    from .intervals import report as interval_report
+
+    out = args.out or OUT["intervals"]
+    if not args.report_only:
+        rates = args.missing_rates or interval_runner.MISSING_RATES
+        if not all(0 < rate < 1 for rate in rates):
+            print(f"error: --missing-rates must lie in (0, 1), got {rates}", file=sys.stderr)
+            return 2
+        if "probit_sm" in (args.mechanisms or ()):
+            print("error: --suite intervals: probit_sm has no closed-form oracle interval; "
+                  "use MCAR, MAR or gaussian_sm", file=sys.stderr)
+            return 2
+        runs = interval_runner.plan(
+            args.mechanisms or interval_runner.MECHANISMS,
+            rates, args.n_train or interval_runner.N_TRAIN, args.repeats or 1,
+        )
+        try:
+            computed, skipped = interval_runner.run_intervals(
+                runs, out, seed=args.seed, n_test=args.n_test or interval_runner.N_TEST,
+                progress=not args.no_progress,
+            )
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt as error:
+            return _interrupted(error, out, "runs")
+        print(f"{computed} runs computed, {skipped} already in {out / RUNS_FILE}")
+    if not interval_runner.read_interval_runs(out / RUNS_FILE):
+        print(f"error: no runs in {out / RUNS_FILE}", file=sys.stderr)
+        return 1
+    for path in interval_report.write_report(out):
+        print(f"wrote {path}")
+    print((out / interval_report.SUMMARY_FILE).read_text())
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,15 @@
+"""The interval suite of ``neumiss benchmark --suite intervals``: conformal prediction
+intervals with missing values (issue 14), against the oracle interval.
+
+Modules: :mod:`.runner` (the grid, one simulated run, ``runs.csv``) and
+:mod:`.report` (pooled groups, ``summary.md``, ``summary.csv``, ``figure.png``).
+Nothing here imports torch until a run starts.
+"""
+
+from .report import MIN_GROUP_ROWS, format_summary, pool_groups, summarize, write_report
+from .runner import COLUMNS, METHODS, IntervalRun, execute_run, plan, run_intervals
+
+__all__ = [
+    "COLUMNS", "METHODS", "MIN_GROUP_ROWS", "IntervalRun", "execute_run", "format_summary",
+    "plan", "pool_groups", "run_intervals", "summarize", "write_report",
+]
