@@ -12,8 +12,9 @@ feature names they must match, in order. Categorical and boolean columns are
 encoded as the model's metadata ``encoding`` says: one 0/1 column per category
 seen at fit (a missing or unseen category marks the whole group missing; unseen
 ones are reported on standard error), booleans as 0/1 (``true``/``false``/``1``/``0``).
-Output: one column ``prediction`` for a regressor; ``label`` and one
-``proba_<class>`` column per class for a classifier.
+Output: one column ``prediction`` for a regressor (and ``lower``, ``upper``
+for an interval model, whose ONNX outputs are ``y``, ``lower``, ``upper``);
+``label`` and one ``proba_<class>`` column per class for a classifier.
 
 As a library (``importlib`` on this file): :class:`NeuMissOnnxModel` scores
 encoded arrays, :func:`build_inputs` turns an array with NaN, or an explicit
@@ -38,6 +39,10 @@ PRODUCER = "neumiss"
 MISSING_TOKENS = frozenset({"", "na", "nan"})
 #: Cell texts of a boolean column, compared after stripping and lower-casing.
 BOOLEAN_TOKENS = {"true": 1.0, "false": 0.0, "1": 1.0, "0": 0.0}
+
+
+#: Rows times calibration rows scored at once by an interval model that embeds them.
+CHUNK_PAIRS = 2**20
 
 
 class ScoringError(ValueError):
@@ -100,7 +105,7 @@ class NeuMissOnnxModel:
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ScoringError(f"{path} is not a readable ONNX model ({reason})") from None
         meta = self.session.get_modelmeta()
-        props = meta.custom_metadata_map
+        props = self.props = meta.custom_metadata_map
         inputs = [i.name for i in self.session.get_inputs()]
         if meta.producer_name != PRODUCER or "task" not in props or inputs != ["X", "M"]:
             raise ScoringError(
@@ -137,7 +142,14 @@ class NeuMissOnnxModel:
         """
         x, m = build_inputs(X, M, n_features=self.n_encoded)
         names = [o.name for o in self.session.get_outputs()]
-        return dict(zip(names, self.session.run(names, {"X": x, "M": m}), strict=True))
+        # Interval models augmented with their calibration rows hold N * n_calibration
+        # rows at once: score them in chunks of bounded size.
+        n_cal = int(self.props.get("embedded_calibration_rows", 0))
+        step = max(1, CHUNK_PAIRS // max(1, n_cal)) if n_cal else max(1, x.shape[0])
+        chunks = [self.session.run(names, {"X": x[i : i + step], "M": m[i : i + step]})
+                  for i in range(0, x.shape[0], step)]
+        chunks = chunks or [self.session.run(names, {"X": x, "M": m})]
+        return {name: np.concatenate([c[k] for c in chunks]) for k, name in enumerate(names)}
 
 
 def build_inputs(X, M=None, *, n_features: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -343,15 +355,17 @@ def read_table(path: str, model: NeuMissOnnxModel, header: str = "auto") -> np.n
 
 
 def write_predictions(stream, model: NeuMissOnnxModel, outputs: dict[str, np.ndarray]) -> None:
-    """Write the predictions as CSV: ``prediction``, or ``label`` and ``proba_<class>``.
+    """Write the predictions as CSV: ``prediction`` (with ``lower`` and ``upper`` for an
+    interval model), or ``label`` and ``proba_<class>``.
 
     Numbers are written with the shortest text that reads back to the same
     float64 (``y``) or float32 (probabilities).
     """
     writer = csv.writer(stream, lineterminator="\n")
     if model.task == "regression":
-        writer.writerow(["prediction"])
-        writer.writerows([str(v)] for v in outputs["y"])
+        bounds = [outputs[k] for k in ("lower", "upper") if k in outputs]
+        writer.writerow(["prediction", *(("lower", "upper") if bounds else ())])
+        writer.writerows([str(v) for v in row] for row in zip(outputs["y"], *bounds))
         return
     writer.writerow(["label", *(f"proba_{c}" for c in model.classes)])
     for label, proba in zip(outputs["label"], outputs["probabilities"], strict=True):

@@ -54,6 +54,7 @@ from . import persistence
 from .constraints import AnyOf, InstanceOf, Integer, NoneValue, Options, Real, check_params
 from .estimators import NeuMissClassifier, NeuMissQuantileRegressor, NeuMissRegressor
 from .gaussian import group_patterns
+from .ranks import lower_rank, required_calibration_rows, upper_rank
 from .validation import check_features, check_training_data
 
 #: The methods of :class:`ConformalRegressor`.
@@ -64,20 +65,6 @@ QUANTILE_METHODS = ("cqr", "cqr-mda-exact", "cqr-mda-nested")
 MDA_METHODS = ("cqr-mda-exact", "cqr-mda-nested")
 #: Largest number of (test row, calibration row) pairs held at once by the nested method.
 _PAIRS_PER_CHUNK = 2**22
-
-
-def required_calibration_rows(alpha: float) -> int:
-    """The fewest calibration rows that give a finite interval at level ``1 - alpha``.
-
-    ``ceil((1 - alpha)(n + 1)) <= n`` (and ``floor(alpha (n + 1)) >= 1`` for the
-    nested lower bound) hold exactly when ``n >= 1/alpha - 1``.
-    """
-    return max(1, math.ceil(1.0 / alpha - 1.0 - 1e-9))
-
-
-def conformal_rank(n: int, alpha: float) -> int:
-    """``ceil((1 - alpha)(n + 1))``: the rank (1-based) of the calibration quantile."""
-    return math.ceil((1.0 - alpha) * (n + 1) - 1e-9)
 
 
 def _check_alpha(alpha, n_calibration: int | None = None) -> float:
@@ -197,6 +184,8 @@ class ConformalRegressor(RegressorMixin, BaseEstimator):
         """
         check_params(type(self).__name__, self.get_params(deep=False), self._parameter_constraints)
         X, y = check_training_data(self, X, y, y_numeric=True, tables=True)
+        if self.method in MDA_METHODS:
+            _numeric(X, "fit")  # before training: the augmentation needs numeric columns
         y = y.astype(np.float64)
         n = y.shape[0]
         n_cal = int(math.ceil(self.calibration_fraction * n))
@@ -249,19 +238,22 @@ class ConformalRegressor(RegressorMixin, BaseEstimator):
         Returns
         -------
         ndarray of shape (n_samples, 2): lower and upper bounds, lower <= upper.
+        A CQR interval whose margin is negative and larger than the quantiles'
+        spread would be empty (lower > upper): it is returned as the point
+        midway, which covers a continuous ``y`` as (never) as the empty set.
         """
         check_is_fitted(self, "estimator_")
         alpha = _check_alpha(self.alpha if alpha is None else alpha,
                              self.calibration_scores_.shape[0])
         X = check_features(self, X, reset=False, tables=True)
         if self.method in MDA_METHODS:
-            return self._mda_intervals(_numeric(X, "predict"), alpha)
+            return _ordered(self._mda_intervals(_numeric(X, "predict"), alpha))
         q = self.calibration_quantile(alpha)
         if self.method == "split":
             center = self.estimator_.predict(X)
             return np.column_stack([center - q, center + q])
         bounds = self._quantile_bounds(X)
-        return np.column_stack([bounds[:, 0] - q, bounds[:, 1] + q])
+        return _ordered(np.column_stack([bounds[:, 0] - q, bounds[:, 1] + q]))
 
     def calibration_quantile(self, alpha=None) -> float:
         """``Q``: the ``ceil((1 - alpha)(n + 1))``-th smallest calibration score (the
@@ -269,8 +261,8 @@ class ConformalRegressor(RegressorMixin, BaseEstimator):
         check_is_fitted(self, "estimator_")
         scores = self.calibration_scores_
         alpha = _check_alpha(self.alpha if alpha is None else alpha, scores.shape[0])
-        return float(np.partition(scores, conformal_rank(scores.size, alpha) - 1)[
-            conformal_rank(scores.size, alpha) - 1])
+        return float(np.partition(scores, upper_rank(scores.size, alpha) - 1)[
+            upper_rank(scores.size, alpha) - 1])
 
     def _predict_bounds(self, X: np.ndarray) -> np.ndarray:
         """:meth:`_quantile_bounds` of float rows, as a DataFrame when fitted on one."""
@@ -305,7 +297,7 @@ class ConformalRegressor(RegressorMixin, BaseEstimator):
         y_cal = self.calibration_targets_[inside]
         cal_bounds = self._predict_bounds(X_cal)
         scores = np.maximum(cal_bounds[:, 0] - y_cal, y_cal - cal_bounds[:, 1])
-        rank = conformal_rank(scores.size, alpha)
+        rank = upper_rank(scores.size, alpha)
         q = np.partition(scores, rank - 1)[rank - 1]
         bounds = self._predict_bounds(X)
         return np.column_stack([bounds[:, 0] - q, bounds[:, 1] + q])
@@ -316,8 +308,8 @@ class ConformalRegressor(RegressorMixin, BaseEstimator):
         augmented mask. Shape (n, 2)."""
         X_cal, y_cal = self.calibration_rows_, self.calibration_targets_
         n_cal = y_cal.shape[0]
-        rank_low = math.floor(alpha * (n_cal + 1) + 1e-9)  # >= 1 by _check_alpha
-        rank_high = conformal_rank(n_cal, alpha)
+        rank_low = lower_rank(n_cal, alpha)  # >= 1 by _check_alpha
+        rank_high = upper_rank(n_cal, alpha)
         out = np.empty((X.shape[0], 2))
         union = np.isnan(X_cal) | pattern
         cal_bounds = self._predict_bounds(np.where(union, np.nan, X_cal))
@@ -345,11 +337,12 @@ class ConformalRegressor(RegressorMixin, BaseEstimator):
         persistence.save_estimator(self, path)
 
     def to_onnx(self, path=None, **kwargs):
-        """Export to ONNX with outputs ``y``, ``lower`` and ``upper``; see
-        :func:`neumiss.onnx_export.export_onnx`."""
-        from .onnx_export import export_onnx  # onnx is loaded only when exporting
+        """Export to ONNX with outputs ``y``, ``lower`` and ``upper`` (at the fit-time
+        ``alpha``); see :func:`neumiss.onnx_intervals.export_interval_onnx`, and mind
+        that the ``"cqr-mda-*"`` methods embed the calibration rows in the file."""
+        from .onnx_intervals import export_interval_onnx  # onnx is loaded only when exporting
 
-        return export_onnx(self, path, **kwargs)
+        return export_interval_onnx(self, path, **kwargs)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -384,6 +377,13 @@ def load(path):
                     ConformalRegressor)
     }
     return persistence.load_estimator(path, classes)
+
+
+def _ordered(bounds: np.ndarray) -> np.ndarray:
+    """Intervals (n, 2) with an empty one (lower > upper) replaced by its midpoint:
+    ``[min(lower, mid), max(upper, mid)]``, as the ONNX graph computes it."""
+    mid = bounds.mean(axis=1)
+    return np.column_stack([np.minimum(bounds[:, 0], mid), np.maximum(bounds[:, 1], mid)])
 
 
 def _rows(X, index: np.ndarray):

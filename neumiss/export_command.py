@@ -6,7 +6,7 @@ import os
 import sys
 
 from .conformal import load
-from .onnx_export import DEFAULT_OPSET, MIN_OPSET, export_onnx
+from .onnx_export import DEFAULT_OPSET, MIN_OPSET
 
 
 def configure_parser(parser) -> None:
@@ -23,7 +23,7 @@ def run(args) -> int:
     """Exit status 0 on success, 1 with a message on standard error otherwise."""
     try:
         estimator = load(args.model)
-        model = export_onnx(estimator, args.output, opset=args.opset)
+        model = estimator.to_onnx(args.output, opset=args.opset)
     except (OSError, ValueError, TypeError) as exc:
         print(f"neumiss export: error: {exc}", file=sys.stderr)
         return 1

@@ -109,10 +109,10 @@ def _check_float32_scaling(estimator) -> None:
         )
 
 
-def _standardize(g: _Graph, preprocessor, obs: str) -> str:
+def _standardize(g: _Graph, preprocessor, x_in: str, obs: str) -> str:
     """:meth:`Standardizer.transform` as nodes: ``z = (X - mean_) / scale_``, compressed
     as ``z / sqrt(1 + (z * inverse_bound_)^2)`` when some column is, times ``1 - M``."""
-    centred = g.op("Sub", ["X", g.constant("x_mean", preprocessor.mean_)], "x_centred")
+    centred = g.op("Sub", [x_in, g.constant("x_mean", preprocessor.mean_)], "x_centred")
     scaled = g.op("Div", [centred, g.constant("x_scale", preprocessor.scale_)], "x_scaled")
     if preprocessor.inverse_bound_.any():
         ratio = g.op("Mul", [scaled, g.constant("x_inverse_bound", preprocessor.inverse_bound_)],
@@ -123,7 +123,7 @@ def _standardize(g: _Graph, preprocessor, obs: str) -> str:
     return g.op("Mul", [scaled, obs], "x")
 
 
-def _block(g: _Graph, block, x: str, obs: str, prefix: str) -> str:
+def _block(g: _Graph, block, x: str, obs: str, m: str, prefix: str) -> str:
     """The NeuMiss block (see :meth:`NeuMissBlock.forward`), output (N, d)."""
     mu = g.constant(f"{prefix}.mu", _array(block.mu))
     centred = g.op("Mul", [g.op("Sub", [x, mu], f"{prefix}.x_minus_mu"), obs], f"{prefix}.c")
@@ -145,7 +145,7 @@ def _block(g: _Graph, block, x: str, obs: str, prefix: str) -> str:
     w_mix = g.constant(f"{prefix}.W_mix", _array(block.W_mix))
     estimate = g.op("Add", [g.op("MatMul", [h, w_mix], f"{prefix}.h_Wmix"), mu],
                     f"{prefix}.estimate")
-    missing_part = g.op("Mul", [estimate, "M"], f"{prefix}.estimate_missing")
+    missing_part = g.op("Mul", [estimate, m], f"{prefix}.estimate_missing")
     return g.op("Add", [missing_part, x], f"{prefix}.out")
 
 
@@ -163,14 +163,14 @@ def _head(g: _Graph, head, h: str, prefix: str) -> str:
     return h
 
 
-def _network(g: _Graph, network, x: str, obs: str) -> str:
+def _network(g: _Graph, network, x: str, obs: str, m: str) -> str:
     """The network's raw output (N, n_outputs): one network, or an ensemble combined as
     :class:`~neumiss.ensemble.EnsembleNetwork` does (average of outputs or of probabilities,
     then back to logits)."""
     if not isinstance(network, EnsembleNetwork):
-        return _head(g, network.head, _block(g, network.block, x, obs, "block"), "head")
+        return _head(g, network.head, _block(g, network.block, x, obs, m, "block"), "head")
     raws = [
-        _head(g, member.head, _block(g, member.block, x, obs, f"member{k}.block"),
+        _head(g, member.head, _block(g, member.block, x, obs, m, f"member{k}.block"),
               f"member{k}.head")
         for k, member in enumerate(network.members)
     ]
@@ -187,6 +187,47 @@ def _network(g: _Graph, network, x: str, obs: str) -> str:
     probabilities = [g.op("Softmax", [r], f"member{k}.p", axis=1) for k, r in enumerate(raws)]
     p = g.op("Clip", [g.op("Mean", probabilities, "p_mean"), low], "p_clipped")
     return g.op("Log", [p], "raw")
+
+
+def network_output(g: _Graph, estimator, x_in: str = "X", m_in: str = "M") -> str:
+    """The estimator's raw network output (N, n_outputs) for the rows of tensors
+    ``x_in`` (encoded values, 0 where missing) and ``m_in`` (1 = missing): its
+    standardization, block and head. Call it once per graph (node names are fixed)."""
+    obs = g.op("Sub", [g.constant("one", 1.0), m_in], "one_minus_M")
+    return _network(g, estimator.network_, _standardize(g, estimator.preprocessor_, x_in, obs),
+                    obs, m_in)
+
+
+def input_values(d: int) -> list[onnx.ValueInfoProto]:
+    """The graph inputs ``X`` and ``M`` of the contract, float32 (N, d)."""
+    return [
+        helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", d], "raw values, 0 if missing"),
+        helper.make_tensor_value_info("M", TensorProto.FLOAT, ["N", d], "1 if missing, else 0"),
+    ]
+
+
+def finish_model(g: _Graph, estimator, outputs, metadata: dict[str, str], opset: int,
+                 path=None) -> onnx.ModelProto:
+    """The checked model of graph ``g`` with the contract's inputs (of ``estimator``'s
+    encoded width), ``outputs`` and ``metadata``; written to ``path`` when given."""
+    d = int(estimator.encoder_.n_features_out_)
+    graph = helper.make_graph(g.nodes, metadata["estimator"], input_values(d), outputs,
+                              initializer=list(g.initializers.values()))
+    opset_ids = [helper.make_opsetid("", int(opset))]
+    model = helper.make_model(
+        graph,
+        opset_imports=opset_ids,
+        ir_version=helper.find_min_ir_version_for(opset_ids),
+        producer_name=PRODUCER,
+        producer_version=__version__,
+        doc_string=f"NeuMiss {metadata['task']} model exported by neumiss {__version__}. "
+        f"{metadata['input_contract']}",
+    )
+    helper.set_model_props(model, metadata)
+    onnx.checker.check_model(model, full_check=True)
+    if path is not None:
+        onnx.save_model(model, os.fspath(path))
+    return model
 
 
 def _regressor_outputs(g: _Graph, estimator, raw: str) -> list[onnx.ValueInfoProto]:
@@ -249,7 +290,7 @@ def _json_encoding(state: list[dict]) -> list[dict]:
     return [{**column, "name": _json_labels([column["name"]])[0]} for column in state]
 
 
-def _metadata(estimator, task: str) -> dict[str, str]:
+def metadata(estimator, task: str) -> dict[str, str]:
     names = getattr(estimator, "feature_names_in_", None)
     classes = _json_labels(estimator.classes_) if task == "classification" else None
     return {
@@ -329,39 +370,20 @@ def export_onnx(estimator, path=None, *, opset: int = DEFAULT_OPSET) -> onnx.Mod
         For an unsupported ``opset``, class labels that ONNX cannot hold, or
         features whose scale float32 inputs cannot carry.
     """
-    task = _check_estimator(estimator)
-    check_params("export_onnx", {"opset": opset}, _EXPORT_CONSTRAINTS)
-    _check_float32_scaling(estimator)
-
-    d = int(estimator.encoder_.n_features_out_)
+    task = check_exportable(estimator, opset)
     g = _Graph()
-    obs = g.op("Sub", [g.constant("one", 1.0), "M"], "one_minus_M")
-    x = _standardize(g, estimator.preprocessor_, obs)
-    raw = _network(g, estimator.network_, x, obs)
+    raw = network_output(g, estimator)
     if task == "regression":
         outputs = _regressor_outputs(g, estimator, raw)
     else:
         outputs = _classifier_outputs(g, estimator, raw)
+    return finish_model(g, estimator, outputs, metadata(estimator, task), opset, path)
 
-    inputs = [
-        helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", d], "raw values, 0 if missing"),
-        helper.make_tensor_value_info("M", TensorProto.FLOAT, ["N", d], "1 if missing, else 0"),
-    ]
-    graph = helper.make_graph(
-        g.nodes, type(estimator).__name__, inputs, outputs,
-        initializer=list(g.initializers.values()),
-    )
-    opset_ids = [helper.make_opsetid("", int(opset))]
-    model = helper.make_model(
-        graph,
-        opset_imports=opset_ids,
-        ir_version=helper.find_min_ir_version_for(opset_ids),
-        producer_name=PRODUCER,
-        producer_version=__version__,
-        doc_string=f"NeuMiss {task} model exported by neumiss {__version__}. {INPUT_CONTRACT}",
-    )
-    helper.set_model_props(model, _metadata(estimator, task))
-    onnx.checker.check_model(model, full_check=True)
-    if path is not None:
-        onnx.save_model(model, os.fspath(path))
-    return model
+
+def check_exportable(estimator, opset: int) -> str:
+    """The task of a fitted NeuMiss estimator that can be exported at ``opset``; raises
+    ``TypeError``, ``NotFittedError`` or ``ValueError`` as :func:`export_onnx` documents."""
+    task = _check_estimator(estimator)
+    check_params("export_onnx", {"opset": opset}, _EXPORT_CONSTRAINTS)
+    _check_float32_scaling(estimator)
+    return task

@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .data import MECHANISMS
-from .intervals import runner as interval_runner
 from .grid import (
     PAPER_N_FEATURES,
     PAPER_N_TEST,
@@ -27,6 +26,7 @@ from .grid import (
     PAPER_REPEATS,
     grid,
 )
+from .intervals import runner as interval_runner
 from .methods import DEFAULT_METHODS, METHODS, MLP_WIDTHS, RunSettings
 from .realdata import methods as real_methods
 from .realdata.cache import DEFAULT_CACHE
