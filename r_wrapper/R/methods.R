@@ -11,11 +11,22 @@
 #'   class (classification, a factor with the levels of the training
 #'   response); `"class"`: the same for classification; `"prob"`: a matrix of
 #'   class probabilities, one column per class.
-#' @param ... Unused; `interval =` gives an error, as prediction intervals are
-#'   not available yet.
+#' @param interval `"none"`, or `"prediction"` for prediction intervals (a
+#'   model fitted with `neumiss(..., interval = TRUE)`, regression). There are
+#'   no confidence intervals (`"confidence"` is an error).
+#' @param level Coverage of the prediction intervals; `NULL` is the level the
+#'   model was fitted for. Another level is calibrated from the stored
+#'   calibration scores, with the quantile head trained at the fit's level
+#'   (valid, possibly wider than a model fitted for that level).
+#' @param ... Unused.
 #' @return A numeric vector, a factor, or a matrix (`type = "prob"`), one value
 #'   (row) per row of `newdata`: rows with missing predictors get predictions.
 #'   A factor level not seen at fit is treated as missing, with a warning.
+#'   With `interval = "prediction"`, a matrix with columns `fit`, `lwr` and
+#'   `upr`, as [stats::predict.lm()] returns: the interval holds the response
+#'   with probability `level` for every pattern of missing predictors, when
+#'   they are missing completely at random (method `"cqr-mda-exact"`; on
+#'   average over the rows only for `"cqr"` and `"split"`).
 #' @examples
 #' \donttest{
 #' if (is_neumiss_available()) {
@@ -25,14 +36,19 @@
 #'   newdata$Petal.Length[2] <- NA
 #'   predict(fit, newdata)
 #'   predict(fit, newdata, type = "prob")
+#'   fit2 <- neumiss(Sepal.Length ~ ., data = iris, max_epochs = 20, interval = TRUE)
+#'   predict(fit2, newdata, interval = "prediction", level = 0.9)
 #' }
 #' }
 #' @export
-predict.neumiss <- function(object, newdata, type = c("response", "prob", "class"), ...) {
+predict.neumiss <- function(object, newdata, type = c("response", "prob", "class"),
+                            interval = c("none", "prediction", "confidence"), level = NULL,
+                            ...) {
   .check_fit(object)
   type <- match.arg(type)
-  if ("interval" %in% names(list(...))) {
-    .abort("prediction intervals (`interval =`) are not available in this version of neumiss.")
+  interval <- match.arg(interval)
+  if (interval != "none") {
+    return(.predict_interval(object, newdata, interval, level))
   }
   if (object$task == "regression" && type != "response") {
     .abort("type = \"%s\" is only for classification; this is a regression model.", type)
@@ -45,6 +61,26 @@ predict.neumiss <- function(object, newdata, type = c("response", "prob", "class
                             if (type == "prob") object$probabilities else object$fitted.values))
   }
   .predict_table(object, .newdata_table(object, newdata), type)
+}
+
+# The fit/lwr/upr matrix of predict(..., interval = "prediction").
+.predict_interval <- function(object, newdata, interval, level) {
+  if (interval == "confidence") {
+    .abort("confidence intervals are not available: a NeuMiss network has no standard errors; use interval = \"prediction\".")
+  }
+  if (is.null(object$interval)) {
+    .abort("this model was fitted without intervals: refit it with neumiss(..., interval = TRUE).")
+  }
+  if (missing(newdata) || is.null(newdata)) {
+    .abort("`newdata` is required for prediction intervals.")
+  }
+  level <- if (is.null(level)) 1 - object$interval$alpha else .check_level(level)
+  table <- .newdata_table(object, newdata)
+  result <- .py_call(.adapter()$predict_interval(.estimator(object), .table_for_python(table),
+                                                 1 - level), "prediction failed")
+  .rethrow_warnings(result$warnings)
+  matrix(as.numeric(result$values), ncol = 3, byrow = TRUE,
+         dimnames = list(rownames(as.data.frame(newdata)), c("fit", "lwr", "upr")))
 }
 
 # Predictions for a table already conformed to the fit.
@@ -81,8 +117,13 @@ print.neumiss <- function(x, ...) {
     cat(sprintf("Classes (%d): %s\n", length(x$classes), .abbreviate_list(x$classes)))
   }
   if (!is.na(x$n_obs)) {
-    cat(sprintf("Rows: %d (%d training, %d validation)%s\n", x$n_obs, x$n_train, x$n_valid,
-                .deleted_note(x)))
+    cat(sprintf("Rows: %d (%d training, %d validation%s)%s\n", x$n_obs, x$n_train, x$n_valid,
+                if (isTRUE(x$n_calibration > 0)) sprintf(", %d calibration", x$n_calibration)
+                else "", .deleted_note(x)))
+  }
+  if (!is.null(x$interval)) {
+    cat(sprintf("Prediction intervals: %s, level %g\n", x$interval$method,
+                1 - x$interval$alpha))
   }
   cat(sprintf("%s: %s\n", .score_label(x), format(.score_value(x), digits = 4)))
   invisible(x)

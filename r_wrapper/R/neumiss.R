@@ -81,6 +81,19 @@
 #'   (`random_state` in Python); `NULL` draws one from R's generator.
 #' @param device `"cpu"`, `"cuda"` or `"auto"`.
 #' @param verbose Logical: show a progress bar while training.
+#' @param interval Logical: fit for prediction intervals (regression only).
+#'   The network is then a quantile head (outputs at `(1 - level) / 2`, 0.5
+#'   and `(1 + level) / 2`, pinball loss) trained on 75% of the rows, and the
+#'   other 25% calibrate it by conformal prediction (Python's
+#'   `ConformalRegressor`); [predict.neumiss()] with `interval = "prediction"`
+#'   gives the intervals, and the predictions are the conditional median.
+#'   Case weights are not supported with intervals.
+#' @param level Coverage of the intervals the quantile head is trained for
+#'   (`predict()` may ask for another level: see [predict.neumiss()]).
+#' @param interval_method `"cqr-mda-exact"` (the default: valid for every
+#'   missingness pattern when values are missing completely at random),
+#'   `"cqr-mda-nested"`, `"cqr"` or `"split"` (valid on average only); see the
+#'   Python documentation of `neumiss.conformal`.
 #' @param ... Further parameters of the Python estimator by their Python names
 #'   (e.g. `lr_patience`, `tol`, `weight_decay`, `compress_tails`); unknown
 #'   names are an error. For the formula method, the arguments of the default
@@ -92,7 +105,8 @@
 #'   `n_train`, `n_valid`, `fitted.values`, `residuals` (regression),
 #'   `na.action`, `model` (the model frame) and the fitted Python model stored
 #'   as bytes (`python_model`), so that the object survives [saveRDS()] /
-#'   [readRDS()] into a new R session.
+#'   [readRDS()] into a new R session. With `interval = TRUE` also `interval`
+#'   (`method`, `alpha`, `n_calibration`) and `n_calibration`.
 #' @seealso [predict.neumiss()], [summary.neumiss()], [plot.neumiss()],
 #'   [tidy.neumiss()], [write_neumiss()], [export_onnx()], [compare_methods()].
 #' @examples
@@ -105,6 +119,9 @@
 #'   predict(fit, data.frame(Solar.R = NA, Wind = 10, Temp = 80, Month = 6, Day = 1))
 #'   fit2 <- update(fit, . ~ . - Day, subset = Month > 5)
 #'   nobs(fit2)
+#'   # prediction intervals, valid for every pattern of missing predictors
+#'   fit3 <- neumiss(Ozone ~ ., data = airquality, max_epochs = 20, interval = TRUE)
+#'   predict(fit3, airquality[1:5, ], interval = "prediction", level = 0.9)
 #' }
 #' }
 #' @export
@@ -148,7 +165,8 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
                             residual = NULL, optimizer = NULL, learning_rate = NULL,
                             batch_size = NULL, max_epochs = NULL,
                             validation_fraction = NULL, patience = NULL, seed = NULL,
-                            device = NULL, verbose = FALSE, ...) {
+                            device = NULL, verbose = FALSE, interval = FALSE, level = 0.9,
+                            interval_method = "cqr-mda-exact", ...) {
   call <- .generic_call(match.call())
   .check_dots(list(...), formula = FALSE)
   table <- .predictor_table(x, "x")
@@ -157,7 +175,8 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
     weight_sharing = weight_sharing, residual = residual, optimizer = optimizer,
     learning_rate = learning_rate, batch_size = batch_size, max_epochs = max_epochs,
     validation_fraction = validation_fraction, patience = patience, seed = seed,
-    device = device, verbose = verbose, ...
+    device = device, verbose = verbose, interval = interval, level = level,
+    interval_method = interval_method, ...
   )
   .neumiss_fit(table, y, weights, args, call = call, terms = NULL)
 }
@@ -167,7 +186,8 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
                             weight_sharing = NULL, residual = NULL, optimizer = NULL,
                             learning_rate = NULL, batch_size = NULL, max_epochs = NULL,
                             validation_fraction = NULL, patience = NULL, seed = NULL,
-                            device = NULL, verbose = FALSE, ...) {
+                            device = NULL, verbose = FALSE, interval = FALSE, level = 0.9,
+                            interval_method = "cqr-mda-exact", ...) {
   params <- c(
     list(depth = depth, mlp_depth = mlp_depth, mlp_width = mlp_width,
          weight_sharing = weight_sharing, residual = residual, optimizer = optimizer,
@@ -177,7 +197,36 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
     list(...)
   )
   params <- params[!vapply(params, is.null, logical(1))]
-  list(task = task, seed = seed, params = c(params, .option_args(names(params))))
+  list(task = task, seed = seed, params = c(params, .option_args(names(params))),
+       interval = .interval_args(interval, level, interval_method))
+}
+
+# The conformal settings of a fit with intervals (NULL without).
+.interval_args <- function(interval, level, method) {
+  if (!is.logical(interval) || length(interval) != 1 || is.na(interval)) {
+    .abort("`interval` must be TRUE or FALSE.")
+  }
+  if (!interval) {
+    return(NULL)
+  }
+  list(method = .interval_method(method), alpha = 1 - .check_level(level))
+}
+
+.interval_methods <- c("cqr-mda-exact", "cqr-mda-nested", "cqr", "split")
+
+.interval_method <- function(method) {
+  if (!is.character(method) || length(method) != 1 || !method %in% .interval_methods) {
+    .abort("`interval_method` must be one of %s.", .quote(.interval_methods))
+  }
+  method
+}
+
+.check_level <- function(level) {
+  if (!is.numeric(level) || length(level) != 1 || is.na(level) || level <= 0 || level >= 1) {
+    .abort("`level` must be a number strictly between 0 and 1, got %s.",
+           .cut(deparse(level), 40L))
+  }
+  level
 }
 
 # The estimator arguments of getOption("neumiss.args") not given in the call.
@@ -276,7 +325,7 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
   adapter <- .adapter()
   result <- .py_call(
     adapter$fit(task, params, .table_for_python(table), y_py, weights,
-                   meta[!vapply(meta, is.null, logical(1))]),
+                   meta[!vapply(meta, is.null, logical(1))], args$interval),
     "fitting the NeuMiss model failed"
   )
   .rethrow_warnings(result$warnings)
@@ -367,7 +416,10 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
   encoded <- as.character(unlist(info$encoded_names))
   vf <- info$params$validation_fraction
   n_obs <- if (is.null(meta$n_obs)) NA_integer_ else as.integer(meta$n_obs)
-  n_valid <- if (is.na(n_obs)) NA_integer_ else if (vf > 0) as.integer(ceiling(vf * n_obs)) else 0L
+  # with intervals, the network trains on the rows left by the calibration set
+  n_cal <- if (is.null(info$interval)) 0L else as.integer(info$interval$n_calibration)
+  n_base <- n_obs - n_cal
+  n_valid <- if (is.na(n_obs)) NA_integer_ else if (vf > 0) as.integer(ceiling(vf * n_base)) else 0L
   fit <- list(
     call = call,
     terms = terms,
@@ -390,8 +442,10 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
     weight_sharing = info$weight_sharing,
     validation_score = info$validation_score,
     n_obs = n_obs,
-    n_train = n_obs - n_valid,
+    n_train = n_base - n_valid,
     n_valid = n_valid,
+    n_calibration = n_cal,
+    interval = info$interval,
     missing_rate = if (is.null(meta$missing_rate)) NA_real_ else meta$missing_rate,
     mu = stats::setNames(as.numeric(info$mu), encoded),
     center = stats::setNames(as.numeric(info$mean), encoded),

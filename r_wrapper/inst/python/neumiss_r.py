@@ -11,6 +11,10 @@ The R side's own description of a fit (its formula, the response's levels, the r
 counts) is kept on the estimator as ``r_metadata_``, a dict of strings, numbers and lists:
 the estimator's ``save`` writes every public fitted attribute, so the model file keeps it
 and ``neumiss.load`` restores it. Python users may ignore it.
+
+A fit with prediction intervals is a :class:`neumiss.conformal.ConformalRegressor`
+around the NeuMiss regressor (its ``estimator_``); :func:`describe` describes
+that base model, :func:`predict_interval` gives the intervals.
 """
 
 import warnings
@@ -107,13 +111,16 @@ def parameter_names(task):
     return sorted(estimator_class(task)().get_params(deep=False))
 
 
-def fit(task, params, table, y, sample_weight, metadata):
+def fit(task, params, table, y, sample_weight, metadata, interval=None):
     """Fit a NeuMiss estimator on a table; returns ``{"estimator", "warnings"}``.
 
     ``y`` holds numbers (regression) or class labels as strings (classification);
     ``sample_weight`` is None or one non-negative number per row. ``metadata`` (a dict)
     becomes ``estimator.r_metadata_``. Python warnings raised while fitting are
-    returned as strings for R to re-emit.
+    returned as strings for R to re-emit. ``interval``: None, or a dict with
+    ``method`` and ``alpha``: the regressor (a quantile head at ``alpha/2``, 0.5,
+    ``1 - alpha/2`` unless ``method`` is ``"split"``) is then fitted inside a
+    ``ConformalRegressor``, seeded by ``random_state``.
     """
     cls = estimator_class(task)
     params = dict(params or {})
@@ -134,16 +141,52 @@ def fit(task, params, table, y, sample_weight, metadata):
             and not isinstance(default, bool)
         ):
             params[name] = int(value)
-    estimator = cls(**params)
+    estimator = cls(**params) if interval is None else _conformal(task, params, interval)
     X = frame(table)
     if task == "classification":
         target = np.asarray([str(v) for v in _list(y)], dtype=object)
     else:
         target = _vector(y).astype(np.float64)
     weight = None if sample_weight is None else _vector(sample_weight).astype(np.float64)
-    estimator, messages = _collecting_warnings(estimator.fit, X, target, sample_weight=weight)
+    if interval is not None:
+        if weight is not None:
+            raise ValueError("case weights are not supported with prediction intervals")
+        estimator, messages = _collecting_warnings(estimator.fit, X, target)
+    else:
+        estimator, messages = _collecting_warnings(estimator.fit, X, target, sample_weight=weight)
     estimator.r_metadata_ = dict(metadata or {})
     return {"estimator": estimator, "warnings": messages}
+
+
+def _conformal(task, params, interval):
+    """The ConformalRegressor of an R fit with ``interval = TRUE``."""
+    if task != "regression":
+        raise ValueError("prediction intervals are available for regression only")
+    method, alpha = str(interval["method"]), float(interval["alpha"])
+    if method == "split":
+        base = neumiss.NeuMissRegressor(**params)
+    else:
+        base = neumiss.NeuMissQuantileRegressor((alpha / 2, 0.5, 1 - alpha / 2), **params)
+    return neumiss.ConformalRegressor(base, method=method, alpha=alpha,
+                                      random_state=params.get("random_state"))
+
+
+def _base(estimator):
+    """The NeuMiss estimator of a fit: itself, or the base model of a conformal one."""
+    return getattr(estimator, "estimator_", estimator)
+
+
+def predict_interval(estimator, table, alpha):
+    """``{"values", "warnings"}``: point predictions, lower and upper bounds, flattened
+    row by row (3 numbers per row)."""
+    X = frame(table)
+
+    def both():
+        return np.column_stack([estimator.predict(X),
+                                estimator.predict_interval(X, alpha=float(alpha))])
+
+    values, messages = _collecting_warnings(both)
+    return {"values": _float_list(values), "warnings": messages}
 
 
 def predict(estimator, table):
@@ -182,7 +225,9 @@ def _block_mean(network):
 
 
 def describe(estimator):
-    """What the R object keeps about a fitted estimator, in plain Python types."""
+    """What the R object keeps about a fitted estimator, in plain Python types
+    (a conformal model: its base model, and ``interval``)."""
+    outer, estimator = estimator, _base(estimator)
     mu = _block_mean(estimator.network_)
     preprocessor = estimator.preprocessor_
     info = {
@@ -206,7 +251,11 @@ def describe(estimator):
         "encoded_input": [int(v) for v in estimator.encoder_.input_index()],
         "columns": _plain(estimator.encoder_.get_state()),
         "python_version": neumiss.__version__,
-        "r_metadata": _plain(getattr(estimator, "r_metadata_", None)),
+        "r_metadata": _plain(getattr(outer, "r_metadata_", None)),
+        "interval": None if outer is estimator else {
+            "method": outer.method, "alpha": float(outer.alpha),
+            "n_calibration": int(outer.calibration_scores_.shape[0]),
+        },
     }
     for column in info["columns"]:
         column["name"] = str(column["name"])
@@ -229,7 +278,11 @@ def load(path):
 
 
 def export_onnx(estimator, path):
-    """Export through ``neumiss.export_onnx``; ImportError if this neumiss lacks it."""
+    """Export through ``neumiss.export_onnx`` (a conformal model: its ``to_onnx``, with
+    outputs ``y``, ``lower``, ``upper``); ImportError if this neumiss lacks it."""
+    if hasattr(estimator, "calibration_scores_"):
+        estimator.to_onnx(path)
+        return
     export = getattr(neumiss, "export_onnx", None)
     if export is None:
         raise ImportError(

@@ -14,7 +14,7 @@ test_that("fitted, residuals, nobs, formula, terms, model.frame and predict()", 
   expect_equal(names(mf), c("Ozone", "Solar.R", "Wind", "Temp"))
   no_frame <- neumiss(Ozone ~ Wind, data = airquality, max_epochs = 10, seed = 1, model = FALSE)
   expect_error(model.frame(no_frame), "not kept")
-  expect_error(predict(fit, airquality, interval = "prediction"), "not available")
+  expect_error(predict(fit, airquality, interval = "prediction"), "fitted without intervals")
   matrix_fit <- neumiss(as.matrix(airquality[used, 2:4]), airquality$Ozone[used],
                         max_epochs = 10, seed = 1)
   expect_error(formula(matrix_fit), "not a formula")

@@ -1,0 +1,58 @@
+test_that("predict(interval = 'prediction') returns fit/lwr/upr like predict.lm", {
+  skip_if_no_python_neumiss()
+  data <- simulate_data(n = 400, d = 3, missing = 0.3)
+  df <- data.frame(data$x, y = data$y)
+  fit <- neumiss(y ~ ., data = df, max_epochs = 3, ensemble_size = 1, depth = 1, seed = 1,
+                 interval = TRUE, level = 0.8)
+  expect_equal(fit$interval$method, "cqr-mda-exact")
+  expect_equal(fit$interval$alpha, 0.2)
+  expect_equal(fit$n_calibration, 100L)
+  expect_equal(fit$n_train + fit$n_valid + fit$n_calibration, 400L)
+  expect_output(print(fit), "Prediction intervals: cqr-mda-exact, level 0.8")
+  newdata <- df[1:6, ]
+  newdata$v1[2] <- NA
+  pred <- predict(fit, newdata, interval = "prediction")
+  expect_true(is.matrix(pred))
+  expect_identical(colnames(pred), c("fit", "lwr", "upr"))
+  expect_identical(rownames(pred), rownames(newdata))
+  expect_true(all(pred[, "lwr"] <= pred[, "upr"]))
+  expect_equal(pred[, "fit"], predict(fit, newdata), ignore_attr = TRUE)
+  # a wider level gives wider intervals, from the same calibration scores
+  wide <- predict(fit, newdata, interval = "prediction", level = 0.9)
+  expect_true(all(wide[, "lwr"] <= pred[, "lwr"] & wide[, "upr"] >= pred[, "upr"]))
+  # the Python model's own intervals
+  # the Python model's own intervals (rows as lists: no NumPy conversion in R)
+  run <- reticulate::py_run_string(paste(
+    "def intervals(model, rows, names):",
+    "    import pandas as pd",
+    "    return model.predict_interval(pd.DataFrame(rows, columns=names)).tolist()",
+    sep = "\n"), local = TRUE)
+  rows <- lapply(seq_len(nrow(newdata)), function(i) as.list(unlist(newdata[i, 1:3])))
+  rows <- lapply(rows, function(r) lapply(r, function(v) if (is.na(v)) NaN else v))
+  py <- do.call(rbind, lapply(run$intervals(neumiss:::.estimator(fit), rows,
+                                            c("v1", "v2", "v3")), unlist))
+  expect_equal(unname(pred[, c("lwr", "upr")]), py, tolerance = 1e-10)
+})
+
+test_that("interval fits survive saveRDS() and refuse what they cannot do", {
+  skip_if_no_python_neumiss()
+  data <- simulate_data(n = 300, d = 3)
+  fit <- neumiss(data$x, data$y, max_epochs = 2, ensemble_size = 1, depth = 1, seed = 2,
+                 interval = TRUE, interval_method = "split")
+  pred <- predict(fit, data$x[1:4, ], interval = "prediction")
+  path <- tempfile(fileext = ".rds")
+  saveRDS(fit, path)
+  back <- readRDS(path)
+  back$py$estimator <- NULL  # as in a new session: rebuilt from the stored bytes
+  expect_equal(predict(back, data$x[1:4, ], interval = "prediction"), pred)
+  expect_error(predict(fit, data$x[1:4, ], interval = "confidence"), "confidence intervals")
+  expect_error(predict(fit, data$x[1:4, ], interval = "prediction", level = 1.5), "`level`")
+  expect_error(predict(fit, interval = "prediction"), "newdata")
+  plain <- neumiss(data$x, data$y, max_epochs = 2, ensemble_size = 1, depth = 1, seed = 2)
+  expect_error(predict(plain, data$x[1:4, ], interval = "prediction"), "interval = TRUE")
+  expect_error(neumiss(data$x, data$y, interval = TRUE, interval_method = "jackknife"),
+               "interval_method")
+  expect_error(neumiss(data$x, data$y, interval = NA), "`interval`")
+  expect_error(neumiss(data$x, data$y > 0, interval = TRUE, max_epochs = 1),
+               "regression only")
+})
