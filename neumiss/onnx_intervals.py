@@ -9,6 +9,8 @@ interval is exactly what ``predict_interval(X)`` computes at the fit-time
 * ``"split"``: ``y -+ Q``, ``Q`` the stored calibration quantile;
 * ``"cqr"``: ``[q_lo - Q, q_hi + Q]`` from the quantile head (its outputs
   sorted by ``TopK``, as ``predict_quantiles`` sorts them), ``y`` its median;
+* ``"cqr-mondrian"``: the same with the margin of the row's mask cell (the
+  frequent patterns and the cell of each count of missing entries are constants);
 * ``"cqr-mda-exact"`` and ``"cqr-mda-nested"``: the missing-data augmentation
   needs the calibration rows, which are **embedded in the file** as constants
   (``calibration_x``, ``calibration_m``, ``calibration_y``): whoever gets the
@@ -125,6 +127,10 @@ def export_interval_onnx(model, path=None, *, opset: int = DEFAULT_OPSET) -> onn
         high = _scaled(g, base, _column(g, own, n_q - 1, "own_high_raw"), "own_high")
     if mda:
         lower, upper = _mda_bounds(g, model, base, low, high, alpha)
+    elif method == "cqr-mondrian":
+        margin = _cell_margin(g, model)
+        lower, upper = g.op("Sub", [low, margin], "raw_lower"), g.op("Add", [high, margin],
+                                                                     "raw_upper")
     else:
         q = g.constant("calibration_quantile", model.calibration_quantile(), np.float64)
         lower, upper = g.op("Sub", [low, q], "raw_lower"), g.op("Add", [high, q], "raw_upper")
@@ -144,6 +150,33 @@ def export_interval_onnx(model, path=None, *, opset: int = DEFAULT_OPSET) -> onn
         "embedded_calibration_rows": str(model.calibration_scores_.shape[0] if mda else 0),
     }
     return finish_model(g, base, outputs, meta, opset, path)
+
+
+def _cell_margin(g: _Graph, model) -> str:
+    """``"cqr-mondrian"``: the margin (N,) of each row's mask cell (:mod:`neumiss.mask_cells`):
+    the index of its pattern among the frequent ones, else the cell of its count."""
+    axis1 = g.constant("axis_1", [1], np.int64)
+    count = g.op("Cast", [g.op("ReduceSum", ["M", axis1], "n_missing_float", keepdims=0)],
+                 "n_missing", to=TensorProto.INT64)
+    cell = g.op("Gather", [g.constant("cell_of_count", model.cell_of_count_, np.int64), count],
+                "count_cell", axis=0)
+    patterns = model.cell_patterns_
+    if patterns.shape[0]:
+        axis0, axis2 = g.constant("axis_0", [0], np.int64), g.constant("axis_2", [2], np.int64)
+        difference = g.op("Abs", [g.op("Sub", [
+            g.op("Unsqueeze", ["M", axis1], "M_3d"),
+            g.op("Unsqueeze", [g.constant("cell_patterns", patterns.astype(np.float32)), axis0],
+                 "cell_patterns_3d")], "pattern_difference")], "pattern_distance")
+        same = g.op("Cast", [g.op("Equal", [g.op("ReduceSum", [difference, axis2],
+                                                 "n_different", keepdims=0),
+                                            g.constant("zero", 0.0)], "same_pattern")],
+                    "same_pattern_float", to=TensorProto.FLOAT)
+        frequent = g.op("Greater", [g.op("ReduceSum", [same, axis1], "n_same", keepdims=0),
+                                    g.constant("zero", 0.0)], "frequent")
+        index = g.op("ArgMax", [same], "pattern_cell", axis=1, keepdims=0)
+        cell = g.op("Where", [frequent, index, cell], "cell")
+    return g.op("Gather", [g.constant("cell_margins", model.cell_margins(), np.float64), cell],
+                "cell_margin", axis=0)
 
 
 def _augmented_batch(g: _Graph, model) -> tuple[str, str, str]:

@@ -19,6 +19,7 @@ import neumiss
 from neumiss.bayes import predictive_variance
 from neumiss.conformal import ConformalRegressor
 from neumiss.estimators import NeuMissQuantileRegressor, NeuMissRegressor
+from neumiss.mask_cells import assign_cells, mask_cells
 
 ALPHA = 0.1
 
@@ -193,6 +194,35 @@ def test_exact_falls_back_to_nested_only_for_masks_with_few_rows():
             np.testing.assert_allclose(e, n)
 
 
+def test_mask_cells_keep_frequent_patterns_and_pool_counts():
+    rng = np.random.default_rng(0)
+    mask = rng.random((4000, 4)) < 0.3
+    patterns, count_cells = mask_cells(mask, 0.25, cell_rows=100)
+    distinct, counts = np.unique(mask, axis=0, return_counts=True)
+    assert {p.tobytes() for p in patterns} == {p.tobytes() for p in distinct[counts * 0.25 >= 100]}
+    assert (np.diff(count_cells) >= 0).all() and count_cells[0] == len(patterns)
+    cells = assign_cells(mask, patterns, count_cells)
+    for row, cell in zip(mask[:200], cells[:200]):
+        match = [k for k, p in enumerate(patterns) if (p == row).all()]
+        assert cell == (match[0] if match else count_cells[row.sum()])
+    others = cells >= len(patterns)  # every pooled cell is expected to hold 100 rows
+    assert (np.bincount(cells[others])[len(patterns):] * 0.25 >= 100).all()
+
+
+def test_mondrian_calibrates_each_cell_on_its_own_rows():
+    model, X_test = _fitted("cqr-mondrian", n=400)
+    cells = assign_cells(np.isnan(X_test), model.cell_patterns_, model.cell_of_count_)
+    scores, cal_cells = model.calibration_scores_, model.calibration_cells_
+    expected = []
+    for x, cell in zip(X_test, cells):
+        own = scores[cal_cells == cell]
+        own = own if own.size >= 9 else scores
+        q = _kth(own, math.ceil((1 - ALPHA) * (own.size + 1)))
+        bounds = model.estimator_.predict_quantiles(x[None])[0]
+        expected.append((bounds[0] - q, bounds[2] + q))
+    np.testing.assert_allclose(model.predict_interval(X_test), expected)
+
+
 # -------------------------------------------------------------------- coverage
 
 
@@ -344,10 +374,18 @@ def test_a_modified_conformal_model_file_is_refused(tmp_path):
         neumiss.load(tmp_path / "m.pt")
 
 
-@pytest.mark.parametrize("method", ["split", "cqr", "cqr-mda-exact", "cqr-mda-nested"])
+@pytest.mark.parametrize("method", ["split", "cqr", "cqr-mda-exact", "cqr-mda-nested",
+                                    "cqr-mondrian"])
 def test_onnx_export_computes_the_same_intervals(tmp_path, method):
     ort = pytest.importorskip("onnxruntime")
-    model, X_test = _neumiss_model(method)
+    if method == "cqr-mondrian":  # with frequent patterns (cells of their own) and counts
+        X, y, truth = _data(2400, d=2, missing_rate=0.3)
+        model = ConformalRegressor(NeuMissQuantileRegressor(**_TINY), method=method,
+                                   random_state=0).fit(X, y)
+        X_test = truth.sample(300, random_state=1)[0]
+        assert 0 < len(model.cell_patterns_) < 4
+    else:
+        model, X_test = _neumiss_model(method)
     onnx_model = model.to_onnx(tmp_path / "m.onnx")
     session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
     missing = np.isnan(X_test)

@@ -143,7 +143,8 @@ def plot_figure(summary: dict, path: Path) -> None:
     settings = _ordered(summary)
     fig, axes = plt.subplots(2, len(settings), figsize=(3.2 * len(settings), 6.4),
                              squeeze=False, sharey="row")
-    colors = dict(zip(METHODS, ("tab:red", "tab:orange", "tab:blue", "tab:purple", "black")))
+    colors = dict(zip(METHODS, ("tab:red", "tab:orange", "tab:blue", "tab:purple", "tab:green",
+                                "black")))
     for column, setting in enumerate(settings):
         top, bottom = axes[0, column], axes[1, column]
         methods = [m for m in METHODS if m in summary[setting]]

@@ -21,7 +21,7 @@ import numpy as np
 from ..store import RUNS_FILE, RunsWriter, read_rows
 
 #: Methods compared: ConformalRegressor methods, and the oracle itself.
-METHODS = ("split", "cqr", "cqr-mda-exact", "cqr-mda-nested", "oracle")
+METHODS = ("split", "cqr", "cqr-mda-exact", "cqr-mda-nested", "cqr-mondrian", "oracle")
 #: The issue's grid.
 MECHANISMS = ("MCAR", "gaussian_sm")
 MISSING_RATES = (0.2, 0.5)
@@ -96,8 +96,8 @@ def execute_run(run: IntervalRun, seed: int = 0, n_test: int = N_TEST,
     split = ConformalRegressor(NeuMissRegressor(**params), method="split", alpha=alpha,
                                random_state=model_seed).fit(X, y)
     fit_seconds["split"] = time.perf_counter() - start
-    # One quantile head serves the three CQR methods: they share the split, the
-    # base model and the calibration scores, and differ only in predict_interval.
+    # One quantile head serves the CQR methods: they share the split, the base
+    # model, the calibration scores and rows, and differ only in predict_interval.
     start = time.perf_counter()
     levels = (alpha / 2, 0.5, 1 - alpha / 2)
     cqr = ConformalRegressor(NeuMissQuantileRegressor(levels, **params), method="cqr-mda-exact",
