@@ -17,7 +17,8 @@ Inputs (N is dynamic):
 The categorical encoding stays outside the graph (its inputs stay numeric);
 ``export/score.py`` applies it from the metadata with numpy alone.
 
-Outputs: ``y`` float64 (N,) for a regressor; ``label`` (N,) and
+Outputs: ``y`` float64 (N,) for a regressor (with ``quantiles`` float64
+(N, n_quantiles) for a quantile regressor); ``label`` (N,) and
 ``probabilities`` float32 (N, n_classes) for a classifier.
 """
 
@@ -230,6 +231,29 @@ def finish_model(g: _Graph, estimator, outputs, metadata: dict[str, str], opset:
     return model
 
 
+def smallest(g: _Graph, values: str, k: int, name: str) -> str:
+    """The ``k`` smallest of each row of ``values``, in increasing order (``TopK``)."""
+    k_name = g.constant(f"{name}_k", [k], np.int64)
+    g.nodes.append(helper.make_node("TopK", [values, k_name], [name, f"{name}_indices"],
+                                    name=name, axis=-1, largest=0, sorted=1))
+    return name
+
+
+def _quantile_outputs(g: _Graph, estimator, raw: str) -> list[onnx.ValueInfoProto]:
+    """A quantile regressor: ``quantiles`` (sorted per row, as ``predict_quantiles``) and
+    ``y``, the median (``predict``), in float64."""
+    n_q = len(estimator.quantiles)
+    ordered = g.op("Cast", [smallest(g, raw, n_q, "raw_sorted")], "raw_sorted_double",
+                   to=TensorProto.DOUBLE)
+    scaled = g.op("Mul", [ordered, g.constant("y_scale", estimator.y_scale_, np.float64)],
+                  "quantiles_scaled")
+    g.op("Add", [scaled, g.constant("y_mean", estimator.y_mean_, np.float64)], "quantiles")
+    median = int(np.flatnonzero(np.asarray(estimator.quantiles) == 0.5)[0])
+    g.op("Gather", ["quantiles", g.constant("median_index", median, np.int64)], "y", axis=1)
+    return [helper.make_tensor_value_info("y", TensorProto.DOUBLE, ["N"]),
+            helper.make_tensor_value_info("quantiles", TensorProto.DOUBLE, ["N", n_q])]
+
+
 def _regressor_outputs(g: _Graph, estimator, raw: str) -> list[onnx.ValueInfoProto]:
     """``y = raw * y_scale_ + y_mean_`` in float64, as ``predict`` computes it."""
     z = g.op("Squeeze", [raw, g.constant("axis_1", [1], np.int64)], "z")
@@ -353,7 +377,8 @@ def export_onnx(estimator, path=None, *, opset: int = DEFAULT_OPSET) -> onnx.Mod
     onnx.ModelProto
         Inputs ``X`` and ``M``, float32 of shape (N, d), N dynamic, d the number
         of encoded columns (``estimator.encoder_.n_features_out_``); ``X`` holds
-        0 where ``M`` is 1. Outputs: ``y`` float64 (N,) for a regressor;
+        0 where ``M`` is 1. Outputs: ``y`` float64 (N,) for a regressor (a
+        quantile regressor: the median, and ``quantiles`` float64 (N, n_quantiles));
         ``label`` (N,) (dtype of ``classes_``: int64, float64, bool or string)
         and ``probabilities`` float32 (N, n_classes) for a classifier.
         ``metadata_props`` record the producer, version, feature names, the
@@ -373,7 +398,9 @@ def export_onnx(estimator, path=None, *, opset: int = DEFAULT_OPSET) -> onnx.Mod
     task = check_exportable(estimator, opset)
     g = _Graph()
     raw = network_output(g, estimator)
-    if task == "regression":
+    if task == "regression" and hasattr(estimator, "predict_quantiles"):
+        outputs = _quantile_outputs(g, estimator, raw)
+    elif task == "regression":
         outputs = _regressor_outputs(g, estimator, raw)
     else:
         outputs = _classifier_outputs(g, estimator, raw)

@@ -40,6 +40,7 @@ from .onnx_export import (
     finish_model,
     metadata,
     network_output,
+    smallest,
 )
 from .ranks import lower_rank, required_calibration_rows, upper_rank
 
@@ -67,17 +68,9 @@ def _scaled(g: _Graph, base, values: str, name: str) -> str:
     return g.op("Add", [scaled, g.constant("y_mean", base.y_mean_, np.float64)], name)
 
 
-def _smallest(g: _Graph, values: str, k: int, name: str) -> str:
-    """The ``k`` smallest of each row of ``values``, in increasing order (``TopK``)."""
-    k_name = g.constant(f"{name}_k", [k], np.int64)
-    g.nodes.append(helper.make_node("TopK", [values, k_name], [name, f"{name}_indices"],
-                                    name=name, axis=-1, largest=0, sorted=1))
-    return name
-
-
 def _kth_smallest(g: _Graph, values: str, rank: int, name: str) -> str:
     """The ``rank``-th smallest (1-based, a constant) of each row of (N, n): (N,)."""
-    return _column(g, _smallest(g, values, rank, f"{name}_topk"), rank - 1, name)
+    return _column(g, smallest(g, values, rank, f"{name}_topk"), rank - 1, name)
 
 
 def export_interval_onnx(model, path=None, *, opset: int = DEFAULT_OPSET) -> onnx.ModelProto:
@@ -110,7 +103,7 @@ def export_interval_onnx(model, path=None, *, opset: int = DEFAULT_OPSET) -> onn
         raw = network_output(g, base)
     if method != "split":  # quantiles sorted per row, as predict_quantiles does
         n_q = len(base.quantiles)
-        raw = _smallest(g, raw, n_q, "raw_sorted")
+        raw = smallest(g, raw, n_q, "raw_sorted")
     if mda:
         g.nodes.append(helper.make_node("Split", [raw, n_rows], ["own_raw", "cal_raw", "test_raw"],
                                         name="split_parts", axis=0))
@@ -242,7 +235,7 @@ def _mda_bounds(g: _Graph, model, base, own_low: str, own_high: str, alpha: floa
     eligible = g.op("Equal", [g.op("ReduceSum", [outside, g.constant("axis_2", [2], np.int64)],
                                    "n_outside", keepdims=0), g.constant("zero", 0.0)], "eligible")
     kept = g.op("Where", [eligible, scores, g.constant("infinity", np.inf, np.float64)], "kept")
-    ordered = _smallest(g, kept, n_cal, "ordered")
+    ordered = smallest(g, kept, n_cal, "ordered")
     count = g.op("ReduceSum", [g.op("Cast", [eligible], "eligible_double", to=TensorProto.DOUBLE),
                                axis1], "n_eligible", keepdims=1)  # (N, 1)
     rank = g.op("Ceil", [g.op("Sub", [g.op("Mul", [g.op("Add", [count, g.constant(

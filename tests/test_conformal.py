@@ -399,3 +399,17 @@ def test_onnx_export_computes_the_same_intervals(tmp_path, method):
     assert meta["interval_method"] == method and meta["estimator"] == "ConformalRegressor"
     embedded = meta["embedded_calibration_rows"]
     assert embedded == (str(model.calibration_scores_.size) if "mda" in method else "0")
+
+
+def test_quantile_regressor_exports_its_median_and_quantiles(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    X, y, truth = _data(500, d=3)
+    model = NeuMissQuantileRegressor((0.1, 0.5, 0.9), **_TINY).fit(X, y)
+    model.to_onnx(tmp_path / "q.onnx")
+    X_test = truth.sample(40, random_state=2)[0]
+    missing = np.isnan(X_test)
+    session = ort.InferenceSession(str(tmp_path / "q.onnx"), providers=["CPUExecutionProvider"])
+    y_onnx, quantiles = session.run(["y", "quantiles"], {
+        "X": np.where(missing, 0, X_test).astype(np.float32), "M": missing.astype(np.float32)})
+    np.testing.assert_allclose(quantiles, model.predict_quantiles(X_test), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(y_onnx, model.predict(X_test), rtol=1e-5, atol=1e-5)
