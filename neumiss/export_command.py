@@ -11,7 +11,9 @@ from .onnx_export import DEFAULT_OPSET, MIN_OPSET
 
 def configure_parser(parser) -> None:
     """Arguments of ``neumiss export``."""
-    parser.add_argument("model", help="model file written by NeuMissRegressor/Classifier.save()")
+    parser.add_argument(
+        "model", help="model file written by the save() of a NeuMiss estimator or ConformalRegressor"
+    )
     parser.add_argument("output", help="ONNX file to write (e.g. model.onnx)")
     parser.add_argument(
         "--opset", type=int, default=DEFAULT_OPSET,
