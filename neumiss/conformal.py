@@ -262,7 +262,8 @@ default="cqr-mda-exact"
         ndarray of shape (n_samples, 2): lower and upper bounds, lower <= upper.
         A CQR interval whose margin is negative and larger than the quantiles'
         spread would be empty (lower > upper): it is returned as the point
-        midway, which covers a continuous ``y`` as (never) as the empty set.
+        midway, which covers a continuous ``y`` no more often than the empty
+        set does (never).
         """
         check_is_fitted(self, "estimator_")
         alpha = _check_alpha(self.alpha if alpha is None else alpha,
@@ -287,8 +288,7 @@ default="cqr-mda-exact"
         check_is_fitted(self, "estimator_")
         scores = self.calibration_scores_
         alpha = _check_alpha(self.alpha if alpha is None else alpha, scores.shape[0])
-        return float(np.partition(scores, upper_rank(scores.size, alpha) - 1)[
-            upper_rank(scores.size, alpha) - 1])
+        return _conformal_quantile(scores, alpha)
 
     def cell_margins(self, alpha=None) -> np.ndarray:
         """``Q`` of each mask cell (``"cqr-mondrian"``), shape (n_cells,): the conformal
@@ -302,7 +302,7 @@ default="cqr-mda-exact"
         for cell in range(n_cells):
             scores = self.calibration_scores_[self.calibration_cells_ == cell]
             if scores.size >= required_calibration_rows(alpha):
-                margins[cell] = np.sort(scores)[upper_rank(scores.size, alpha) - 1]
+                margins[cell] = _conformal_quantile(scores, alpha)
         return margins
 
     def _predict_bounds(self, X: np.ndarray) -> np.ndarray:
@@ -337,9 +337,8 @@ default="cqr-mda-exact"
         X_cal = np.where(pattern, np.nan, self.calibration_rows_[inside])
         y_cal = self.calibration_targets_[inside]
         cal_bounds = self._predict_bounds(X_cal)
-        scores = np.maximum(cal_bounds[:, 0] - y_cal, y_cal - cal_bounds[:, 1])
-        rank = upper_rank(scores.size, alpha)
-        q = np.partition(scores, rank - 1)[rank - 1]
+        q = _conformal_quantile(np.maximum(cal_bounds[:, 0] - y_cal, y_cal - cal_bounds[:, 1]),
+                                alpha)
         bounds = self._predict_bounds(X)
         return np.column_stack([bounds[:, 0] - q, bounds[:, 1] + q])
 
@@ -418,6 +417,12 @@ def load(path):
                     ConformalRegressor)
     }
     return persistence.load_estimator(path, classes)
+
+
+def _conformal_quantile(scores: np.ndarray, alpha: float) -> float:
+    """The ``ceil((1 - alpha)(n + 1))``-th smallest of ``n`` scores (n large enough)."""
+    rank = upper_rank(scores.size, alpha)
+    return float(np.partition(scores, rank - 1)[rank - 1])
 
 
 def _ordered(bounds: np.ndarray) -> np.ndarray:
