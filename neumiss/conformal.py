@@ -114,7 +114,8 @@ class ConformalRegressor(RegressorMixin, BaseEstimator):
     method : {"split", "cqr", "cqr-mda-exact", "cqr-mda-nested", "cqr-mondrian"}, \
 default="cqr-mda-exact"
         See the module docstring. The ``"cqr-mda-*"`` methods keep the
-        calibration rows (the model file too) and need numeric columns.
+        calibration rows (the model file too): they re-mask input columns (a
+        categorical column as a whole).
     alpha : float in (0, 1), default=0.1
         Miscoverage: intervals hold ``y`` with probability ``1 - alpha``.
     calibration_fraction : float in (0, 1), default=0.25
@@ -127,8 +128,9 @@ default="cqr-mda-exact"
     estimator_ : the fitted base model.
     calibration_scores_ : ndarray of shape (n_calibration,)
         Conformity scores of the calibration rows (without augmentation).
-    calibration_rows_, calibration_targets_ : ndarrays, for the ``"cqr-mda-*"`` methods only
-        The calibration rows (float64, NaN = missing) and targets.
+    calibration_rows_, calibration_targets_ : for the ``"cqr-mda-*"`` methods only
+        The calibration rows (as given: an array, NaN = missing, or a DataFrame)
+        and their targets.
     cell_patterns_, cell_of_count_ : ndarrays
         The partition of masks (:mod:`neumiss.mask_cells`), drawn from the training
         rows' masks, used by ``"cqr-mondrian"``.
@@ -201,8 +203,6 @@ default="cqr-mda-exact"
         """
         check_params(type(self).__name__, self.get_params(deep=False), self._parameter_constraints)
         X, y = check_training_data(self, X, y, y_numeric=True, tables=True)
-        if self.method in MDA_METHODS:
-            _numeric(X, "fit")  # before training: the augmentation needs numeric columns
         y = y.astype(np.float64)
         n = y.shape[0]
         n_cal = int(math.ceil(self.calibration_fraction * n))
@@ -225,7 +225,7 @@ default="cqr-mda-exact"
         self.calibration_cells_ = assign_cells(_missing(X_cal), self.cell_patterns_,
                                                self.cell_of_count_)
         if self.method in MDA_METHODS:
-            self.calibration_rows_ = _numeric(X_cal, "fit")
+            self.calibration_rows_ = X_cal
             self.calibration_targets_ = y_cal
         return self
 
@@ -270,7 +270,7 @@ default="cqr-mda-exact"
                              self.calibration_scores_.shape[0])
         X = check_features(self, X, reset=False, tables=True)
         if self.method in MDA_METHODS:
-            return _ordered(self._mda_intervals(_numeric(X, "predict"), alpha))
+            return _ordered(self._mda_intervals(X, alpha))
         if self.method == "cqr-mondrian":
             q = self.cell_margins(alpha)[assign_cells(_missing(X), self.cell_patterns_,
                                                       self.cell_of_count_)]
@@ -305,41 +305,36 @@ default="cqr-mda-exact"
                 margins[cell] = _conformal_quantile(scores, alpha)
         return margins
 
-    def _predict_bounds(self, X: np.ndarray) -> np.ndarray:
-        """:meth:`_quantile_bounds` of float rows, as a DataFrame when fitted on one."""
-        names = getattr(self, "feature_names_in_", None)
-        return self._quantile_bounds(X if names is None else pd.DataFrame(X, columns=names))
-
-    def _mda_intervals(self, X: np.ndarray, alpha: float) -> np.ndarray:
-        """CP-MDA-Exact or -Nested (module docstring) for float rows ``X`` (n, p), NaN = missing.
+    def _mda_intervals(self, X, alpha: float) -> np.ndarray:
+        """CP-MDA-Exact or -Nested (module docstring) for the rows of ``X`` (an array
+        or a DataFrame, like the calibration rows).
 
         Rows are grouped by mask ``m``; with ``"cqr-mda-exact"``, a mask with
         enough calibration rows whose mask is inside ``m`` is calibrated on
         them (re-masked with ``m``), the others by the nested rule.
         """
-        X_cal = self.calibration_rows_
-        mask_cal = np.isnan(X_cal)
-        patterns, inverse = group_patterns(np.isnan(X))
-        out = np.empty((X.shape[0], 2))
+        mask_cal = _missing(self.calibration_rows_)
+        patterns, inverse = group_patterns(_missing(X))
+        out = np.empty((inverse.shape[0], 2))
         for j, pattern in enumerate(patterns):
             rows = np.flatnonzero(inverse == j)
             if self.method == "cqr-mda-exact":
                 inside = np.flatnonzero(~(mask_cal & ~pattern).any(axis=1))
                 if inside.size >= required_calibration_rows(alpha):
-                    out[rows] = self._exact_rows(X[rows], pattern, inside, alpha)
+                    out[rows] = self._exact_rows(_rows(X, rows), pattern, inside, alpha)
                     continue
-            out[rows] = self._nested_rows(X[rows], pattern, alpha)
+            out[rows] = self._nested_rows(_rows(X, rows), pattern, alpha)
         return out
 
     def _exact_rows(self, X, pattern, inside, alpha) -> np.ndarray:
         """CQR on the calibration rows ``inside`` re-masked with ``pattern``, for rows ``X``
         of that mask: shape (n, 2)."""
-        X_cal = np.where(pattern, np.nan, self.calibration_rows_[inside])
+        cal = _rows(self.calibration_rows_, inside)
         y_cal = self.calibration_targets_[inside]
-        cal_bounds = self._predict_bounds(X_cal)
+        cal_bounds = self._quantile_bounds(_remask(cal, np.broadcast_to(pattern, cal.shape)))
         q = _conformal_quantile(np.maximum(cal_bounds[:, 0] - y_cal, y_cal - cal_bounds[:, 1]),
                                 alpha)
-        bounds = self._predict_bounds(X)
+        bounds = self._quantile_bounds(X)
         return np.column_stack([bounds[:, 0] - q, bounds[:, 1] + q])
 
     def _nested_rows(self, X, pattern, alpha) -> np.ndarray:
@@ -347,21 +342,21 @@ default="cqr-mda-exact"
         scored once under ``pattern ∪ m_k``, the rows predicted once per distinct
         augmented mask. Shape (n, 2)."""
         X_cal, y_cal = self.calibration_rows_, self.calibration_targets_
-        n_cal = y_cal.shape[0]
+        n_cal, n = y_cal.shape[0], X.shape[0]
         rank_low = lower_rank(n_cal, alpha)  # >= 1 by _check_alpha
         rank_high = upper_rank(n_cal, alpha)
-        out = np.empty((X.shape[0], 2))
-        union = np.isnan(X_cal) | pattern
-        cal_bounds = self._predict_bounds(np.where(union, np.nan, X_cal))
+        out = np.empty((n, 2))
+        union = _missing(X_cal) | pattern
+        cal_bounds = self._quantile_bounds(_remask(X_cal, union))
         scores = np.maximum(cal_bounds[:, 0] - y_cal, y_cal - cal_bounds[:, 1])
         augmented, which = group_patterns(union)
-        step = max(1, _PAIRS_PER_CHUNK // max(n_cal, augmented.shape[0]))
-        for start in range(0, X.shape[0], step):
-            chunk = slice(start, start + step)
-            remasked = np.where(augmented[None], np.nan, X[chunk, None, :])
-            bounds = self._predict_bounds(remasked.reshape(-1, X.shape[1])).reshape(
-                -1, augmented.shape[0], 2
-            )
+        n_aug = augmented.shape[0]
+        step = max(1, _PAIRS_PER_CHUNK // max(n_cal, n_aug))
+        for start in range(0, n, step):
+            chunk = np.arange(start, min(n, start + step))
+            repeated = _rows(X, np.repeat(chunk, n_aug))
+            remasked = _remask(repeated, np.tile(augmented, (chunk.size, 1)))
+            bounds = self._quantile_bounds(remasked).reshape(chunk.size, n_aug, 2)
             lower = bounds[:, which, 0] - scores
             upper = bounds[:, which, 1] + scores
             out[chunk, 0] = np.partition(lower, rank_low - 1, axis=1)[:, rank_low - 1]
@@ -437,14 +432,10 @@ def _rows(X, index: np.ndarray):
     return X.iloc[index] if isinstance(X, pd.DataFrame) else X[index]
 
 
-def _numeric(X, when: str) -> np.ndarray:
-    """A table as float64 (NaN = missing); the nested method re-masks numeric columns only."""
+def _remask(X, mask: np.ndarray):
+    """``X`` (array or DataFrame) with the entries of ``mask`` (bool, its shape) made
+    missing: NaN, or the column's missing value (a categorical column's whole group
+    is then missing for the estimator)."""
     if isinstance(X, pd.DataFrame):
-        try:
-            return X.astype("float64").to_numpy(dtype=np.float64, na_value=np.nan)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"ConformalRegressor: the 'cqr-mda-*' methods need numeric (or boolean) "
-                f"columns at {when}; this table has others: use method='cqr'"
-            ) from None
-    return np.asarray(X, dtype=np.float64)
+        return X.mask(mask)
+    return np.where(mask, np.nan, X)

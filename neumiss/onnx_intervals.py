@@ -172,11 +172,17 @@ def _cell_margin(g: _Graph, model) -> str:
                 "cell_margin", axis=0)
 
 
+def _encoded_calibration_rows(model) -> np.ndarray:
+    """The calibration rows as the graph's ``X`` columns (encoded, NaN = missing): a
+    missing categorical input marks its whole group, as re-masking it does in Python."""
+    return model.estimator_.encoder_.transform(model.calibration_rows_)
+
+
 def _augmented_batch(g: _Graph, model) -> tuple[str, str, str]:
     """One batch of the input rows, the calibration rows re-masked with ``M ∪ m_k``
     (N n rows) and the input rows re-masked the same way (N n rows): names of its
     ``X``, its ``M`` and of the three parts' row counts (int64 (3,))."""
-    rows = model.calibration_rows_
+    rows = _encoded_calibration_rows(model)
     missing = np.isnan(rows)
     d = rows.shape[1]
     cal_x = g.constant("calibration_x", np.where(missing, 0.0, rows))
@@ -226,7 +232,8 @@ def _mda_bounds(g: _Graph, model, base, own_low: str, own_high: str, alpha: floa
         return nested_lower, nested_upper
     # Exact: calibration rows whose mask lies inside M (no entry observed in the
     # input row and missing in the calibration row), ranked among themselves.
-    cal_m = g.constant("calibration_m", np.isnan(model.calibration_rows_).astype(np.float32))
+    cal_m = g.constant("calibration_m",
+                       np.isnan(_encoded_calibration_rows(model)).astype(np.float32))
     axis0, axis1 = g.constant("axis_0", [0], np.int64), g.constant("axis_1", [1], np.int64)
     outside = g.op("Mul", [g.op("Unsqueeze", [cal_m, axis0], "cal_m_3d_exact"),
                            g.op("Sub", [g.constant("one", 1.0),

@@ -29,6 +29,7 @@ import re
 from collections.abc import Mapping
 
 import numpy as np
+import pandas as pd
 import torch
 
 from ._version import __version__
@@ -61,6 +62,15 @@ class _Unreadable(ValueError):
 def _encode(value):
     if callable(getattr(value, "get_params", None)):
         return {"__estimator__": _body(value)}
+    if isinstance(value, pd.DataFrame):
+        return {"__dataframe__": {
+            "columns": [str(c) for c in value.columns],
+            "dtypes": [str(t) for t in value.dtypes],
+            "values": [_encode(value[c].to_numpy(dtype=object)) for c in value.columns],
+            "categories": [_encode(value[c].cat.categories.to_numpy(dtype=object))
+                           if isinstance(value[c].dtype, pd.CategoricalDtype) else None
+                           for c in value.columns],
+        }}
     if isinstance(value, Standardizer):
         return {"__standardizer__": _encode(value.get_state())}
     if isinstance(value, TableEncoder):
@@ -80,6 +90,8 @@ def _decode(value, classes: Mapping[str, type]):
     if isinstance(value, dict):
         if "__estimator__" in value:
             return _rebuild(value["__estimator__"], classes)
+        if "__dataframe__" in value:
+            return _frame(_decode(value["__dataframe__"], classes))
         if "__ndarray__" in value:
             dtype = np.dtype(value["dtype"])
             if dtype.kind not in "biufUSO":
@@ -93,6 +105,19 @@ def _decode(value, classes: Mapping[str, type]):
     if isinstance(value, list):
         return [_decode(v, classes) for v in value]
     return value
+
+
+def _frame(table: dict) -> pd.DataFrame:
+    """The DataFrame of an encoded one: each column with its dtype (categories kept)."""
+    columns = {}
+    for name, dtype, values, categories in zip(
+        table["columns"], table["dtypes"], table["values"], table["categories"], strict=True
+    ):
+        if categories is not None:
+            columns[name] = pd.Categorical(values, categories=categories)
+        else:
+            columns[name] = pd.Series(values, dtype=object).astype(dtype)
+    return pd.DataFrame(columns)
 
 
 def _update(digest, tag: bytes, data: bytes) -> None:

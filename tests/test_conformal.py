@@ -8,6 +8,7 @@ so that the conformal logic is checked independently of network training.
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -293,13 +294,33 @@ def test_a_base_model_without_quantiles_is_refused_for_cqr():
         ConformalRegressor(method="jackknife").fit(X, y)
 
 
-def test_mda_methods_refuse_text_columns():
-    pd = pytest.importorskip("pandas")
-    X, y, _ = _data(100)
-    frame = pd.DataFrame(X, columns=["a", "b", "c"]).assign(c=lambda f: np.where(
-        f["c"] > 0, "high", "low"))
-    with pytest.raises(ValueError, match="numeric"):
-        ConformalRegressor(LinearQuantiles(), method="cqr-mda-exact").fit(frame, y)
+def test_mda_methods_remask_categorical_columns_as_a_whole(tmp_path):
+    # A DataFrame with a categorical and a text column: the augmentation re-masks input
+    # columns, saving keeps the table's dtypes, and ONNX (encoded columns) agrees.
+    ort = pytest.importorskip("onnxruntime")
+    rng = np.random.default_rng(0)
+    n = 900
+    frame = pd.DataFrame({
+        "a": rng.normal(size=n), "c": pd.Categorical(rng.choice(["x", "y", "z"], n)),
+        "s": rng.choice(["u", "v"], n).astype(object),
+    })
+    y = frame["a"] + 2.0 * (frame["c"] == "y") + rng.normal(scale=0.3, size=n)
+    for column in frame:
+        frame.loc[rng.random(n) < 0.3, column] = np.nan
+    model = ConformalRegressor(NeuMissQuantileRegressor(**_TINY), random_state=0).fit(frame, y)
+    test = frame.iloc[:40]
+    interval = model.predict_interval(test)
+    model.save(tmp_path / "m.pt")
+    loaded = neumiss.load(tmp_path / "m.pt")
+    assert isinstance(loaded.calibration_rows_["c"].dtype, pd.CategoricalDtype)
+    np.testing.assert_array_equal(loaded.predict_interval(test), interval)
+    encoded = model.estimator_.encoder_.transform(test)
+    missing = np.isnan(encoded)
+    session = ort.InferenceSession(model.to_onnx().SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    lower, upper = session.run(["lower", "upper"], {
+        "X": np.where(missing, 0, encoded).astype(np.float32), "M": missing.astype(np.float32)})
+    np.testing.assert_allclose(np.column_stack([lower, upper]), interval, rtol=1e-5, atol=1e-5)
 
 
 # ------------------------------------------------------------- quantile head
