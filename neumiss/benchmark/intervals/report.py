@@ -42,7 +42,8 @@ def pool_groups(counts: dict[int, int], minimum: int = MIN_GROUP_ROWS) -> list[l
 
 def summarize(rows: list[dict]) -> dict:
     """``{setting: {method: stats}}``; stats: per repeat marginal coverage, lowest group
-    coverage and width ratio, and per pooled group (label) coverage and width ratio."""
+    coverage and width ratio, and per pooled group (label) coverage and width ratio.
+    The groups of a setting are pooled once, from its mean rows per run and count."""
     by_run = defaultdict(lambda: defaultdict(dict))
     for row in rows:
         run = tuple(row[c] for c in KEY_COLUMNS)
@@ -50,18 +51,26 @@ def summarize(rows: list[dict]) -> dict:
             int(row["n_rows"]), int(row["n_covered"]), float(row["width_sum"]),
             float(row["oracle_width_sum"]),
         )
+    counts = defaultdict(lambda: defaultdict(float))
+    runs_per_setting = defaultdict(int)
+    for run, methods in by_run.items():
+        runs_per_setting[run[:3]] += 1
+        for q, values in methods["oracle"].items():
+            counts[run[:3]][q] += values[0]
+    groups = {setting: pool_groups({q: n / runs_per_setting[setting] for q, n in c.items()})
+              for setting, c in counts.items()}
     result = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     for run, methods in by_run.items():
         setting = run[:3]
-        groups = pool_groups({q: v[0] for q, v in methods["oracle"].items()})
         for method, per_q in methods.items():
             stats = result[setting][method]
             total = np.sum([per_q[q] for q in per_q], axis=0)
             stats["coverage"].append(total[1] / total[0])
             stats["width_ratio"].append(total[2] / total[3])
             coverages = []
-            for group in groups:
-                n, covered, width, oracle = np.sum([per_q[q] for q in group], axis=0)
+            for group in groups[setting]:
+                present = [per_q[q] for q in group if q in per_q]
+                n, covered, width, oracle = np.sum(present, axis=0)
                 label = f"{group[0]}" if len(group) == 1 else f"{group[0]}-{group[-1]}"
                 stats["groups"].append((label, covered / n, width / oracle))
                 coverages.append(covered / n)
@@ -133,20 +142,25 @@ def _group_means(stats) -> list[tuple[str, float, float]]:
 
 
 def plot_figure(summary: dict, path: Path) -> None:
-    """Coverage and width / oracle per group, every method side by side, one column
-    per setting."""
+    """Coverage and width / oracle per group, every method side by side: one column per
+    mechanism and missing rate, two rows (coverage, width) per training size."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     settings = _ordered(summary)
-    fig, axes = plt.subplots(2, len(settings), figsize=(3.2 * len(settings), 6.4),
-                             squeeze=False, sharey="row")
+    columns = sorted({s[:2] for s in settings}, key=lambda c: (c[0], float(c[1])))
+    sizes = sorted({s[2] for s in settings}, key=int)
+    fig, axes = plt.subplots(2 * len(sizes), len(columns), squeeze=False,
+                             figsize=(3.6 * len(columns), 2.6 * 2 * len(sizes)))
     colors = dict(zip(METHODS, ("tab:red", "tab:orange", "tab:blue", "tab:purple", "tab:green",
                                 "black")))
-    for column, setting in enumerate(settings):
-        top, bottom = axes[0, column], axes[1, column]
+    for ax in axes.ravel():
+        ax.set_visible(False)
+    for setting in settings:
+        column, row = columns.index(setting[:2]), 2 * sizes.index(setting[2])
+        top, bottom = axes[row, column], axes[row + 1, column]
         methods = [m for m in METHODS if m in summary[setting]]
         width = 0.8 / len(methods)
         for k, method in enumerate(methods):
@@ -156,15 +170,19 @@ def plot_figure(summary: dict, path: Path) -> None:
             bottom.bar(x, [g[2] for g in groups], width, color=colors[method])
         labels = [g[0] for g in _group_means(summary[setting][methods[0]])]
         for ax in (top, bottom):
+            ax.set_visible(True)
             ax.set_xticks(np.arange(len(labels)), labels, fontsize=7)
+            ax.tick_params(axis="y", labelsize=7)
         top.axhline(0.9, color="grey", lw=0.8, ls="--")
         top.set_ylim(0.6, 1.0)
         bottom.axhline(1.0, color="grey", lw=0.8, ls="--")
-        top.set_title(_setting_label(setting).replace(", n_train", "\nn_train"), fontsize=8)
-        bottom.set_xlabel("missing entries", fontsize=8)
-    axes[0, 0].set_ylabel("coverage (target 0.9)")
-    axes[1, 0].set_ylabel("mean width / oracle's")
-    axes[0, 0].legend(fontsize=7, loc="lower left")
+        bottom.set_ylim(0, 2.6)
+        top.set_title(_setting_label(setting), fontsize=8)
+        bottom.set_xlabel("missing entries (test rows pooled to >= 500 per group)", fontsize=7)
+        if column == 0:
+            top.set_ylabel("coverage (target 0.9)", fontsize=8)
+            bottom.set_ylabel("mean width / oracle's", fontsize=8)
+    axes[0, 0].legend(fontsize=7, loc="lower left", ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
