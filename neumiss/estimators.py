@@ -7,6 +7,8 @@ Their shared fitting machinery is :class:`neumiss.base.BaseNeuMiss`.
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import torch
 from scipy.special import expit
@@ -20,11 +22,13 @@ from .preprocessing import (
     mean_scale,
     scaled_r2_score,
 )
-from .training import TrainingConfig
 from .validation import check_class_labels
 
-#: The estimators' training defaults are the training loop's.
-_TRAINING = TrainingConfig()
+#: The defaults of :class:`BaseNeuMiss`, which :class:`NeuMissQuantileRegressor` repeats.
+_DEFAULTS = {
+    name: parameter.default
+    for name, parameter in inspect.signature(BaseNeuMiss.__init__).parameters.items()
+}
 
 
 class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
@@ -80,8 +84,11 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         ``validation_fraction`` of the rows. Predictions average the members'
         outputs (regression) or class probabilities (classification).
     optimizer : {"adam", "sgd"}, default="adam"
-    learning_rate : float, default=1e-2
-        Initial learning rate (on standardized X and y).
+    learning_rate : float or "auto", default="auto"
+        Initial learning rate (on standardized X and y). ``"auto"``: 1e-2 up to
+        64 encoded columns, then ``1e-2 * 64 / n_columns``
+        (:func:`neumiss.training.auto_learning_rate`), so that wide tables
+        train as stably as narrow ones. The rate used is ``learning_rate_``.
     batch_size : int or "auto", default="auto"
         Mini-batch size; ``"auto"`` is ``min(2048, max(8, n_train // 64))``.
     max_epochs : int, default=100
@@ -132,6 +139,8 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         Per epoch: ``train_loss``, ``val_loss`` (MSE on standardized y),
         ``val_score`` (validation R²) and ``lr``.
     n_epochs_, best_epoch_ : int
+    learning_rate_ : float
+        The initial learning rate used (``learning_rate``, or its automatic value).
     validation_score_ : float
         Validation R² of the restored weights (the members' mean for an ensemble).
     encoder_ : TableEncoder
@@ -238,26 +247,26 @@ class NeuMissQuantileRegressor(NeuMissRegressor):
         self,
         quantiles=(0.05, 0.5, 0.95),
         *,
-        depth="auto",
-        mlp_depth=2,
-        mlp_width=None,
-        weight_sharing="auto",
-        residual=True,
-        compress_tails=False,
-        ensemble_size=5,
-        optimizer=_TRAINING.optimizer,
-        learning_rate=_TRAINING.learning_rate,
-        batch_size="auto",
-        max_epochs=_TRAINING.max_epochs,
-        validation_fraction=0.1,
-        patience=_TRAINING.patience,
-        lr_patience=_TRAINING.lr_patience,
-        tol=_TRAINING.tol,
-        weight_decay=_TRAINING.weight_decay,
-        random_state=None,
-        device="cpu",
-        n_jobs=None,
-        verbose=0,
+        depth=_DEFAULTS["depth"],
+        mlp_depth=_DEFAULTS["mlp_depth"],
+        mlp_width=_DEFAULTS["mlp_width"],
+        weight_sharing=_DEFAULTS["weight_sharing"],
+        residual=_DEFAULTS["residual"],
+        compress_tails=_DEFAULTS["compress_tails"],
+        ensemble_size=_DEFAULTS["ensemble_size"],
+        optimizer=_DEFAULTS["optimizer"],
+        learning_rate=_DEFAULTS["learning_rate"],
+        batch_size=_DEFAULTS["batch_size"],
+        max_epochs=_DEFAULTS["max_epochs"],
+        validation_fraction=_DEFAULTS["validation_fraction"],
+        patience=_DEFAULTS["patience"],
+        lr_patience=_DEFAULTS["lr_patience"],
+        tol=_DEFAULTS["tol"],
+        weight_decay=_DEFAULTS["weight_decay"],
+        random_state=_DEFAULTS["random_state"],
+        device=_DEFAULTS["device"],
+        n_jobs=_DEFAULTS["n_jobs"],
+        verbose=_DEFAULTS["verbose"],
     ):
         super().__init__(
             depth, mlp_depth=mlp_depth, mlp_width=mlp_width, weight_sharing=weight_sharing,

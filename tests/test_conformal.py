@@ -434,3 +434,9 @@ def test_quantile_regressor_exports_its_median_and_quantiles(tmp_path):
         "X": np.where(missing, 0, X_test).astype(np.float32), "M": missing.astype(np.float32)})
     np.testing.assert_allclose(quantiles, model.predict_quantiles(X_test), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(y_onnx, model.predict(X_test), rtol=1e-5, atol=1e-5)
+
+
+def test_quantile_head_has_the_regressor_parameters_and_defaults():
+    quantile = NeuMissQuantileRegressor().get_params()
+    assert quantile.pop("quantiles") == (0.05, 0.5, 0.95)
+    assert quantile == NeuMissRegressor().get_params()
