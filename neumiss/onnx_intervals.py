@@ -79,8 +79,8 @@ def export_interval_onnx(model, path=None, *, opset: int = DEFAULT_OPSET) -> onn
     Parameters
     ----------
     model : fitted ConformalRegressor
-        Its base model must be a NeuMiss regressor (``NeuMissRegressor`` for
-        ``"split"``, ``NeuMissQuantileRegressor`` otherwise).
+        Its base model must be a NeuMiss regressor (``NeuMissRegressor`` or
+        ``NeuMissQuantileRegressor`` for ``"split"``, the latter otherwise).
     path : str or path-like, optional
     opset : int, default=17
 
@@ -101,7 +101,8 @@ def export_interval_onnx(model, path=None, *, opset: int = DEFAULT_OPSET) -> onn
         raw = network_output(g, base, x_all, m_all)
     else:
         raw = network_output(g, base)
-    if method != "split":  # quantiles sorted per row, as predict_quantiles does
+    quantile_head = hasattr(base, "predict_quantiles")
+    if quantile_head:  # quantiles sorted per row, as predict_quantiles does
         n_q = len(base.quantiles)
         raw = smallest(g, raw, n_q, "raw_sorted")
     if mda:
@@ -110,12 +111,11 @@ def export_interval_onnx(model, path=None, *, opset: int = DEFAULT_OPSET) -> onn
         own = "own_raw"
     else:
         own = raw
+    point = int(np.flatnonzero(np.asarray(base.quantiles) == 0.5)[0]) if quantile_head else 0
+    y = _scaled(g, base, _column(g, own, point, "own_y_raw"), "y")
     if method == "split":
-        y = _scaled(g, base, _column(g, own, 0, "own_y_raw"), "y")
         low, high = y, y
     else:
-        median = int(np.flatnonzero(np.asarray(base.quantiles) == 0.5)[0])
-        y = _scaled(g, base, _column(g, own, median, "own_median_raw"), "y")
         low = _scaled(g, base, _column(g, own, 0, "own_low_raw"), "own_low")
         high = _scaled(g, base, _column(g, own, n_q - 1, "own_high_raw"), "own_high")
     if mda:

@@ -422,6 +422,22 @@ def test_onnx_export_computes_the_same_intervals(tmp_path, method):
     assert embedded == (str(model.calibration_scores_.size) if "mda" in method else "0")
 
 
+def test_split_over_a_quantile_head_exports_its_median(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    X, y, truth = _data(600, d=3)
+    model = ConformalRegressor(NeuMissQuantileRegressor(**_TINY), method="split",
+                               random_state=0).fit(X, y)
+    X_test = truth.sample(30, random_state=2)[0]
+    missing = np.isnan(X_test)
+    session = ort.InferenceSession(model.to_onnx().SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    y_onnx, lower, upper = session.run(["y", "lower", "upper"], {
+        "X": np.where(missing, 0, X_test).astype(np.float32), "M": missing.astype(np.float32)})
+    np.testing.assert_allclose(y_onnx, model.predict(X_test), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.column_stack([lower, upper]), model.predict_interval(X_test),
+                               rtol=1e-5, atol=1e-5)
+
+
 def test_quantile_regressor_exports_its_median_and_quantiles(tmp_path):
     ort = pytest.importorskip("onnxruntime")
     X, y, truth = _data(500, d=3)
