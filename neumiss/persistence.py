@@ -67,7 +67,8 @@ def _encode(value):
         return {"__dataframe__": {
             "columns": [str(c) for c in value.columns],
             "dtypes": [str(t) for t in value.dtypes],
-            "values": [_encode(value[c].to_numpy(dtype=object)) for c in value.columns],
+            "values": [_encode([None if pd.isna(v) else v for v in value[c].to_numpy(dtype=object)])
+                       for c in value.columns],
             "categories": [_encode(value[c].cat.categories.to_numpy(dtype=object))
                            if isinstance(value[c].dtype, pd.CategoricalDtype) else None
                            for c in value.columns],
