@@ -56,3 +56,21 @@ test_that("interval fits survive saveRDS() and refuse what they cannot do", {
   expect_error(neumiss(data$x, data$y > 0, interval = TRUE, max_epochs = 1),
                "regression only")
 })
+
+test_that("interval fits take factor predictors (re-masked as a whole)", {
+  skip_if_no_python_neumiss()
+  # Two epochs may not beat the constant predictor (a DivergenceWarning): this fit only
+  # checks that factors go through the augmentation and the model file.
+  fit <- suppressWarnings(neumiss(Sepal.Length ~ ., data = iris, max_epochs = 2,
+                                  ensemble_size = 1, depth = 1, seed = 3, interval = TRUE))
+  newdata <- iris[c(1, 51, 101), ]
+  newdata$Species[2] <- NA
+  newdata$Petal.Width[3] <- NA
+  pred <- predict(fit, newdata, interval = "prediction")
+  expect_true(all(is.finite(pred)) && all(pred[, "lwr"] <= pred[, "upr"]))
+  path <- tempfile(fileext = ".rds")
+  saveRDS(fit, path)
+  back <- readRDS(path)
+  back$py$estimator <- NULL
+  expect_equal(predict(back, newdata, interval = "prediction"), pred)
+})
