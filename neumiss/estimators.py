@@ -77,7 +77,7 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
     optimizer : {"adam", "sgd"}, default="adam"
     learning_rate : float or "auto", default="auto"
         Initial learning rate (on standardized X and y). ``"auto"``: 1e-2 up to
-        64 encoded columns, then ``1e-2 * 64 / n_columns``
+        64 encoded columns, then ``1e-2 * sqrt(64 / n_columns)``
         (:func:`neumiss.training.auto_learning_rate`), so that wide tables
         train as stably as narrow ones. The rate used is ``learning_rate_``.
     batch_size : int or "auto", default="auto"
