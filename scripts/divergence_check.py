@@ -24,6 +24,7 @@ Runs of 2026-11-26 (2-core VM shared with other jobs; the defaults: depth
     with the skip (--learning-rates 0.01 0.001 0.00032 0.0018), paper design:
     lr 1e-2 0.046 (-0.259; 517 s)  1e-3 0.248 (-0.056)  3.2e-4 0.155 (-0.149)
     1.8e-3 = learning_rate="auto" at d = 2000: 0.256 (-0.049; 308 s)
+    isotropic design, learning_rate="auto": 0.067 (-0.023; 193 s)
 
 Before the divergence guard: default -1.9e9 (isotropic, d=2000, paper's network),
 -16195 (paper design, these defaults, guard without the training-rows check).
