@@ -132,7 +132,7 @@ class NeuMissOnnxModel:
         ]
         self.n_encoded = sum(_width(column) for column in self.encoding)
 
-    def predict(self, X, M=None) -> dict[str, np.ndarray]:
+    def predict(self, X, M=None, *, overwrite: bool = False) -> dict[str, np.ndarray]:
         """Run the model on encoded ``X`` (NaN = missing) or on an explicit ``(X, M)`` pair.
 
         Parameters
@@ -142,6 +142,8 @@ class NeuMissOnnxModel:
             table itself when every column is numeric).
         M : array-like of shape (n_samples, n_encoded), optional
             1 / True = missing. When omitted, the NaN entries of ``X`` are missing.
+        overwrite : bool
+            A float32 ``X`` may be overwritten (:func:`build_inputs`).
 
         Returns
         -------
@@ -149,12 +151,13 @@ class NeuMissOnnxModel:
             ``{"y": (n,) float64}`` for a regressor, ``{"label": (n,),
             "probabilities": (n, n_classes) float32}`` for a classifier.
         """
-        x, m = build_inputs(X, M, n_features=self.n_encoded)
+        x, m = build_inputs(X, M, n_features=self.n_encoded, overwrite=overwrite)
         names = [o.name for o in self.session.get_outputs()]
         return dict(zip(names, self.session.run(names, {"X": x, "M": m}), strict=True))
 
 
-def build_inputs(X, M=None, *, n_features: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def build_inputs(X, M=None, *, n_features: int | None = None,
+                 overwrite: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The model's inputs ``(X with 0 where missing, M)``, both float32 (n, d).
 
     Parameters
@@ -167,12 +170,15 @@ def build_inputs(X, M=None, *, n_features: int | None = None) -> tuple[np.ndarra
         value of ``X`` is ignored; where it says observed ``X`` must be finite.
     n_features : int, optional
         Expected ``d``.
+    overwrite : bool
+        With a float32 ``X`` and no ``M``: write the zeros into ``X`` itself and
+        return it (no copy); otherwise the arguments are never modified.
 
     Raises
     ------
     ScoringError
         Wrong shapes, a mask with values other than 0 and 1, or a NaN / infinite
-        value of ``X`` at an observed entry. The arguments are never modified.
+        value of ``X`` at an observed entry.
     """
     try:
         X = np.asarray(X, dtype=np.float32 if getattr(X, "dtype", None) == np.float32
@@ -192,11 +198,16 @@ def build_inputs(X, M=None, *, n_features: int | None = None) -> tuple[np.ndarra
         if M.dtype != np.bool_ and not np.isin(M, (0, 1)).all():
             raise ScoringError("M must hold only 0 / 1 (or False / True); 1 = missing")
         missing = M.astype(bool)
-    x = np.where(missing, 0.0, X).astype(np.float32, copy=False)
-    bad = ~np.isfinite(x)
-    if bad.any():
+    if overwrite and M is None and X.dtype == np.float32:
+        x = X
+        np.copyto(x, 0.0, where=missing)
+    else:
+        x = np.where(missing, 0.0, X).astype(np.float32, copy=False)
+    if not np.isfinite(x).all():
+        bad = ~np.isfinite(x)
         row, col = np.argwhere(bad)[0]
-        kind = "NaN" if np.isnan(X[row, col]) else "an infinite (or float32-overflowing) value"
+        kind = ("NaN" if M is not None and np.isnan(X[row, col])
+                else "an infinite (or float32-overflowing) value")
         raise ScoringError(
             f"X has {kind} at row {row}, column {col} where M says observed "
             f"({int(bad.sum())} such entries); mark missing values in M (1) instead"
