@@ -325,27 +325,28 @@ def _csv_source(path: str, model: NeuMissOnnxModel, keep: list[str], header: str
              for p, column in zip(positions, model.encoding, strict=True)}
     kept = [slots[names.index(k)] for k in keep]
     types.update({k: pa.string() for k in kept if k not in types})
-    reader = pcsv.open_csv(
-        path,
-        read_options=pcsv.ReadOptions(column_names=slots, skip_rows=int(has_header),
-                                      block_size=CSV_BLOCK_BYTES),
-        convert_options=pcsv.ConvertOptions(
-            column_types=types, include_columns=list(dict.fromkeys(
-                [slots[p] for p in positions] + kept)),
-            null_values=NULL_TOKENS, strings_can_be_null=False),
-    )
+    def translated(error: pa.ArrowInvalid) -> ScoringError:
+        found = _CSV_ERROR.search(str(error))
+        if found and int(found[1]) < len(names):
+            return ScoringError(
+                f"{path}: column {names[int(found[1])]!r}: {found[2]!r} is not a number "
+                "(missing values are empty cells, NA or nan)"
+            )
+        return ScoringError(f"{path}: {' '.join(str(error).split())}")
 
     def batches():
         try:
-            yield from reader
+            yield from pcsv.open_csv(
+                path,
+                read_options=pcsv.ReadOptions(column_names=slots, skip_rows=int(has_header),
+                                              block_size=CSV_BLOCK_BYTES),
+                convert_options=pcsv.ConvertOptions(
+                    column_types=types, include_columns=list(dict.fromkeys(
+                        [slots[p] for p in positions] + kept)),
+                    null_values=NULL_TOKENS, strings_can_be_null=False),
+            )
         except pa.ArrowInvalid as error:
-            found = _CSV_ERROR.search(str(error))
-            if found and int(found[1]) < len(names):
-                raise ScoringError(
-                    f"{path}: column {names[int(found[1])]!r}: {found[2]!r} is not a number "
-                    "(missing values are empty cells, NA or nan)"
-                ) from None
-            raise ScoringError(f"{path}: {' '.join(str(error).split())}") from None
+            raise translated(error) from None
 
     return _Source(batches(), [slots[p] for p in positions], dict(zip(keep, kept)), None,
                    unused_columns(names, positions + [names.index(k) for k in keep]))
