@@ -7,8 +7,8 @@ Fits a ``NeuMissRegressor(depth=4)`` on 20,000 simulated rows (MCAR, 50% missing
 its accuracy does not matter here), exports it to ONNX, writes the input table
 in chunks of 1M rows (float32 columns ``x0 ...``, never the whole table in
 memory), then runs ``neumiss score MODEL INPUT OUTPUT`` as a child process and
-reports its wall time, rows/s and peak resident memory (``ru_maxrss`` of the
-child). Files go to ``--workdir`` (default: a temporary folder, removed after).
+reports its wall time, rows/s and peak resident memory (the child's ``VmHWM``,
+Linux). Files go to ``--workdir`` (default: a temporary folder, removed after).
 """
 
 from __future__ import annotations
@@ -45,6 +45,18 @@ def write_table(path: Path, n_rows: int, n_features: int, kind: str, seed: int) 
     writer.close()
 
 
+def _high_water_kb(pid: int) -> int:
+    """Peak resident memory of process ``pid`` so far (Linux ``VmHWM``), 0 if gone."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=float, default=1e7)
@@ -78,14 +90,17 @@ def main() -> None:
             command += ["--threads", str(args.threads)]
         started = time.perf_counter()
         child = subprocess.Popen(command)
-        _, status, usage = os.wait4(child.pid, 0)
+        peak_kb = 0
+        while child.poll() is None:  # the child's own high-water mark (ru_maxrss would
+            peak_kb = max(peak_kb, _high_water_kb(child.pid))  # count this parent's at fork)
+            time.sleep(0.05)
         seconds = time.perf_counter() - started
-        if os.waitstatus_to_exitcode(status) != 0:
-            sys.exit(f"neumiss score failed (status {status})")
+        if child.returncode != 0:
+            sys.exit(f"neumiss score failed (exit status {child.returncode})")
         print(f"{' '.join(command[2:])}\n{n_rows:,} rows x {args.features} features "
               f"({args.format}, ensemble of {args.ensemble_size}, {os.cpu_count()} cores): "
               f"{seconds:.1f} s, {n_rows / seconds:,.0f} rows/s, "
-              f"peak RSS {usage.ru_maxrss / 1024:,.0f} MB")
+              f"peak RSS {peak_kb / 1024:,.0f} MB")
     finally:
         if args.workdir is None:
             shutil.rmtree(folder, ignore_errors=True)
