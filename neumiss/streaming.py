@@ -194,7 +194,7 @@ def _train(estimator, network, passes, val: TrainingData, y_val, skip_first: boo
     """Epochs over the stream with early stopping on ``val`` (encoded targets ``y_val``);
     the best weights on return."""
     config = estimator._training_config()
-    batch_size = config.batch_size or auto_batch_size(n_train)
+    batch_size = config.batch_size or auto_batch_size(n_train, device)
     optimizer, network = _make_optimizer(network, config), network.to(device)
     scheduler = _make_scheduler(optimizer, config)
     result = TrainingResult(history={"train_loss": [], "val_loss": [], "val_score": [], "lr": []})
