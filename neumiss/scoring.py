@@ -175,7 +175,7 @@ def score_batch(model: NeuMissOnnxModel, columns: list, first_row: int = 0,
         raise ScoringError(f"rows {first_row + 1}-{first_row + len(X)}: {error}") from None
 
 
-def score_frame(frame: pd.DataFrame, model) -> pd.DataFrame:
+def score_frame(frame: pd.DataFrame, model, *, keep=()) -> pd.DataFrame:
     """Predictions for a pandas DataFrame, with its index.
 
     Parameters
@@ -184,11 +184,13 @@ def score_frame(frame: pd.DataFrame, model) -> pd.DataFrame:
         The model's columns matched by name (any order; others ignored); NaN,
         None and pd.NA are missing values.
     model : NeuMissOnnxModel, or what :func:`load_model` takes
+    keep : sequence of str
+        Columns of ``frame`` copied into the result, first (e.g. an id).
 
     Returns
     -------
-    DataFrame of shape (n, n_outputs)
-        ``prediction``, or ``label`` and ``proba_<class>`` columns.
+    DataFrame of shape (n, len(keep) + n_outputs)
+        ``keep``, then ``prediction``, or ``label`` and ``proba_<class>`` columns.
     """
     if not isinstance(model, NeuMissOnnxModel):
         model = load_model(model)
@@ -207,7 +209,8 @@ def score_frame(frame: pd.DataFrame, model) -> pd.DataFrame:
         else:
             columns.append(series.astype(object).where(series.notna(), None)
                            .map(lambda v: v if v is None else str(v)).to_numpy())
-    return pd.DataFrame(score_batch(model, columns), index=frame.index)
+    outputs = pd.DataFrame(score_batch(model, columns), index=frame.index)
+    return pd.concat([frame[list(keep)], outputs], axis=1) if keep else outputs
 
 
 def _output_meta(model: NeuMissOnnxModel) -> pd.DataFrame:
@@ -218,6 +221,22 @@ def _output_meta(model: NeuMissOnnxModel) -> pd.DataFrame:
     label_dtype = object if labels.dtype.kind in "US" else labels.dtype
     return pd.DataFrame({"label": np.empty(0, dtype=label_dtype),
                          **{f"proba_{c}": np.empty(0, np.float32) for c in model.classes}})
+
+
+_SPARK_TYPES = {"f": "double", "i": "bigint", "b": "boolean", "O": "string"}
+
+
+def spark_schema(model, *, keep: str = "") -> str:
+    """The Spark DDL schema of :func:`score_frame`'s result, for ``mapInPandas``.
+
+    ``keep``: the DDL of the kept columns, first (e.g. ``"id bigint"``).
+    """
+    if not isinstance(model, NeuMissOnnxModel):
+        model = load_model(model)
+    meta = _output_meta(model)
+    fields = [f"`{name}` {'float' if meta[name].dtype == np.float32 else _SPARK_TYPES[kind]}"
+              for name, kind in zip(meta.columns, (meta[c].dtype.kind for c in meta), strict=True)]
+    return ", ".join([keep, *fields] if keep else fields)
 
 
 @functools.lru_cache(maxsize=4)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 
 import numpy as np
 import pandas as pd
@@ -199,3 +200,36 @@ def test_arrow_and_text_cells_of_a_categorical_column_encode_alike(categorical):
     from_arrow = scoring.score_batch(model, [table.column(n) for n in frame.columns])
     from_pandas = scoring.score_frame(frame.iloc[:30], model)
     np.testing.assert_array_equal(from_arrow["prediction"], from_pandas["prediction"])
+
+
+@pytest.mark.slow
+def test_spark_map_in_pandas_recipe_matches_local_predictions(fixtures, monkeypatch):
+    """The README's recipe; skipped without pyspark and a Java runtime (not in .[dev])."""
+    import shutil
+
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None:
+        pytest.skip("no Java runtime for Spark")
+    from pyspark.sql import SparkSession
+
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)  # workers: this Python
+    estimator, onnx_path, _ = fixtures["classifier"]
+    frame = _input_frame(estimator, 120, seed=5)
+    content = scoring.onnx_bytes(onnx_path)
+
+    def score_partitions(frames):
+        model = scoring.load_model(content, threads=1)
+        for part in frames:
+            yield scoring.score_frame(part, model, keep=["id"])
+
+    spark = SparkSession.builder.master("local[2]").appName("neumiss-test").getOrCreate()
+    try:
+        scored = (spark.createDataFrame(frame).repartition(3)
+                  .mapInPandas(score_partitions, schema=scoring.spark_schema(content,
+                                                                             keep="id string"))
+                  .toPandas())
+    finally:
+        spark.stop()
+    scored = scored.set_index("id").loc[frame["id"]].reset_index(drop=True)
+    expected = scoring.score_frame(frame, onnx_path).reset_index(drop=True)
+    pd.testing.assert_frame_equal(scored, expected)
