@@ -287,6 +287,11 @@ def fit_stream(estimator, chunks, *, validation_data=None):
                                estimator._target_tensor(y_val, device))
         else:
             X_val, y_val = next(iter(passes()))
+            if len(y_val) == n_rows:
+                raise ValueError(
+                    "the stream has one chunk, which is held out for early stopping: "
+                    "cut it into several chunks, or give validation_data"
+                )
             val = _tensors(estimator, X_val, y_val, device)
             y_val = estimator._encode_validation_target(np.asarray(y_val))
         members = []

@@ -102,5 +102,7 @@ def test_fit_stream_refuses_what_it_cannot_do(data):
     table = pd.DataFrame({"x": X[:100, 0], "c": ["a", "b"] * 50})
     with pytest.raises(ValueError, match="numeric columns only"):
         fit_stream(NeuMissRegressor(**PARAMS), [(table, y[:100])])
+    with pytest.raises(ValueError, match="the stream has one chunk"):
+        fit_stream(NeuMissRegressor(**PARAMS), chunks[:1])
     with pytest.raises(ValueError, match="chunk 1: y has shape"):
         fit_stream(NeuMissRegressor(**PARAMS), [chunks[0], (X[:10], y[:9])])
