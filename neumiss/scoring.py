@@ -128,6 +128,23 @@ def check_column_types(schema: pa.Schema, names: list[str], model: NeuMissOnnxMo
         )
 
 
+def _numbers(array: pa.Array) -> np.ndarray:
+    """A numeric column as a float array, NaN where null: read from the Arrow buffers
+    (several times faster than ``pyarrow.compute.fill_null`` on small batches)."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if not pa.types.is_floating(array.type):
+        array = pc.cast(array, pa.float64())
+    if array.null_count == 0:
+        return array.to_numpy(zero_copy_only=False)
+    validity, data = array.buffers()
+    end = array.offset + len(array)
+    values = np.frombuffer(data, dtype=array.type.to_pandas_dtype(), count=end)[array.offset:]
+    valid = np.unpackbits(np.frombuffer(validity, np.uint8), count=end,
+                          bitorder="little")[array.offset:].view(bool)
+    return np.where(valid, values, np.nan)
+
+
 def _cells(array: pa.Array) -> np.ndarray:
     """The cells of a boolean or categorical column as objects: text as it is, None
     for null, other values as ``str`` of the Python value (as the estimator compares)."""
@@ -161,9 +178,7 @@ def score_batch(model: NeuMissOnnxModel, columns: list, first_row: int = 0,
     for values, column in zip(columns, model.encoding, strict=True):
         if column["kind"] == "numeric":
             if isinstance(values, (pa.Array, pa.ChunkedArray)):
-                if not pa.types.is_floating(values.type):
-                    values = pc.cast(values, pa.float64())
-                values = pc.fill_null(values, np.nan).to_numpy(zero_copy_only=False)
+                values = _numbers(values)
         elif isinstance(values, (pa.Array, pa.ChunkedArray)):
             values = _cells(values)
         encoded.append(values)

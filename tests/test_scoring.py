@@ -233,3 +233,12 @@ def test_spark_map_in_pandas_recipe_matches_local_predictions(fixtures, monkeypa
     scored = scored.set_index("id").loc[frame["id"]].reset_index(drop=True)
     expected = scoring.score_frame(frame, onnx_path).reset_index(drop=True)
     pd.testing.assert_frame_equal(scored, expected)
+
+
+def test_numbers_read_from_arrow_buffers_keep_nulls_nan_and_offsets():
+    array = pa.array([1.5, None, np.nan, -2.0, None, 7.0], type=pa.float32())
+    for sliced in (array, array.slice(1), array.slice(3, 2)):
+        expected = np.array([np.nan if v is None else v for v in sliced.to_pylist()])
+        np.testing.assert_array_equal(scoring._numbers(sliced), expected)
+    integers = pa.chunked_array([[1, None], [3]], type=pa.int64())
+    np.testing.assert_array_equal(scoring._numbers(integers), [1.0, np.nan, 3.0])
