@@ -454,6 +454,8 @@ def score_file(model, input_path: str, output_path: str, *, keep: list[str] = ()
     started = time.perf_counter()
     if not isinstance(model, NeuMissOnnxModel):
         model = load_model(model, threads)
+    if input_path == "-":
+        raise ScoringError("the input must be a file (standard input is not read)")
     kind_in, kind_out = file_format(input_path), file_format(output_path)
     keep = list(keep)
     if kind_in == "parquet":

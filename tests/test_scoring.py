@@ -163,6 +163,7 @@ def test_bad_arguments_are_one_line_errors(tmp_path, fixtures, capsys):
     (tmp_path / "bad.parquet").write_bytes(b"not parquet")
     assert "not a readable Parquet file" in _run_failing(capsys, model, tmp_path / "bad.parquet",
                                                          tmp_path / "o.csv")
+    assert "must be a file" in _run_failing(capsys, model, "-", tmp_path / "o.csv")
     assert "batch_rows" in _run_failing(capsys, model, inputs, tmp_path / "o.csv",
                                         "--batch-rows", "0")
 
