@@ -118,7 +118,9 @@ def parquet_chunks(path, target: str, *, batch_rows: int = 65536,
         n for n in dataset.schema.names if n != target]
 
     def chunks() -> Iterator:
-        for batch in dataset.to_batches(columns=[*features, target], batch_size=batch_rows):
+        # One batch read ahead, not pyarrow's default 16: memory stays a few chunks.
+        for batch in dataset.to_batches(columns=[*features, target], batch_size=batch_rows,
+                                        batch_readahead=1, fragment_readahead=1):
             frame = batch.to_pandas()
             yield frame[features], frame[target].to_numpy()
 
