@@ -1,6 +1,6 @@
 """Training beyond memory: a NeuMiss estimator fitted from a stream of ``(X, y)`` chunks.
 
-:func:`fit_stream` never holds more than one chunk (plus the held-out one):
+:func:`fit_stream` holds a chunk at a time (plus the held-out one, and the next one read):
 
 1. a first pass over the stream records the columns (from the first chunk), the
    standardization of each encoded column over its observed entries and of the
