@@ -41,7 +41,13 @@ from .preprocessing import (
     check_outputs_finite,
 )
 from .search import AUTO_DEPTHS, Objective, SearchResult, search_depths
-from .training import OPTIMIZERS, TrainingConfig, TrainingData, torch_threads
+from .training import (
+    OPTIMIZERS,
+    TrainingConfig,
+    TrainingData,
+    auto_learning_rate,
+    torch_threads,
+)
 from .validation import check_features, check_training_data
 
 #: Rows per forward pass at prediction time (bounds memory, not results).
@@ -84,7 +90,7 @@ class BaseNeuMiss(BaseEstimator):
         "compress_tails": Boolean(),
         "ensemble_size": Integer(1),
         "optimizer": Options(*OPTIMIZERS),
-        "learning_rate": Real(0, None, closed="neither"),
+        "learning_rate": AnyOf(Options("auto"), Real(0, None, closed="neither")),
         "batch_size": AnyOf(Options("auto"), Integer(1)),
         "max_epochs": Integer(1),
         "validation_fraction": Real(0, 1, closed="left"),
@@ -111,7 +117,7 @@ class BaseNeuMiss(BaseEstimator):
         compress_tails=False,
         ensemble_size=5,
         optimizer=_TRAINING.optimizer,
-        learning_rate=_TRAINING.learning_rate,
+        learning_rate="auto",
         batch_size="auto",
         max_epochs=_TRAINING.max_epochs,
         validation_fraction=0.1,
@@ -206,6 +212,10 @@ class BaseNeuMiss(BaseEstimator):
             self.encoder_ = TableEncoder().fit(X)
             X = self.encoder_.transform(X)
             self._warn_features_never_observed(X)
+            self.learning_rate_ = (
+                auto_learning_rate(self.encoder_.n_features_out_)
+                if self.learning_rate == "auto" else float(self.learning_rate)
+            )
             self.preprocessor_ = Standardizer(
                 self.compress_tails, numeric=self.encoder_.numeric_columns()
             ).fit(X)
@@ -271,7 +281,7 @@ class BaseNeuMiss(BaseEstimator):
     def _training_config(self) -> TrainingConfig:
         return TrainingConfig(
             optimizer=self.optimizer,
-            learning_rate=float(self.learning_rate),
+            learning_rate=self.learning_rate_,
             batch_size=None if self.batch_size == "auto" else int(self.batch_size),
             max_epochs=int(self.max_epochs),
             patience=int(self.patience),

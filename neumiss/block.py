@@ -184,7 +184,11 @@ class NeuMissNetwork(nn.Module):
     """A :class:`NeuMissBlock` followed by a head: optional ReLU MLP, then Linear.
 
     ``mlp_depth = 0`` gives the paper's NeuMiss network (the head is the linear
-    ``W_beta``); ``mlp_depth >= 1`` gives NeuMiss+MLP for nonlinear targets.
+    ``W_beta``); ``mlp_depth >= 1`` gives NeuMiss+MLP for nonlinear targets:
+    ``head(h) + skip(h)``, where ``skip`` is a linear map (no bias) and the
+    MLP's last layer starts at zero. Training therefore starts from the
+    paper's linear head, the linear Bayes predictor stays exactly
+    representable, and the MLP learns what is not linear.
 
     Shapes: ``x`` and ``mask`` (batch, d) -> output (batch, n_outputs).
     """
@@ -224,6 +228,7 @@ class NeuMissNetwork(nn.Module):
             in_dim = width
         layers.append(nn.Linear(in_dim, int(n_outputs)))
         self.head = nn.Sequential(*layers)
+        self.skip = nn.Linear(n_features, int(n_outputs), bias=False) if mlp_depth else None
 
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
         """Re-draw every parameter from ``generator`` (repeatable initialisation)."""
@@ -234,6 +239,11 @@ class NeuMissNetwork(nn.Module):
                 with torch.no_grad():
                     layer.weight.uniform_(-bound, bound, generator=generator)
                     layer.bias.uniform_(-bound, bound, generator=generator)
+        if self.skip is not None:
+            bound = 1.0 / math.sqrt(self.skip.in_features)
+            with torch.no_grad():
+                self.skip.weight.uniform_(-bound, bound, generator=generator)
+                self.head[-1].weight.zero_()
 
     @torch.no_grad()
     def warm_start_from(self, other: NeuMissNetwork) -> list[str]:
@@ -272,8 +282,11 @@ class NeuMissNetwork(nn.Module):
         that constant, see :func:`neumiss.training.train`)."""
         last = self.head[-1]
         last.weight.zero_()
+        if self.skip is not None:
+            self.skip.weight.zero_()
         last.bias.copy_(torch.as_tensor(value, dtype=last.bias.dtype).to(last.bias.device))
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Shapes: (batch, d), (batch, d) -> (batch, n_outputs)."""
-        return self.head(self.block(x, mask))
+        h = self.block(x, mask)
+        return self.head(h) if self.skip is None else self.head(h) + self.skip(h)

@@ -75,8 +75,11 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         ``validation_fraction`` of the rows. Predictions average the members'
         outputs (regression) or class probabilities (classification).
     optimizer : {"adam", "sgd"}, default="adam"
-    learning_rate : float, default=1e-2
-        Initial learning rate (on standardized X and y).
+    learning_rate : float or "auto", default="auto"
+        Initial learning rate (on standardized X and y). ``"auto"``: 1e-2 up to
+        64 encoded columns, then ``1e-2 * 64 / n_columns``
+        (:func:`neumiss.training.auto_learning_rate`), so that wide tables
+        train as stably as narrow ones. The rate used is ``learning_rate_``.
     batch_size : int or "auto", default="auto"
         Mini-batch size; ``"auto"`` is ``min(2048, max(8, n_train // 64))``.
     max_epochs : int, default=100
@@ -132,6 +135,8 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         Per epoch: ``train_loss``, ``val_loss`` (MSE on standardized y),
         ``val_score`` (validation R²) and ``lr``.
     n_epochs_, best_epoch_ : int
+    learning_rate_ : float
+        The initial learning rate used (``learning_rate``, or its automatic value).
     validation_score_ : float
         Validation R² of the restored weights (the members' mean for an ensemble).
     encoder_ : TableEncoder

@@ -163,17 +163,25 @@ def _head(g: _Graph, head, h: str, prefix: str) -> str:
     return h
 
 
+def _member(g: _Graph, network, x: str, obs: str, prefix: str) -> str:
+    """One :class:`~neumiss.block.NeuMissNetwork`'s raw output: block, head, plus the linear
+    ``skip`` (``MatMul`` by its transposed weight) when the head has an MLP."""
+    h = _block(g, network.block, x, obs, f"{prefix}block")
+    out = _head(g, network.head, h, f"{prefix}head")
+    if network.skip is None:
+        return out
+    weight = g.constant(f"{prefix}skip.weight_t", _array(network.skip.weight).T)
+    skip = g.op("MatMul", [h, weight], f"{prefix}skip.out")
+    return g.op("Add", [out, skip], f"{prefix}head_plus_skip")
+
+
 def _network(g: _Graph, network, x: str, obs: str) -> str:
     """The network's raw output (N, n_outputs): one network, or an ensemble combined as
     :class:`~neumiss.ensemble.EnsembleNetwork` does (average of outputs or of probabilities,
     then back to logits)."""
     if not isinstance(network, EnsembleNetwork):
-        return _head(g, network.head, _block(g, network.block, x, obs, "block"), "head")
-    raws = [
-        _head(g, member.head, _block(g, member.block, x, obs, f"member{k}.block"),
-              f"member{k}.head")
-        for k, member in enumerate(network.members)
-    ]
+        return _member(g, network, x, obs, "")
+    raws = [_member(g, member, x, obs, f"member{k}.") for k, member in enumerate(network.members)]
     if network.combine == "mean":
         return g.op("Mean", raws, "raw")
     low = g.constant("epsilon", EPSILON)

@@ -33,10 +33,11 @@ from .encoding import TableEncoder
 from .preprocessing import Standardizer
 
 FORMAT = "neumiss-estimator"
+#: 4: NeuMiss+MLP networks have a linear ``skip`` around the MLP head.
 #: 3: a SHA-256 digest of the payload (``sha256``), checked at load.
 #: 2: ``encoder_`` (the table's encoding) and ``preprocessor_`` (its standardization)
 #: are stored (1 had ``x_mean_`` and ``x_scale_``).
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 
 #: Names a saved fitted attribute may have: public, ending with ``_``.
 _ATTRIBUTE_NAME = re.compile(r"[a-z][a-z0-9_]*_")

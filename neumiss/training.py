@@ -32,6 +32,26 @@ def auto_batch_size(n_train: int, device: torch.device | None = None) -> int:
     return int(min(cap, max(8, n_train // 64)))
 
 
+#: The automatic learning rate (:func:`auto_learning_rate`): its value up to
+#: ``AUTO_LEARNING_RATE_FEATURES`` input columns, then inversely proportional to them.
+AUTO_LEARNING_RATE = 1e-2
+AUTO_LEARNING_RATE_FEATURES = 64
+
+
+def auto_learning_rate(n_features: int) -> float:
+    """``AUTO_LEARNING_RATE * min(1, AUTO_LEARNING_RATE_FEATURES / n_features)``.
+
+    Adam moves every weight by about the learning rate per step, so a layer
+    with ``n_features`` inputs changes its outputs by up to ``n_features``
+    times as much: the rate shrinks as ``1 / n_features`` beyond 64 columns
+    to keep the steps' effect on the outputs bounded (the fan-in scaling of
+    the maximal-update parametrization). Every layer of a NeuMiss network has
+    ``n_features`` inputs (the MLP head's width is ``n_features`` by default).
+    At n = 500, d = 2000 a rate of 1e-2 diverges (results/README.md).
+    """
+    return AUTO_LEARNING_RATE * min(1.0, AUTO_LEARNING_RATE_FEATURES / n_features)
+
+
 @contextlib.contextmanager
 def torch_threads(n_jobs: int | None) -> Iterator[None]:
     """Run the block with ``n_jobs`` torch CPU threads (scikit-learn's convention:
@@ -63,6 +83,17 @@ class TrainingData:
 
     def __len__(self) -> int:
         return self.x.shape[0]
+
+    def subset(self, index: torch.Tensor) -> TrainingData:
+        """The rows ``index`` (a 1-D integer tensor on the data's device), copied."""
+        weight = None if self.weight is None else self.weight[index]
+        return TrainingData(self.x[index], self.mask[index], self.target[index], weight)
+
+    def rows(self, start: int, stop: int) -> TrainingData:
+        """Rows ``start:stop``, as views (no copy)."""
+        weight = None if self.weight is None else self.weight[start:stop]
+        return TrainingData(self.x[start:stop], self.mask[start:stop], self.target[start:stop],
+                            weight)
 
 
 @dataclass(frozen=True)
@@ -132,7 +163,9 @@ def _make_optimizer(
     params = network.parameters()
     lr = config.learning_rate if learning_rate is None else learning_rate
     if config.optimizer == "adam":
-        return torch.optim.Adam(params, lr=lr, weight_decay=config.weight_decay)
+        # The fused step (one kernel for all parameters) is about 0.3 ms faster per
+        # step on a CPU: most of a small network's step time.
+        return torch.optim.Adam(params, lr=lr, weight_decay=config.weight_decay, fused=True)
     if config.optimizer == "sgd":
         return torch.optim.SGD(params, lr=lr, weight_decay=config.weight_decay)
     raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {config.optimizer!r}")
@@ -375,17 +408,16 @@ def train(
     for epoch in bar:
         network.train()
         order = torch.randperm(n, generator=generator).to(train_data.x.device)
+        # One gather per epoch; the batches are then views of the shuffled rows.
+        shuffled = train_data.subset(order)
         running = torch.zeros((), device=train_data.x.device)  # no host sync per step
         for start in range(0, n, batch_size):
-            idx = order[start : start + batch_size]
+            batch = shuffled.rows(start, start + batch_size)
             optimizer.zero_grad(set_to_none=True)
-            losses = loss_fn(network(train_data.x[idx], train_data.mask[idx]),
-                             train_data.target[idx])
-            weight = None if train_data.weight is None else train_data.weight[idx]
-            loss = _mean(losses, weight)
+            loss = _mean(loss_fn(network(batch.x, batch.mask), batch.target), batch.weight)
             loss.backward()
             optimizer.step()
-            running += loss.detach() * idx.shape[0]
+            running += loss.detach() * len(batch)
         train_loss = float(running) / n
         if val_data is None:
             val_loss = train_loss

@@ -153,6 +153,25 @@ def test_network_output_shape_and_repeatable_init():
         torch.testing.assert_close(pa, pb)
 
 
+def test_mlp_head_starts_as_the_linear_head_and_keeps_it_representable():
+    torch.manual_seed(0)
+    net = NeuMissNetwork(5, n_outputs=2, depth=2, mlp_depth=2, mlp_width=7)
+    net.reset_parameters(torch.Generator().manual_seed(3))
+    x, mask = torch.randn(9, 5), (torch.rand(9, 5) < 0.3).float()
+    h = net.block(x * (1 - mask), mask)
+    # At initialisation the MLP adds only its last bias: the head is linear in h.
+    linear = h @ net.skip.weight.T + net.head[-1].bias
+    torch.testing.assert_close(net(x * (1 - mask), mask), linear)
+    # Any linear head is exactly representable: skip weights, MLP output a constant.
+    with torch.no_grad():
+        net.head[-1].weight.zero_()
+        net.skip.weight.copy_(torch.randn(2, 5))
+        net.head[-1].bias.copy_(torch.tensor([0.5, -1.0]))
+    expected = h @ net.skip.weight.T + torch.tensor([0.5, -1.0])
+    torch.testing.assert_close(net(x * (1 - mask), mask), expected)
+    assert NeuMissNetwork(5, depth=2).skip is None  # the paper's network is unchanged
+
+
 @pytest.mark.parametrize("weights", ["independent", "shared"])
 def test_warm_start_copies_shared_parameters_and_keeps_new_ones(weights):
     shallow = NeuMissNetwork(4, depth=2, weight_sharing=weights)

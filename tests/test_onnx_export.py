@@ -182,7 +182,9 @@ def test_graph_uses_plain_mask_products(regressors, name):
     # One masking of the standardized input, of c, and one per matrix before W_mix.
     depth = estimator.best_depth_
     assert len(obs_users) == 2 + depth
-    assert sum(n.op_type == "MatMul" for n in model.graph.node) == depth + 1
+    # The block's matrices, and the linear skip around an MLP head.
+    skip = int(estimator.mlp_depth > 0)
+    assert sum(n.op_type == "MatMul" for n in model.graph.node) == depth + 1 + skip
     assert sum(n.op_type == "Gemm" for n in model.graph.node) == estimator.mlp_depth + 1
     # Shared weights are stored once: S0, one iteration matrix, W_mix.
     block = [t for t in model.graph.initializer if t.name.startswith("block.")]

@@ -309,3 +309,57 @@ def test_missing_cache_says_how_to_build_it(capsys, tmp_path):
     error = capsys.readouterr().err
     assert "carData::TitanicSurvival is not in" in error and "scripts/setup_realdata.sh" in error
     assert not (tmp_path / "out").exists()
+
+
+_INTERRUPTED_SUITE = """  # argv: a scratch folder, the number of repeats
+import sys
+from pathlib import Path
+from neumiss.benchmark.realdata import METHODS, neumiss_method, run_suite
+from tests.test_realdata import _synthetic_cache
+cache, out = Path(sys.argv[1]) / "cache", Path(sys.argv[1]) / "out"
+slow = neumiss_method("slow", {"depth": 2, "max_epochs": 400, "patience": 400, "tol": 0.0})
+try:
+    run_suite(_synthetic_cache(cache, n=2000), [METHODS["hgb"], slow], out, cache=cache,
+              repeats=int(sys.argv[2]), jobs=2, progress=False)
+except KeyboardInterrupt:
+    print("interrupted", file=sys.stderr)
+    sys.exit(130)
+"""
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_worker_processes_quietly_and_keeps_finished_folds(tmp_path):
+    """Ctrl-C reaches the whole process group, the pool's workers included: no worker
+    prints a traceback, none is left running, and the finished folds stay."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = Path(__file__).resolve().parent.parent
+    runs = tmp_path / "out" / "runs.csv"
+    process = subprocess.Popen(
+        [sys.executable, "-c", _INTERRUPTED_SUITE, str(tmp_path), "1"], cwd=root,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        if runs.exists() and len(runs.read_text().splitlines()) >= 2:
+            break
+        time.sleep(0.2)
+    if process.poll() is not None:
+        pytest.skip("the suite finished before it could be interrupted")
+    os.killpg(process.pid, signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err and err.strip() == "interrupted"
+    time.sleep(1)
+    # Processes of the group still running or sleeping (zombies await their reaper).
+    leftover = subprocess.run(["ps", "-o", "stat=,pid=,args=", "-g", str(process.pid)],
+                              capture_output=True, text=True).stdout.splitlines()
+    alive = [line for line in leftover if not line.lstrip().startswith("Z")]
+    assert alive == [], f"worker processes outlived the interrupted suite: {alive}"
+    finished = read_runs(runs)
+    assert 1 <= len(finished) < 20
+    assert all(row["method"] in ("hgb", "slow") for row in finished)

@@ -61,20 +61,9 @@ compare_methods <- function(x, ...) {
 #' @rdname compare_methods
 #' @export
 compare_methods.formula <- function(formula, data, subset, na.action, ...) {
-  mf <- match.call(expand.dots = FALSE)
-  keep <- match(c("formula", "data", "subset", "na.action"), names(mf), 0L)
-  mf <- mf[c(1L, keep)]
-  default_na <- missing(na.action)
-  if (default_na) mf$na.action <- quote(stats::na.pass)
-  mf$drop.unused.levels <- TRUE
-  mf[[1L]] <- quote(stats::model.frame)
-  mf <- eval(mf, parent.frame())
-  terms <- attr(mf, "terms")
-  if (attr(terms, "response") == 0) {
-    .abort("the formula has no response (write it as response ~ predictors).")
-  }
-  if (default_na) mf <- .drop_missing_response(mf)
-  .compare(.formula_table(mf, terms), stats::model.response(mf), ...)
+  mf <- .model_frame(match.call(expand.dots = FALSE), parent.frame(), missing(na.action),
+                     c("formula", "data", "subset", "na.action"))
+  .compare(.formula_table(mf, attr(mf, "terms")), stats::model.response(mf), ...)
 }
 
 #' @rdname compare_methods

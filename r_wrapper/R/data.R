@@ -127,6 +127,24 @@
 }
 
 # The columns of the formula's terms (main effects only) from a model frame.
+# The model frame of a formula method's call, as lm() builds it: `call` is
+# match.call(expand.dots = FALSE) and `env` the caller's frame; `fields` are the
+# call's arguments that model.frame() takes. Unused factor levels are dropped.
+# By default (`default_na`: no na.action given) rows with missing predictors are
+# kept (NA = missing, what NeuMiss is for) and rows with a missing response dropped.
+.model_frame <- function(call, env, default_na, fields) {
+  mf <- call[c(1L, match(fields, names(call), 0L))]
+  if (default_na) mf$na.action <- quote(stats::na.pass)
+  mf$drop.unused.levels <- TRUE
+  mf[[1L]] <- quote(stats::model.frame)
+  mf <- eval(mf, env)
+  if (attr(attr(mf, "terms"), "response") == 0) {
+    .abort("the formula has no response (write it as response ~ predictors).")
+  }
+  if (default_na) mf <- .drop_missing_response(mf)
+  mf
+}
+
 .formula_table <- function(mf, terms) {
   if (!is.null(attr(terms, "offset"))) {
     .abort(paste(

@@ -117,19 +117,9 @@ neumiss <- function(x, ...) {
 neumiss.formula <- function(formula, data, subset, weights, na.action, ..., model = TRUE) {
   call <- .generic_call(match.call())
   .check_dots(list(...), formula = TRUE)
-  mf <- match.call(expand.dots = FALSE)
-  keep <- match(c("formula", "data", "subset", "weights", "na.action"), names(mf), 0L)
-  mf <- mf[c(1L, keep)]
-  default_na <- missing(na.action)
-  if (default_na) mf$na.action <- quote(stats::na.pass)
-  mf$drop.unused.levels <- TRUE
-  mf[[1L]] <- quote(stats::model.frame)
-  mf <- eval(mf, parent.frame())
+  mf <- .model_frame(match.call(expand.dots = FALSE), parent.frame(), missing(na.action),
+                     c("formula", "data", "subset", "weights", "na.action"))
   terms <- attr(mf, "terms")
-  if (attr(terms, "response") == 0) {
-    .abort("the formula has no response (write it as response ~ predictors).")
-  }
-  if (default_na) mf <- .drop_missing_response(mf)
   table <- .formula_table(mf, terms)
   fit <- .neumiss_fit(table, stats::model.response(mf), stats::model.weights(mf),
                       .estimator_args(...), call = call, terms = terms)

@@ -22,8 +22,10 @@ test_that("the formula drops rows with an NA response and keeps NA predictors", 
 
 test_that("subset, na.action and weights are evaluated like lm's", {
   skip_if_no_python_neumiss()
-  sub <- neumiss(Ozone ~ Wind + Temp, data = airquality, subset = Month > 5,
-                 max_epochs = 2, seed = 1)
+  # Two epochs on ~80 rows may not beat the constant predictor (a DivergenceWarning):
+  # these fits only check which rows are used.
+  sub <- suppressWarnings(neumiss(Ozone ~ Wind + Temp, data = airquality, subset = Month > 5,
+                                  max_epochs = 2, seed = 1))
   expect_equal(nobs(sub), sum(airquality$Month > 5 & !is.na(airquality$Ozone)))
   omit <- neumiss(Ozone ~ ., data = airquality, na.action = na.omit, max_epochs = 2, seed = 1)
   expect_equal(nobs(omit), nrow(na.omit(airquality)))
@@ -33,7 +35,8 @@ test_that("subset, na.action and weights are evaluated like lm's", {
   expect_equal(sum(is.na(residuals(exclude))), nrow(airquality) - 111L)
   # weights are found in data; an NA weight drops its row as an NA response does
   aq <- transform(airquality, w = ifelse(Month == 5, NA, 1))
-  weighted <- neumiss(Ozone ~ Wind + Temp, data = aq, weights = w, max_epochs = 2, seed = 1)
+  weighted <- suppressWarnings(neumiss(Ozone ~ Wind + Temp, data = aq, weights = w,
+                                       max_epochs = 2, seed = 1))
   expect_equal(nobs(weighted), sum(!is.na(aq$w) & !is.na(aq$Ozone)))
   expect_equal(length(weights(weighted)), nobs(weighted))
   # data may be omitted: the variables come from the formula's environment
