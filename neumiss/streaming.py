@@ -38,6 +38,7 @@ from .training import (
     _make_scheduler,
     _mean,
     auto_batch_size,
+    auto_learning_rate,
     evaluate_loss,
     torch_threads,
 )
@@ -173,6 +174,9 @@ def _first_pass(estimator, passes) -> int:
     if moments is None:
         raise ValueError("the stream of chunks is empty")
     mean, scale = moments.mean_scale()
+    width = estimator.encoder_.n_features_out_
+    estimator.learning_rate_ = (auto_learning_rate(width) if estimator.learning_rate == "auto"
+                                else float(estimator.learning_rate))
     estimator.preprocessor_ = Standardizer.from_state(
         {"mean": mean, "scale": scale, "inverse_bound": np.zeros_like(mean)})
     if estimator._y_numeric:
