@@ -445,7 +445,7 @@ def score_file(model, input_path: str, output_path: str, *, keep: list[str] = ()
     progress : bool
         A progress bar on standard error.
     note : callable, optional
-        Called with each note: columns ignored, categories not seen at fit.
+        Called with each note after success: columns ignored, categories not seen at fit.
 
     Returns
     -------
@@ -462,8 +462,6 @@ def score_file(model, input_path: str, output_path: str, *, keep: list[str] = ()
         source = _parquet_source(input_path, model, keep, batch_rows)
     else:
         source = _csv_source(input_path, model, keep, header)
-    if source.ignored and note is not None:
-        note(f"columns the model does not use, ignored: {source.ignored}")
     partial = output_path if output_path == "-" else f"{output_path}.partial"
     sink, result = _Sink(partial, kind_out), Scored(unseen={})
     from tqdm.auto import tqdm
@@ -491,9 +489,11 @@ def score_file(model, input_path: str, output_path: str, *, keep: list[str] = ()
         raise
     finally:
         bar.close()
-    for name, values in result.unseen.items():
-        if note is not None:
-            note(f"column {name!r} has categories not seen at fit, scored as missing: "
-                 f"{sorted(values)[:5]!r}")
+    # Notes come after success, so that a failure stays one line.
+    notes = [f"columns the model does not use, ignored: {source.ignored}"] if source.ignored else []
+    notes += [f"column {name!r} has categories not seen at fit, scored as missing: "
+              f"{sorted(values)[:5]!r}" for name, values in result.unseen.items()]
+    for message in notes if note is not None else ():
+        note(message)
     result.seconds = time.perf_counter() - started
     return result

@@ -132,6 +132,8 @@ def test_text_columns_the_model_takes_as_numbers_are_named(tmp_path, fixtures, c
 
 BAD_FILES = {
     "missing column": ("id,age,score,tenure\n1,2,3,4\n", "missing ['income']"),
+    "text, column ignored": ("id,age,income,score,tenure\n1,2,x,3,4\n",
+                             "column 'income': 'x' is not a number"),
     "text, columns reordered": ("score,tenure,income,age\n1,2,3,4\n1,2,3,x\n",
                                 "column 'age': 'x' is not a number"),
     "text in a number column": ("age,income,score,tenure\n1,2,3,4\n1,two,3,4\n",
