@@ -22,6 +22,7 @@ import copy
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -96,34 +97,39 @@ def parquet_chunks(path, target: str, *, batch_rows: int = 65536,
     Parameters
     ----------
     path : str or path
-        A ``.parquet`` file, or a folder of them (a pyarrow dataset).
+        A ``.parquet`` file, or a folder: its ``*.parquet`` files (subfolders
+        included), in name order.
     target : str
         The column holding ``y``.
     batch_rows : int
         Rows per chunk (at most).
     columns : list of str, optional
-        The feature columns (default: every column but ``target``).
+        The feature columns (default: every column of the first file but ``target``).
 
     Returns
     -------
     callable
         Each call starts a new pass: an iterator of ``(DataFrame (n, n_features),
-        ndarray (n,))`` pairs.
+        ndarray (n,))`` pairs. Files are read one at a time, column chunks in 1 MB
+        pieces: memory stays about a row group, whatever the data's size.
     """
-    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
 
-    dataset = ds.dataset(str(path), format="parquet")
-    if target not in dataset.schema.names:
-        raise ValueError(f"{path}: no target column {target!r} (columns: {dataset.schema.names})")
-    features = columns if columns is not None else [
-        n for n in dataset.schema.names if n != target]
+    path = Path(path)
+    files = sorted(path.rglob("*.parquet")) if path.is_dir() else [path]
+    if not files:
+        raise ValueError(f"{path}: no .parquet files in this folder")
+    names = pq.ParquetFile(files[0]).schema_arrow.names
+    if target not in names:
+        raise ValueError(f"{path}: no target column {target!r} (columns: {names})")
+    features = columns if columns is not None else [n for n in names if n != target]
 
     def chunks() -> Iterator:
-        # One batch read ahead, not pyarrow's default 16: memory stays a few chunks.
-        for batch in dataset.to_batches(columns=[*features, target], batch_size=batch_rows,
-                                        batch_readahead=1, fragment_readahead=1):
-            frame = batch.to_pandas()
-            yield frame[features], frame[target].to_numpy()
+        for file in files:
+            reader = pq.ParquetFile(file, pre_buffer=False, buffer_size=1 << 20)
+            for batch in reader.iter_batches(batch_size=batch_rows, columns=[*features, target]):
+                frame = batch.to_pandas()
+                yield frame[features], frame[target].to_numpy()
 
     return chunks
 

@@ -89,6 +89,15 @@ def test_parquet_chunks_stream_a_file(data, tmp_path):
     assert list(model.feature_names_in_) == [f"f{j}" for j in range(X.shape[1])]
     with pytest.raises(ValueError, match="no target column 'target'"):
         parquet_chunks(tmp_path / "train.parquet", "target")
+    (tmp_path / "parts").mkdir()
+    with pytest.raises(ValueError, match="no .parquet files"):
+        parquet_chunks(tmp_path / "parts", "y")
+    for k in range(2):  # a folder of files, read in name order
+        frame.iloc[1000 * k : 1000 * (k + 1)].to_parquet(tmp_path / "parts" / f"{k}.parquet")
+    folder = parquet_chunks(tmp_path / "parts", "y", batch_rows=600)
+    assert [len(chunk_y) for _, chunk_y in folder()] == [600, 400, 600, 400]
+    np.testing.assert_array_equal(np.concatenate([chunk_y for _, chunk_y in folder()]),
+                                  y[:2000])
 
 
 def test_fit_stream_refuses_what_it_cannot_do(data):
