@@ -20,7 +20,7 @@ def configure_parser(parser) -> None:
                         help="CSV input: whether the first line holds column names (default: "
                              "when it spells the model's names, or holds no number)")
     parser.add_argument("--batch-rows", type=int, default=None,
-                        help="rows per batch of a Parquet input (default 65536)")
+                        help="rows per batch of a Parquet input (default 16384)")
     parser.add_argument("--threads", type=int, default=None,
                         help="ONNX Runtime threads (default: all cores)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no summary")

@@ -245,3 +245,9 @@ def test_numbers_read_from_arrow_buffers_keep_nulls_nan_and_offsets():
         np.testing.assert_array_equal(scoring._numbers(sliced), expected)
     integers = pa.chunked_array([[1, None], [3]], type=pa.int64())
     np.testing.assert_array_equal(scoring._numbers(integers), [1.0, np.nan, 3.0])
+
+
+def test_help_states_the_default_batch(capsys):
+    with pytest.raises(SystemExit):
+        neumiss_cli.main(["score", "--help"])
+    assert f"(default {scoring.BATCH_ROWS})" in " ".join(capsys.readouterr().out.split())
