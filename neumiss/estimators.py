@@ -100,7 +100,12 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         L2 penalty of the optimizer.
     random_state : int, RandomState or None, default=None
         Seeds the split, the initialisation and the shuffling: repeatable on CPU.
-    device : {"cpu", "cuda", "auto"}, default="cpu"
+    device : {"cpu", "cuda", "cuda:N", "auto"}, default="cpu"
+        Where the network trains and predicts; "auto" takes CUDA when present.
+        On a GPU the automatic batch size is larger
+        (:data:`neumiss.training.GPU_AUTO_BATCH_SIZE`) and ``predict``
+        standardizes on the device (:mod:`neumiss.gpu`). CPU fits are repeatable
+        bit for bit with ``random_state``; GPU fits are not.
     n_jobs : int or None, default=None
         Torch CPU threads during fit and predict (restored afterwards); None
         means 1, -1 all cores. NeuMiss matrices are small (d x d), so one

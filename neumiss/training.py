@@ -18,13 +18,18 @@ OPTIMIZERS = ("adam", "sgd")
 
 #: Largest mini-batch of the automatic batch size (:func:`auto_batch_size`).
 AUTO_BATCH_SIZE = 2048
+#: The same on a GPU, where steps of 2048 rows are bound by kernel launches (an H200:
+#: 0.9 s per epoch of 1e6 rows at 2048, 0.13 s at 16384, same gap to the Bayes rate).
+GPU_AUTO_BATCH_SIZE = 16384
 
 
-def auto_batch_size(n_train: int) -> int:
-    """``min(AUTO_BATCH_SIZE, max(8, n_train // 64))``: about 64 steps per epoch on small
-    data, batches large enough to average out gradient noise on large data (see
-    results/README.md, "Training defaults")."""
-    return int(min(AUTO_BATCH_SIZE, max(8, n_train // 64)))
+def auto_batch_size(n_train: int, device: torch.device | None = None) -> int:
+    """``min(cap, max(8, n_train // 64))``: about 64 steps per epoch on small data,
+    batches large enough to average out gradient noise on large data (see
+    results/README.md, "Training defaults"). ``cap`` is :data:`AUTO_BATCH_SIZE`, or
+    :data:`GPU_AUTO_BATCH_SIZE` on a CUDA ``device``."""
+    cap = GPU_AUTO_BATCH_SIZE if device is not None and device.type == "cuda" else AUTO_BATCH_SIZE
+    return int(min(cap, max(8, n_train // 64)))
 
 
 #: The automatic learning rate (:func:`auto_learning_rate`): its value up to
@@ -393,7 +398,8 @@ def train(
     network_best = math.inf  # the lowest validation loss of an epoch (not the constant's)
     stopped = None
     n = len(train_data)
-    batch_size = auto_batch_size(n) if config.batch_size is None else min(config.batch_size, n)
+    batch_size = (auto_batch_size(n, train_data.x.device) if config.batch_size is None
+                  else min(config.batch_size, n))
     bar = tqdm(
         range(1, config.max_epochs + 1),
         desc=description,
