@@ -394,6 +394,12 @@ class BaseNeuMiss(BaseEstimator):
         chunks = []
         self.network_.eval()
         with torch.no_grad(), torch_threads(self.n_jobs):
+            if device.type != "cpu":  # standardized on the device: see neumiss.gpu
+                from .gpu import apply_on_device
+
+                out = apply_on_device(module, self.preprocessor_, X, device,
+                                      columns=self.encoder_.output_names())
+                return X, check_outputs_finite(out, "network outputs")
             for start in range(0, X.shape[0], PREDICT_CHUNK):
                 x, mask = self.preprocessor_.transform(
                     X[start : start + PREDICT_CHUNK], row_offset=start,

@@ -23,6 +23,8 @@ from ._version import __version__
 COMMANDS = {
     "benchmark": ("neumiss.benchmark.cli", "run the paper's benchmark grid (or a subset)"),
     "export": ("neumiss.export_command", "export a model saved by save() to ONNX"),
+    "score": ("neumiss.score_command",
+              "score a CSV or Parquet file in row batches (ONNX Runtime)"),
 }
 
 _DEBUG_HELP = "on an error, show the full Python traceback instead of one line"

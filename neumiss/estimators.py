@@ -86,7 +86,7 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
     optimizer : {"adam", "sgd"}, default="adam"
     learning_rate : float or "auto", default="auto"
         Initial learning rate (on standardized X and y). ``"auto"``: 1e-2 up to
-        64 encoded columns, then ``1e-2 * 64 / n_columns``
+        64 encoded columns, then ``1e-2 * sqrt(64 / n_columns)``
         (:func:`neumiss.training.auto_learning_rate`), so that wide tables
         train as stably as narrow ones. The rate used is ``learning_rate_``.
     batch_size : int or "auto", default="auto"
@@ -109,7 +109,12 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         L2 penalty of the optimizer.
     random_state : int, RandomState or None, default=None
         Seeds the split, the initialisation and the shuffling: repeatable on CPU.
-    device : {"cpu", "cuda", "auto"}, default="cpu"
+    device : {"cpu", "cuda", "cuda:N", "auto"}, default="cpu"
+        Where the network trains and predicts; "auto" takes CUDA when present.
+        On a GPU the automatic batch size is larger
+        (:data:`neumiss.training.GPU_AUTO_BATCH_SIZE`) and ``predict``
+        standardizes on the device (:mod:`neumiss.gpu`). CPU fits are repeatable
+        bit for bit with ``random_state``; GPU fits are not.
     n_jobs : int or None, default=None
         Torch CPU threads during fit and predict (restored afterwards); None
         means 1, -1 all cores. NeuMiss matrices are small (d x d), so one

@@ -112,7 +112,8 @@ def test_estimators_load_without_onnx_or_matplotlib():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("argv", [["--help"], ["benchmark", "--help"], ["--version"]])
+@pytest.mark.parametrize("argv", [["--help"], ["benchmark", "--help"], ["score", "--help"],
+                                  ["--version"]])
 def test_command_line_help_works_without_torch(argv):
     # A finder ahead of the others makes any "import torch" raise ImportError.
     result = _run_python(

@@ -185,15 +185,28 @@ BAD_INPUTS = {
     "too-many-columns": ("age,income,score,tenure\n1,2,3,4\n1,2,3,4,5\n",
                          ["line 3", "expected 4 columns, got 5"]),
     "too-few-columns": ("1,2,3,4\n1,2\n", ["line 2", "expected 4 columns, got 2"]),
-    "header-width": ("age,income,score\n1,2,3\n", ["line 1", "expected 4 columns, got 3"]),
+    "header-width": ("age,income,score\n1,2,3\n", ["line 1 (header)", "missing ['tenure']"]),
     "non-numeric": ("age,income,score,tenure\n1,2,3,4\n1,two,3,4\n",
                     ["line 3, column 2 (income)", "'two' is not a number"]),
     "infinite": ("1,2,inf,4\n", ["line 1, column 3 (score)", "'inf'"]),
     "renamed-column": ("age,salary,score,tenure\n1,2,3,4\n",
                        ["missing ['income']", "unexpected ['salary']"]),
-    "reordered-columns": ("income,age,score,tenure\n1,2,3,4\n", ["different order"]),
+    "duplicated-column": ("age,income,score,tenure,age\n1,2,3,4,5\n", ["['age'] appear more"]),
     "empty": ("age,income,score,tenure\n", ["no data rows"]),
 }
+
+
+def test_scorer_matches_columns_by_name(tmp_path, estimators):
+    """Reordered columns and columns the model does not use: matched by header name."""
+    estimator = estimators["regressor"]
+    X = _table(estimator, 50, seed=3)
+    names = list(estimator.feature_names_in_)
+    frame = pd.DataFrame(X, columns=names).assign(id=np.arange(50))
+    frame[["id", *names[::-1]]].to_csv(tmp_path / "in.csv", index=False)
+    rc, out, err = _score(FIXTURES / "regressor" / "model.onnx", tmp_path / "in.csv")
+    assert rc == 0, err
+    assert "columns the model does not use, ignored: ['id']" in err
+    _check_outputs(pd.read_csv(io.StringIO(out)), estimator, X)
 
 
 @pytest.mark.parametrize("case", BAD_INPUTS)

@@ -1,0 +1,528 @@
+#!/usr/bin/env python
+"""Score a CSV table with a NeuMiss ONNX model, using only numpy and onnxruntime.
+
+Usage::
+
+    python export/score.py model.onnx input.csv > predictions.csv
+
+(``export/score.py`` is this file: it is also the module ``neumiss.onnx_scorer``,
+whose column matching and encoding ``neumiss score`` reuses; it imports neither
+torch nor neumiss, so it can be copied alone next to a model.)
+
+Empty cells, ``NA`` and ``nan`` (any case) are missing values. The first line is
+a header when it spells the model's feature names, or when none of its cells is
+a number (``--header yes/no`` forces it). With a header, and a model that carries
+feature names, columns are matched by name: their order does not matter,
+columns the model does not use are ignored (and reported on standard error),
+and a missing one is an error naming it. Categorical and boolean columns are
+encoded as the model's metadata ``encoding`` says: one 0/1 column per category
+seen at fit (a missing or unseen category marks the whole group missing; unseen
+ones are reported on standard error), booleans as 0/1 (``true``/``false``/``1``/``0``).
+Output: one column ``prediction`` for a regressor (and ``lower``, ``upper``
+for an interval model, whose ONNX outputs are ``y``, ``lower``, ``upper``); ``label`` and one
+``proba_<class>`` column per class for a classifier.
+
+As a library (``importlib`` on this file): :class:`NeuMissOnnxModel` scores
+encoded arrays, :func:`build_inputs` turns an array with NaN, or an explicit
+``(X, M)`` pair, into the model's float32 inputs and rejects NaN in observed
+entries, :func:`match_columns` finds the model's columns in a header,
+:func:`encode_columns` encodes columns (numbers, or text cells for boolean and
+categorical columns) and :func:`encode_rows` rows of text cells,
+:func:`output_columns` names the outputs. Errors are :class:`ScoringError`; the
+command prints them and exits with 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+
+import numpy as np
+import onnxruntime as ort
+
+PRODUCER = "neumiss"
+#: Cell texts read as missing values, compared after stripping and lower-casing.
+MISSING_TOKENS = frozenset({"", "na", "nan"})
+#: Cell texts of a boolean column, compared after stripping and lower-casing.
+BOOLEAN_TOKENS = {"true": 1.0, "false": 0.0, "1": 1.0, "0": 0.0}
+
+
+#: Rows times calibration rows scored at once by an interval model that embeds them.
+CHUNK_PAIRS = 2**20
+
+
+class ScoringError(ValueError):
+    """A model or input the scorer cannot use; the message says what and where."""
+
+
+def _parse_cell(text: str) -> float | None:
+    """The cell's number, NaN when it is a missing token, None when it is not a number."""
+    stripped = text.strip()
+    if stripped.lower() in MISSING_TOKENS:
+        return float("nan")
+    try:
+        value = float(stripped)
+    except ValueError:
+        return None
+    # float() also reads "inf", "infinity" and "1_000": not numbers in a data table.
+    if not np.isfinite(value) or "_" in stripped:
+        return None
+    return value
+
+
+class NeuMissOnnxModel:
+    """An ONNX model exported by ``neumiss.export_onnx``, ready to score.
+
+    Parameters
+    ----------
+    path : str or bytes
+        The ``.onnx`` file, or its content.
+    session_options : onnxruntime.SessionOptions, optional
+
+    Attributes
+    ----------
+    task : {"regression", "classification"}
+    n_features : int
+        Columns of the input table.
+    n_encoded : int
+        Columns of the graph's inputs ``X`` and ``M`` (one per category of a
+        categorical column).
+    feature_names : list of str or None
+    encoding : list of dict
+        Per input column: ``name``, ``kind`` ("numeric", "boolean" or
+        "categorical"), ``categories`` and ``other`` (a last shared column).
+    classes : list or None
+        Class labels in the order of the probability columns (classifier).
+
+    Raises
+    ------
+    ScoringError
+        If the file is not an ONNX model, or not one exported by neumiss.
+    """
+
+    def __init__(self, path: str | bytes,
+                 session_options: ort.SessionOptions | None = None) -> None:
+        if isinstance(path, bytes):
+            path, content = "the ONNX bytes", path
+        elif not os.path.isfile(path):
+            raise ScoringError(f"{path}: no such model file")
+        else:
+            content = path
+        try:
+            self.session = ort.InferenceSession(
+                content, sess_options=session_options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # onnxruntime raises its own classes for bad files
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ScoringError(f"{path} is not a readable ONNX model ({reason})") from None
+        meta = self.session.get_modelmeta()
+        props = meta.custom_metadata_map
+        inputs = [i.name for i in self.session.get_inputs()]
+        if meta.producer_name != PRODUCER or "task" not in props or inputs != ["X", "M"]:
+            raise ScoringError(
+                f"{path} is an ONNX model but not one exported by neumiss "
+                f"(producer {meta.producer_name!r}, inputs {inputs})"
+            )
+        self.task = props["task"]
+        self.n_features = int(props["n_features"])
+        self.feature_names = json.loads(props["feature_names"])
+        self.classes = json.loads(props["classes"])
+        # Contract version 1 had no encoding: every column numeric.
+        names = self.feature_names or list(range(self.n_features))
+        self.encoding = json.loads(props.get("encoding", "null")) or [
+            {"name": name, "kind": "numeric", "categories": [], "other": False} for name in names
+        ]
+        self.n_encoded = sum(_width(column) for column in self.encoding)
+
+    def predict(self, X, M=None, *, overwrite: bool = False) -> dict[str, np.ndarray]:
+        """Run the model on encoded ``X`` (NaN = missing) or on an explicit ``(X, M)`` pair.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_encoded)
+            The input table's columns as :func:`encode_rows` writes them (the
+            table itself when every column is numeric).
+        M : array-like of shape (n_samples, n_encoded), optional
+            1 / True = missing. When omitted, the NaN entries of ``X`` are missing.
+        overwrite : bool
+            A float32 ``X`` may be overwritten (:func:`build_inputs`).
+
+        Returns
+        -------
+        dict
+            ``{"y": (n,) float64}`` for a regressor, ``{"label": (n,),
+            "probabilities": (n, n_classes) float32}`` for a classifier.
+        """
+        x, m = build_inputs(X, M, n_features=self.n_encoded, overwrite=overwrite)
+        names = [o.name for o in self.session.get_outputs()]
+        # Interval models that embed their calibration rows hold N * n_calibration rows
+        # at once: score them in chunks of bounded size.
+        n_cal = int(self.session.get_modelmeta().custom_metadata_map.get(
+            "embedded_calibration_rows", 0))
+        if not n_cal or x.shape[0] == 0:
+            return dict(zip(names, self.session.run(names, {"X": x, "M": m}), strict=True))
+        step = max(1, CHUNK_PAIRS // n_cal)
+        chunks = [self.session.run(names, {"X": x[i : i + step], "M": m[i : i + step]})
+                  for i in range(0, x.shape[0], step)]
+        return {name: np.concatenate([c[k] for c in chunks]) for k, name in enumerate(names)}
+
+
+def build_inputs(X, M=None, *, n_features: int | None = None,
+                 overwrite: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The model's inputs ``(X with 0 where missing, M)``, both float32 (n, d).
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+        Feature values; NaN marks a missing value when ``M`` is omitted. A
+        float32 array is read as it is (no float64 copy).
+    M : array-like of shape (n, d), optional
+        1 / True = missing, 0 / False = observed. Where ``M`` says missing the
+        value of ``X`` is ignored; where it says observed ``X`` must be finite.
+    n_features : int, optional
+        Expected ``d``.
+    overwrite : bool
+        With a float32 ``X`` and no ``M``: write the zeros into ``X`` itself and
+        return it (no copy); otherwise the arguments are never modified.
+
+    Raises
+    ------
+    ScoringError
+        Wrong shapes, a mask with values other than 0 and 1, or a NaN / infinite
+        value of ``X`` at an observed entry.
+    """
+    try:
+        X = np.asarray(X, dtype=np.float32 if getattr(X, "dtype", None) == np.float32
+                       else np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ScoringError(f"X must be a numeric array: {exc}") from None
+    if X.ndim != 2:
+        raise ScoringError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
+    if n_features is not None and X.shape[1] != n_features:
+        raise ScoringError(f"X has {X.shape[1]} columns, the model expects {n_features}")
+    if M is None:
+        missing = np.isnan(X)
+    else:
+        M = np.asarray(M)
+        if M.shape != X.shape:
+            raise ScoringError(f"M has shape {M.shape}, X has shape {X.shape}: they must match")
+        if M.dtype != np.bool_ and not np.isin(M, (0, 1)).all():
+            raise ScoringError("M must hold only 0 / 1 (or False / True); 1 = missing")
+        missing = M.astype(bool)
+    if overwrite and M is None and X.dtype == np.float32:
+        x = X
+        np.copyto(x, 0.0, where=missing)
+    else:
+        x = np.where(missing, 0.0, X).astype(np.float32, copy=False)
+    if not np.isfinite(x).all():
+        bad = ~np.isfinite(x)
+        row, col = np.argwhere(bad)[0]
+        kind = ("NaN" if M is not None and np.isnan(X[row, col])
+                else "an infinite (or float32-overflowing) value")
+        raise ScoringError(
+            f"X has {kind} at row {row}, column {col} where M says observed "
+            f"({int(bad.sum())} such entries); mark missing values in M (1) instead"
+        )
+    return x, missing.astype(np.float32)
+
+
+def _is_header(cells: list[str], model: NeuMissOnnxModel) -> bool:
+    names = model.feature_names
+    if names is not None and [c.strip() for c in cells] == [str(n) for n in names]:
+        return True
+    numbers = [_parse_cell(c) for c in cells]
+    return all(v is None or np.isnan(v) for v in numbers) and any(v is None for v in numbers)
+
+
+def _width(column: dict) -> int:
+    if column["kind"] != "categorical":
+        return 1
+    return len(column["categories"]) + bool(column["other"])
+
+
+def _bad_cell(where: str, position: int, column: dict, text) -> ScoringError:
+    expected = "true or false" if column["kind"] == "boolean" else "a number"
+    return ScoringError(
+        f"{where}, column {position + 1} ({column['name']}): {text!r} is not {expected} "
+        "(missing values are empty cells, NA or nan)"
+    )
+
+
+def _text_codes(texts: np.ndarray, column: dict, unseen: dict | None) -> np.ndarray:
+    """Per cell of a boolean or categorical column: its one-hot position, -1 if missing
+    (or an unseen category), -2 if not a boolean. Each distinct text is looked at once."""
+    texts = np.where(np.equal(texts, None), "", texts)
+    distinct, inverse = np.unique(texts.astype(str), return_inverse=True)
+    index = {c: i for i, c in enumerate(column["categories"])}
+    other = len(index) if column["other"] else None
+    codes = np.empty(len(distinct), dtype=np.int64)
+    for k, raw in enumerate(distinct):
+        text = raw.strip()
+        if text.lower() in MISSING_TOKENS:
+            codes[k] = -1
+        elif column["kind"] == "boolean":
+            value = BOOLEAN_TOKENS.get(text.lower())
+            codes[k] = -2 if value is None else int(value)
+        else:
+            position = index.get(text, other)
+            if position is None and unseen is not None:
+                unseen.setdefault(str(column["name"]), set()).add(text)
+            codes[k] = -1 if position is None else position
+    return codes[inverse.reshape(-1)]
+
+
+def encode_columns(columns: list, model: NeuMissOnnxModel, *, unseen: dict | None = None,
+                   where=lambda row: f"row {row}", dtype=np.float64) -> np.ndarray:
+    """Encode the model's input columns: ``dtype`` array (n, n_encoded), NaN = missing.
+
+    Parameters
+    ----------
+    columns : list of n_features arrays of shape (n,)
+        In the model's column order. A numeric column is an array of numbers
+        (NaN = missing); a boolean or categorical one an array of cells
+        (strings, numbers, bools or None; ``None`` and the missing tokens are
+        missing), compared as ``str(cell).strip()`` (booleans: lower-cased).
+    model : NeuMissOnnxModel
+    unseen : dict, optional
+        Filled with column name -> set of categories not seen at fit (scored as missing).
+    where : callable
+        ``where(i)`` names row ``i`` in error messages (e.g. ``"line 3"``).
+    dtype : numpy float dtype
+        float32 halves the memory; the graph reads float32 anyway.
+
+    Raises
+    ------
+    ScoringError
+        A boolean cell that is not one, with its row and column.
+    """
+    n = len(columns[0]) if columns else 0
+    out = np.zeros((n, model.n_encoded), dtype=dtype)
+    start = 0
+    for position, (values, column) in enumerate(zip(columns, model.encoding, strict=True)):
+        width = _width(column)
+        block = out[:, start : start + width]
+        start += width
+        if column["kind"] == "numeric":
+            block[:, 0] = values
+            continue
+        codes = _text_codes(np.asarray(values, dtype=object), column, unseen)
+        if (codes == -2).any():
+            row = int(np.flatnonzero(codes == -2)[0])
+            raise _bad_cell(where(row), position, column, values[row])
+        if column["kind"] == "boolean":
+            block[:, 0] = np.where(codes < 0, np.nan, codes)
+            continue
+        block[codes < 0] = np.nan
+        rows = np.flatnonzero(codes >= 0)
+        block[rows, codes[rows]] = 1.0
+    return out
+
+
+def encode_rows(rows: list[list[str]], model: NeuMissOnnxModel, lines: list[int] | None = None,
+                unseen: dict | None = None) -> np.ndarray:
+    """Encode rows of text cells for the model: float64 (n, n_encoded), NaN = missing.
+
+    Parameters
+    ----------
+    rows : list of lists of str
+        One list of ``n_features`` cells per row.
+    model : NeuMissOnnxModel
+    lines : list of int, optional
+        Line number of each row, for error messages (default 1, 2, ...).
+    unseen : dict, optional
+        Filled with column name -> set of categories not seen at fit (scored as missing).
+
+    Raises
+    ------
+    ScoringError
+        A numeric cell that is not a number, or a boolean cell that is not one,
+        with its line and column.
+    """
+    lines = list(range(1, len(rows) + 1)) if lines is None else lines
+    columns = []
+    for position, column in enumerate(model.encoding):
+        cells = [cells[position] for cells in rows]
+        if column["kind"] == "numeric":
+            numbers = [_parse_cell(text) for text in cells]
+            if None in numbers:
+                row = numbers.index(None)
+                raise _bad_cell(f"line {lines[row]}", position, column, cells[row])
+            cells = np.array(numbers, dtype=np.float64)
+        columns.append(cells)
+    return encode_columns(columns, model, unseen=unseen, where=lambda row: f"line {lines[row]}")
+
+
+def match_columns(names: list[str], model: NeuMissOnnxModel, *,
+                  where: str = "the header") -> list[int]:
+    """Positions in ``names`` (a table's column names) of the model's input columns.
+
+    Columns are matched by name when the model has feature names: in any order,
+    other columns ignored. Without feature names the table must have exactly
+    the model's number of columns, in order.
+
+    Raises
+    ------
+    ScoringError
+        A column of the model is absent (the message names it, with the
+        unexpected columns), a name appears twice, or the count differs.
+    """
+    names = [str(n).strip() for n in names]
+    if model.feature_names is None:
+        if len(names) != model.n_features:
+            raise ScoringError(
+                f"{where}: expected {model.n_features} columns, got {len(names)}"
+            )
+        return list(range(model.n_features))
+    expected = [str(e) for e in model.feature_names]
+    missing = [e for e in expected if e not in names]
+    if missing:
+        unexpected = [n for n in names if n not in expected]
+        raise ScoringError(
+            f"{where}: missing {missing}, unexpected {unexpected} (the model's columns: "
+            f"{expected}, in any order)"
+        )
+    twice = sorted({e for e in expected if names.count(e) > 1})
+    if twice:
+        raise ScoringError(f"{where}: columns {twice} appear more than once")
+    return [names.index(e) for e in expected]
+
+
+def unused_columns(names: list[str], positions: list[int]) -> list[str]:
+    """The names of ``names`` not at ``positions``: columns the model ignores."""
+    kept = set(positions)
+    return [str(n).strip() for i, n in enumerate(names) if i not in kept]
+
+
+def read_table(path: str, model: NeuMissOnnxModel, header: str = "auto") -> np.ndarray:
+    """Read a CSV file into the model's encoded features, float64 (n, n_encoded), NaN = missing.
+
+    Parameters
+    ----------
+    path : str, or "-" for standard input
+    model : NeuMissOnnxModel
+        Gives the expected columns, their encoding and, if any, the feature names.
+    header : {"auto", "yes", "no"}
+        Whether the first line holds column names; "auto": when it spells the
+        model's feature names, or none of its cells is a number. With a header,
+        columns are matched by name (:func:`match_columns`).
+
+    Raises
+    ------
+    ScoringError
+        Wrong number of columns, a cell that does not fit its column, a column
+        of the model absent from the header (each message gives the line and
+        column), an empty table, or a file that is not UTF-8 text. Categories
+        not seen at fit are scored as missing and reported on standard error.
+    """
+    positions, width = list(range(model.n_features)), model.n_features
+    rows, lines = [], []
+    handle = sys.stdin if path == "-" else open(path, newline="", encoding="utf-8-sig")
+    try:
+        with handle:
+            for line_number, cells in enumerate(csv.reader(handle), start=1):
+                if not cells:  # blank line
+                    continue
+                if line_number == 1 and (
+                    header == "yes" or (header == "auto" and _is_header(cells, model))
+                ):
+                    positions = match_columns(cells, model, where="line 1 (header)")
+                    width = len(cells)
+                    ignored = unused_columns(cells, positions)
+                    if ignored:
+                        print(f"score.py: note: columns the model does not use, ignored: "
+                              f"{ignored}", file=sys.stderr)
+                    continue
+                if len(cells) != width:
+                    raise ScoringError(
+                        f"line {line_number}: expected {width} columns, got {len(cells)}"
+                    )
+                rows.append([cells[p] for p in positions])
+                lines.append(line_number)
+    except UnicodeDecodeError as exc:
+        raise ScoringError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if not rows:
+        raise ScoringError(f"{path}: no data rows")
+    unseen: dict[str, set] = {}
+    encoded = encode_rows(rows, model, lines=lines, unseen=unseen)
+    for name, values in unseen.items():
+        print(
+            f"score.py: warning: column {name!r} has categories not seen at fit, scored as "
+            f"missing: {sorted(values)[:5]!r}",
+            file=sys.stderr,
+        )
+    return encoded
+
+
+def output_columns(model: NeuMissOnnxModel, outputs: dict[str, np.ndarray]) -> dict:
+    """The predictions as named columns: ``prediction`` (regressor; with ``lower`` and
+    ``upper`` for an interval model), or ``label`` and one
+    ``proba_<class>`` per class (classifier), each an array of shape (n,)."""
+    if model.task == "regression":
+        bounds = {k: outputs[k] for k in ("lower", "upper") if k in outputs}
+        return {"prediction": outputs["y"], **bounds}
+    proba = outputs["probabilities"]
+    return {"label": outputs["label"],
+            **{f"proba_{c}": proba[:, k] for k, c in enumerate(model.classes)}}
+
+
+def write_predictions(stream, model: NeuMissOnnxModel, outputs: dict[str, np.ndarray]) -> None:
+    """Write the predictions as CSV (:func:`output_columns`).
+
+    Numbers are written with the shortest text that reads back to the same
+    float64 (``y``) or float32 (probabilities).
+    """
+    columns = output_columns(model, outputs)
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows(zip(*(map(str, values) for values in columns.values()), strict=True))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point; returns the exit status."""
+    parser = argparse.ArgumentParser(
+        prog="score.py", description="Score a CSV table with a NeuMiss ONNX model."
+    )
+    parser.add_argument("model", help="ONNX file written by neumiss.export_onnx / neumiss export")
+    parser.add_argument("input", help="CSV file of features ('-' for standard input)")
+    parser.add_argument("-o", "--output", help="write predictions here instead of stdout")
+    parser.add_argument(
+        "--header", choices=("auto", "yes", "no"), default="auto",
+        help="whether the first line holds column names (default: auto-detect)",
+    )
+    parser.add_argument(
+        "--debug", action="store_true",
+        help="on an error, show the full Python traceback instead of one line",
+    )
+    args = parser.parse_args(argv)
+    try:
+        model = NeuMissOnnxModel(args.model)
+        X = read_table(args.input, model, header=args.header)
+        outputs = model.predict(X)
+        if args.output is None:
+            write_predictions(sys.stdout, model, outputs)
+        else:
+            with open(args.output, "w", newline="", encoding="utf-8") as stream:
+                write_predictions(stream, model, outputs)
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        print("score.py: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # the reader of the predictions went away (e.g. `| head`)
+        return 1
+    except Exception as exc:  # one line, whatever failed (csv.Error, onnxruntime, ...)
+        if args.debug:
+            raise
+        message = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        if not isinstance(exc, (ScoringError, OSError)):
+            message = f"{message or type(exc).__name__} ({type(exc).__name__})"
+        print(f"score.py: error: {message}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,499 @@
+"""Scoring at any scale with an exported model: files in row batches, pandas, Dask, Spark.
+
+Every path runs the ONNX graph with ONNX Runtime (no torch at scoring time) and
+reuses the torch-free scorer :mod:`neumiss.onnx_scorer` (``export/score.py``) for
+what the model's metadata says: columns matched by name (:func:`match_columns`),
+categories and booleans encoded (:func:`encode_columns`), outputs named
+(:func:`output_columns`).
+
+* :func:`score_file`: a CSV or Parquet file to a CSV or Parquet file, read and
+  written in row batches (the ``neumiss score`` command), in memory that does not
+  grow with the file.
+* :func:`score_frame`: a pandas DataFrame (also the body of a Spark
+  ``mapInPandas`` function).
+* :func:`score_dask`: a Dask DataFrame, partition by partition.
+
+``model`` is an ONNX file written by ``neumiss export`` / ``to_onnx()``, its bytes,
+or a model file written by ``save()`` (exported in memory first: that needs torch).
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import itertools
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnxruntime as ort
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+
+from .onnx_scorer import (
+    NeuMissOnnxModel,
+    ScoringError,
+    _is_header,
+    encode_columns,
+    match_columns,
+    output_columns,
+    unused_columns,
+)
+
+#: File formats by name ending.
+FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+#: Rows per batch read, scored and written (Parquet; CSV batches are about as large):
+#: small enough for the graph's intermediate arrays to stay in the processor's cache.
+BATCH_ROWS = 16384
+#: Bytes of CSV text per batch (about :data:`BATCH_ROWS` rows of 50 numbers).
+CSV_BLOCK_BYTES = 1 << 23
+#: Cells of numeric CSV columns read as missing: empty, ``NA`` and ``nan`` in any case.
+NULL_TOKENS = sorted({""} | {
+    "".join(letters) for word in ("na", "nan")
+    for letters in itertools.product(*zip(word, word.upper()))
+})
+_SAVED_MODEL_MAGIC = b"PK\x03\x04"  # save() writes a torch.save zip archive
+
+
+def onnx_bytes(model) -> bytes:
+    """The ONNX graph of ``model``: an ``.onnx`` path, its bytes, or a ``save()`` file."""
+    if isinstance(model, bytes):
+        return model
+    path = os.fspath(model)
+    if not os.path.isfile(path):
+        raise ScoringError(f"{path}: no such model file")
+    with open(path, "rb") as handle:
+        content = handle.read()
+    if not content.startswith(_SAVED_MODEL_MAGIC):
+        return content
+    from .estimators import load  # torch: only for model files written by save()
+    from .onnx_export import export_onnx
+
+    return export_onnx(load(path)).SerializeToString()
+
+
+def load_model(model, threads: int | None = None) -> NeuMissOnnxModel:
+    """A :class:`NeuMissOnnxModel` for ``model`` (see :func:`onnx_bytes`).
+
+    ``threads``: ONNX Runtime's threads within an operator (None: all cores).
+    """
+    options = ort.SessionOptions()
+    # Idle threads sleep instead of spinning: on a machine shared with other work (or
+    # with the reader thread), spinning threads halve the throughput.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if threads is not None:
+        options.intra_op_num_threads = int(threads)
+        options.inter_op_num_threads = 1
+    name = model if isinstance(model, bytes) else os.fspath(model)
+    loaded = NeuMissOnnxModel(onnx_bytes(model), options)
+    if not isinstance(name, bytes):
+        loaded.path = name
+    return loaded
+
+
+def _numeric_type(kind) -> bool:
+    return (pa.types.is_integer(kind) or pa.types.is_floating(kind)
+            or pa.types.is_decimal(kind) or pa.types.is_null(kind))
+
+
+def check_column_types(schema: pa.Schema, names: list[str], model: NeuMissOnnxModel,
+                       source: str) -> None:
+    """Refuse input columns that are not numbers where the model takes numbers.
+
+    ``names``: the input columns in the model's order. Categorical and boolean
+    columns of the model take any type (cells are compared as text).
+
+    Raises
+    ------
+    ScoringError
+        Naming every such column and its type.
+    """
+    bad = [
+        f"{name} ({schema.field(name).type})"
+        for name, column in zip(names, model.encoding, strict=True)
+        if column["kind"] == "numeric" and not _numeric_type(schema.field(name).type)
+    ]
+    if bad:
+        raise ScoringError(
+            f"{source}: columns {bad} are not numeric, and the model takes them as numbers "
+            "(its encoding has categories only for the columns it saw as text at fit)"
+        )
+
+
+def _numbers(array: pa.Array) -> np.ndarray:
+    """A numeric column as a float array, NaN where null: read from the Arrow buffers
+    (several times faster than ``pyarrow.compute.fill_null`` on small batches)."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if not pa.types.is_floating(array.type):
+        array = pc.cast(array, pa.float64())
+    if array.null_count == 0:
+        return array.to_numpy(zero_copy_only=False)
+    validity, data = array.buffers()
+    end = array.offset + len(array)
+    values = np.frombuffer(data, dtype=array.type.to_pandas_dtype(), count=end)[array.offset:]
+    valid = np.unpackbits(np.frombuffer(validity, np.uint8), count=end,
+                          bitorder="little")[array.offset:].view(bool)
+    return np.where(valid, values, np.nan)
+
+
+def _cells(array: pa.Array) -> np.ndarray:
+    """The cells of a boolean or categorical column as objects: text as it is, None
+    for null, other values as ``str`` of the Python value (as the estimator compares)."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if pa.types.is_dictionary(array.type):
+        array = array.dictionary_decode()
+    if pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
+        return array.to_numpy(zero_copy_only=False)
+    return np.array([None if v is None else str(v) for v in array.to_pylist()], dtype=object)
+
+
+@dataclass
+class Scored:
+    """Counts of a scoring run: ``rows``, ``seconds``; ``unseen`` categories per column."""
+
+    rows: int = 0
+    seconds: float = 0.0
+    unseen: dict[str, set] = field(default_factory=dict)
+
+
+def score_batch(model: NeuMissOnnxModel, columns: list, first_row: int = 0,
+                unseen: dict | None = None) -> dict[str, np.ndarray]:
+    """Predictions for one batch: :func:`output_columns` of the model's outputs.
+
+    ``columns``: the model's input columns, in its order, as Arrow or numpy
+    arrays (numbers for numeric columns; anything for the others).
+    ``first_row`` numbers the rows of error messages (from 1 over the input).
+    """
+    encoded = []
+    for values, column in zip(columns, model.encoding, strict=True):
+        if column["kind"] == "numeric":
+            if isinstance(values, (pa.Array, pa.ChunkedArray)):
+                values = _numbers(values)
+        elif isinstance(values, (pa.Array, pa.ChunkedArray)):
+            values = _cells(values)
+        encoded.append(values)
+    X = encode_columns(encoded, model, unseen=unseen, dtype=np.float32,
+                       where=lambda row: f"row {first_row + row + 1}")
+    try:
+        return output_columns(model, model.predict(X, overwrite=True))
+    except ScoringError as error:  # build_inputs numbers rows and columns from 0
+        raise ScoringError(f"rows {first_row + 1}-{first_row + len(X)}: {error}") from None
+
+
+def score_frame(frame: pd.DataFrame, model, *, keep=()) -> pd.DataFrame:
+    """Predictions for a pandas DataFrame, with its index.
+
+    Parameters
+    ----------
+    frame : DataFrame of shape (n, n_columns)
+        The model's columns matched by name (any order; others ignored); NaN,
+        None and pd.NA are missing values.
+    model : NeuMissOnnxModel, or what :func:`load_model` takes
+    keep : sequence of str
+        Columns of ``frame`` copied into the result, first (e.g. an id).
+
+    Returns
+    -------
+    DataFrame of shape (n, len(keep) + n_outputs)
+        ``keep``, then ``prediction``, or ``label`` and ``proba_<class>`` columns.
+    """
+    if not isinstance(model, NeuMissOnnxModel):
+        model = load_model(model)
+    positions = match_columns(list(frame.columns), model, where="the DataFrame")
+    columns = []
+    for position, column in zip(positions, model.encoding, strict=True):
+        series = frame.iloc[:, position]
+        if column["kind"] == "numeric":
+            if not (pd.api.types.is_numeric_dtype(series.dtype)
+                    or series.isna().all()) or pd.api.types.is_bool_dtype(series.dtype):
+                raise ScoringError(
+                    f"the DataFrame: column {column['name']!r} is not numeric ({series.dtype}), "
+                    "and the model takes it as numbers"
+                )
+            columns.append(series.to_numpy(dtype=np.float64, na_value=np.nan))
+        else:
+            columns.append(series.astype(object).where(series.notna(), None)
+                           .map(lambda v: v if v is None else str(v)).to_numpy())
+    outputs = pd.DataFrame(score_batch(model, columns), index=frame.index)
+    return pd.concat([frame[list(keep)], outputs], axis=1) if keep else outputs
+
+
+def _output_meta(model: NeuMissOnnxModel) -> pd.DataFrame:
+    """An empty frame with :func:`score_frame`'s columns and dtypes."""
+    if model.task == "regression":
+        return pd.DataFrame({"prediction": np.empty(0, dtype=np.float64)})
+    labels = np.asarray(model.classes)
+    label_dtype = object if labels.dtype.kind in "US" else labels.dtype
+    return pd.DataFrame({"label": np.empty(0, dtype=label_dtype),
+                         **{f"proba_{c}": np.empty(0, np.float32) for c in model.classes}})
+
+
+_SPARK_TYPES = {"f": "double", "i": "bigint", "b": "boolean", "O": "string"}
+
+
+def spark_schema(model, *, keep: str = "") -> str:
+    """The Spark DDL schema of :func:`score_frame`'s result, for ``mapInPandas``.
+
+    ``keep``: the DDL of the kept columns, first (e.g. ``"id bigint"``).
+    """
+    if not isinstance(model, NeuMissOnnxModel):
+        model = load_model(model)
+    meta = _output_meta(model)
+    fields = [f"`{name}` {'float' if meta[name].dtype == np.float32 else _SPARK_TYPES[kind]}"
+              for name, kind in zip(meta.columns, (meta[c].dtype.kind for c in meta), strict=True)]
+    return ", ".join([keep, *fields] if keep else fields)
+
+
+@functools.lru_cache(maxsize=4)
+def _worker_model(content: bytes) -> NeuMissOnnxModel:
+    """One model per worker process and ONNX graph (one thread: partitions run in parallel)."""
+    return load_model(content, threads=1)
+
+
+def _score_partition(frame: pd.DataFrame, content: bytes) -> pd.DataFrame:
+    return score_frame(frame, _worker_model(content))
+
+
+def score_dask(ddf, model):
+    """Predictions for a Dask DataFrame, one partition at a time on the workers.
+
+    The ONNX graph (a few kB to MB) travels with the tasks, so workers need no
+    access to the model file; each worker process builds its ONNX Runtime
+    session once. Partitions keep their index, so the result aligns with
+    ``ddf`` (``ddf.join(score_dask(ddf, path))``).
+
+    Parameters
+    ----------
+    ddf : dask.dataframe.DataFrame
+        The model's columns, matched by name (:func:`score_frame`).
+    model : ``.onnx`` path, ONNX bytes, or a ``save()`` file
+
+    Returns
+    -------
+    dask.dataframe.DataFrame
+        Lazy: ``prediction``, or ``label`` and ``proba_<class>`` columns.
+    """
+    content = onnx_bytes(model)
+    meta = _output_meta(_worker_model(content))
+    return ddf.map_partitions(_score_partition, content, meta=meta)
+
+
+# ------------------------------------------------------------------ files
+def file_format(path: str) -> str:
+    """``csv`` or ``parquet`` from the name's ending (``-``, an output: CSV to standard output)."""
+    if path == "-":
+        return "csv"
+    for ending, kind in FORMATS.items():
+        if str(path).lower().endswith(ending):
+            return kind
+    raise ScoringError(
+        f"{path}: cannot tell the format from the name; end it with .csv or .parquet"
+    )
+
+
+@dataclass
+class _Source:
+    """An input file's batches, the names in them of the model's columns (in its order)
+    and of the kept ones (output name -> batch name), its rows if known, the unused columns."""
+
+    batches: Iterator[pa.RecordBatch]
+    model_columns: list[str]
+    kept: dict[str, str]
+    total_rows: int | None
+    ignored: list[str]
+
+
+def _parquet_source(path: str, model: NeuMissOnnxModel, keep: list[str],
+                    batch_rows: int) -> _Source:
+    try:
+        # Column chunks read in 1 MB pieces, not prefetched whole: memory stays about
+        # one row group of the selected columns (1M rows x 50 floats: 0.2 GB) plus a batch.
+        parquet = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
+    except (OSError, pa.ArrowException) as error:
+        raise ScoringError(f"{path} is not a readable Parquet file ({error})") from None
+    names = parquet.schema_arrow.names
+    positions = match_columns(names, model, where=path)
+    selected = [names[p] for p in positions]
+    check_column_types(parquet.schema_arrow, selected, model, path)
+    absent = [k for k in keep if k not in names]
+    if absent:
+        raise ScoringError(f"{path}: --keep columns {absent} are not in the file")
+    wanted = list(dict.fromkeys(selected + keep))
+    return _Source(parquet.iter_batches(batch_size=batch_rows, columns=wanted), selected,
+                   {k: k for k in keep}, parquet.metadata.num_rows,
+                   unused_columns(names, positions + [names.index(k) for k in keep]))
+
+
+_CSV_ERROR = re.compile(r"column #(\d+).*invalid value '(.*)'", re.S)
+
+
+def _csv_source(path: str, model: NeuMissOnnxModel, keep: list[str], header: str) -> _Source:
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            first = next(csv.reader(handle), None)
+    except UnicodeDecodeError as exc:
+        raise ScoringError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if not first:
+        raise ScoringError(f"{path}: no data rows")
+    has_header = header == "yes" or (header == "auto" and _is_header(first, model))
+    names = [c.strip() for c in first] if has_header else [str(i) for i in range(len(first))]
+    if has_header:
+        positions = match_columns(names, model, where=f"{path}, line 1 (header)")
+    elif len(first) != model.n_features:
+        raise ScoringError(f"{path}, line 1: expected {model.n_features} columns, got "
+                           f"{len(first)} (and no header naming them)")
+    else:
+        positions = list(range(model.n_features))
+    absent = [k for k in keep if k not in names]
+    if absent:
+        raise ScoringError(f"{path}: --keep columns {absent} are not in the header")
+    slots = [f"c{i}" for i in range(len(names))]
+    types = {slots[p]: pa.float64() if column["kind"] == "numeric" else pa.string()
+             for p, column in zip(positions, model.encoding, strict=True)}
+    kept = [slots[names.index(k)] for k in keep]
+    types.update({k: pa.string() for k in kept if k not in types})
+    def translated(error: pa.ArrowInvalid) -> ScoringError:
+        found = _CSV_ERROR.search(str(error))
+        if found and int(found[1]) < len(names):
+            return ScoringError(
+                f"{path}: column {names[int(found[1])]!r}: {found[2]!r} is not a number "
+                "(missing values are empty cells, NA or nan)"
+            )
+        return ScoringError(f"{path}: {' '.join(str(error).split())}")
+
+    def batches():
+        try:
+            yield from pcsv.open_csv(
+                path,
+                read_options=pcsv.ReadOptions(column_names=slots, skip_rows=int(has_header),
+                                              block_size=CSV_BLOCK_BYTES),
+                convert_options=pcsv.ConvertOptions(
+                    column_types=types, include_columns=list(dict.fromkeys(
+                        [slots[p] for p in positions] + kept)),
+                    null_values=NULL_TOKENS, strings_can_be_null=False),
+            )
+        except pa.ArrowInvalid as error:
+            raise translated(error) from None
+
+    return _Source(batches(), [slots[p] for p in positions], dict(zip(keep, kept)), None,
+                   unused_columns(names, positions + [names.index(k) for k in keep]))
+
+
+def _prefetched(batches: Iterator) -> Iterator:
+    """``batches``, the next one read in a thread while the caller works on the current."""
+    with ThreadPoolExecutor(1) as pool:
+        future = pool.submit(next, batches, None)
+        while (batch := future.result()) is not None:
+            future = pool.submit(next, batches, None)
+            yield batch
+
+
+class _Sink:
+    """Writes record batches to a CSV or Parquet file (or CSV to standard output)."""
+
+    def __init__(self, path: str, kind: str) -> None:
+        self.path, self.kind, self.writer = path, kind, None
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if self.writer is None:
+            target = sys.stdout.buffer if self.path == "-" else self.path
+            if self.kind == "parquet":
+                self.writer = pq.ParquetWriter(target, batch.schema)
+            else:
+                options = pcsv.WriteOptions(quoting_style="needed")
+                self.writer = pcsv.CSVWriter(target, batch.schema, write_options=options)
+        self.writer.write_batch(batch)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+def score_file(model, input_path: str, output_path: str, *, keep: list[str] = (),
+               header: str = "auto", batch_rows: int = BATCH_ROWS, threads: int | None = None,
+               progress: bool = False, note: Callable[[str], None] | None = None) -> Scored:
+    """Score a CSV or Parquet file into a CSV or Parquet file, batch by batch.
+
+    Memory stays that of a few batches whatever the file's length. The output
+    is written to ``OUTPUT.partial`` and renamed at the end, so a failed run
+    leaves no truncated output.
+
+    Parameters
+    ----------
+    model : NeuMissOnnxModel, or what :func:`load_model` takes
+    input_path, output_path : str
+        ``.csv`` or ``.parquet`` (``.pq``); ``output_path`` ``-`` writes CSV to
+        standard output.
+    keep : list of str
+        Input columns copied into the output, before the predictions (e.g. an id).
+    header : {"auto", "yes", "no"}
+        CSV input only, as in ``export/score.py``.
+    batch_rows : int
+        Rows per batch (Parquet input; CSV batches hold about 8 MB of text).
+    threads : int, optional
+        ONNX Runtime threads (default: all cores).
+    progress : bool
+        A progress bar on standard error.
+    note : callable, optional
+        Called with each note after success: columns ignored, categories not seen at fit.
+
+    Returns
+    -------
+    Scored
+    """
+    started = time.perf_counter()
+    if not isinstance(model, NeuMissOnnxModel):
+        model = load_model(model, threads)
+    if input_path == "-":
+        raise ScoringError("the input must be a file (standard input is not read)")
+    kind_in, kind_out = file_format(input_path), file_format(output_path)
+    keep = list(keep)
+    if kind_in == "parquet":
+        source = _parquet_source(input_path, model, keep, batch_rows)
+    else:
+        source = _csv_source(input_path, model, keep, header)
+    partial = output_path if output_path == "-" else f"{output_path}.partial"
+    sink, result = _Sink(partial, kind_out), Scored(unseen={})
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=source.total_rows, unit=" rows", unit_scale=True, file=sys.stderr,
+               disable=not progress, desc="neumiss score")
+    try:
+        for batch in _prefetched(source.batches):
+            columns = [batch.column(name) for name in source.model_columns]
+            outputs = score_batch(model, columns, result.rows, result.unseen)
+            kept = {(k if k not in outputs else f"input_{k}"): batch.column(name)
+                    for k, name in source.kept.items()}
+            sink.write(pa.RecordBatch.from_pydict({**kept, **outputs}))
+            result.rows += batch.num_rows
+            bar.update(batch.num_rows)
+        if result.rows == 0:
+            raise ScoringError(f"{input_path}: no data rows")
+        sink.close()
+        if partial != output_path:
+            os.replace(partial, output_path)
+    except BaseException:
+        sink.close()
+        if partial != output_path and os.path.exists(partial):
+            os.remove(partial)
+        raise
+    finally:
+        bar.close()
+    # Notes come after success, so that a failure stays one line.
+    notes = [f"columns the model does not use, ignored: {source.ignored}"] if source.ignored else []
+    notes += [f"column {name!r} has categories not seen at fit, scored as missing: "
+              f"{sorted(values)[:5]!r}" for name, values in result.unseen.items()]
+    for message in notes if note is not None else ():
+        note(message)
+    result.seconds = time.perf_counter() - started
+    return result

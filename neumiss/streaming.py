@@ -1,0 +1,322 @@
+"""Training beyond memory: a NeuMiss estimator fitted from a stream of ``(X, y)`` chunks.
+
+:func:`fit_stream` holds a chunk at a time (plus the held-out one, and the next one read):
+
+1. a first pass over the stream records the columns (from the first chunk), the
+   standardization of each encoded column over its observed entries and of the
+   target (:class:`RunningMoments`: per-chunk moments merged with Chan et al.'s
+   formula, in float64) or the classes;
+2. each epoch then streams the chunks again, shuffling the rows within each
+   chunk, with the estimator's optimizer, learning rate, batch size,
+   ReduceLROnPlateau schedule and early stopping (``patience``, ``tol``) on a
+   held-out chunk (the stream's first, or ``validation_data``), restoring the
+   best weights.
+
+The result is an ordinary fitted estimator (``predict``, ``save``, ``to_onnx``).
+:func:`parquet_chunks` streams a Parquet file or dataset folder.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+import numpy as np
+import torch
+from sklearn.utils import check_random_state
+from tqdm.auto import tqdm
+
+from .encoding import TableEncoder
+from .preprocessing import RELATIVE_SCALE_THRESHOLD, Standardizer
+from .search import Candidate, SearchResult
+from .training import (
+    TrainingData,
+    TrainingResult,
+    _make_optimizer,
+    _make_scheduler,
+    _mean,
+    auto_batch_size,
+    auto_learning_rate,
+    evaluate_loss,
+    torch_threads,
+)
+from .validation import check_features, check_training_data
+
+
+class RunningMoments:
+    """Count, mean and sum of squared deviations of the observed (non-NaN) entries of
+    each column, over chunks of rows, in float64.
+
+    Each chunk's moments are merged into the running ones with the pairwise
+    formula of Chan, Golub and LeVeque (1979), so the result does not depend on
+    how the rows are cut into chunks (up to rounding), and no sum of squares of
+    raw values is formed.
+    """
+
+    def __init__(self, n_columns: int) -> None:
+        self.count = np.zeros(n_columns)
+        self.mean = np.zeros(n_columns)
+        self.m2 = np.zeros(n_columns)
+        self.peak = np.zeros(n_columns)
+
+    def update(self, X: np.ndarray) -> RunningMoments:
+        """Merge the observed entries of ``X`` (n, n_columns), NaN = missing."""
+        X = np.asarray(X, dtype=np.float64)
+        observed = ~np.isnan(X)
+        count = observed.sum(axis=0).astype(np.float64)
+        values = np.where(observed, X, 0.0)
+        mean = np.divide(values.sum(axis=0), count, out=np.zeros_like(count), where=count > 0)
+        m2 = (np.where(observed, X - mean, 0.0) ** 2).sum(axis=0)
+        total = self.count + count
+        share = np.divide(count, total, out=np.zeros_like(total), where=total > 0)
+        delta = mean - self.mean
+        self.m2 = self.m2 + m2 + delta**2 * self.count * share
+        self.mean = self.mean + delta * share
+        self.count = total
+        self.peak = np.maximum(self.peak, np.abs(values).max(axis=0, initial=0.0))
+        return self
+
+    def mean_scale(self) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and (population) standard deviation per column, as
+        :func:`neumiss.preprocessing.observed_mean_scale` gives them: a column without
+        observed entries has mean 0, and a scale that is negligible against the
+        column's largest absolute value (or not positive) is replaced by 1."""
+        scale = np.sqrt(np.divide(self.m2, self.count, out=np.zeros_like(self.m2),
+                                  where=self.count > 0))
+        constant = ~(scale > RELATIVE_SCALE_THRESHOLD * self.peak) | ~np.isfinite(scale)
+        return self.mean.copy(), np.where(constant, 1.0, scale)
+
+
+def parquet_chunks(path, target: str, *, batch_rows: int = 65536,
+                   columns: list[str] | None = None) -> Callable[[], Iterator]:
+    """A source of ``(X, y)`` chunks read from a Parquet file or folder of files.
+
+    Parameters
+    ----------
+    path : str or path
+        A ``.parquet`` file, or a folder: its ``*.parquet`` files (subfolders
+        included), in name order.
+    target : str
+        The column holding ``y``.
+    batch_rows : int
+        Rows per chunk (at most).
+    columns : list of str, optional
+        The feature columns (default: every column of the first file but ``target``).
+
+    Returns
+    -------
+    callable
+        Each call starts a new pass: an iterator of ``(DataFrame (n, n_features),
+        ndarray (n,))`` pairs. Files are read one at a time, column chunks in 1 MB
+        pieces: memory stays about a row group, whatever the data's size.
+    """
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    files = sorted(path.rglob("*.parquet")) if path.is_dir() else [path]
+    if not files:
+        raise ValueError(f"{path}: no .parquet files in this folder")
+    names = pq.ParquetFile(files[0]).schema_arrow.names
+    if target not in names:
+        raise ValueError(f"{path}: no target column {target!r} (columns: {names})")
+    features = columns if columns is not None else [n for n in names if n != target]
+
+    def chunks() -> Iterator:
+        for file in files:
+            reader = pq.ParquetFile(file, pre_buffer=False, buffer_size=1 << 20)
+            for batch in reader.iter_batches(batch_size=batch_rows, columns=[*features, target]):
+                frame = batch.to_pandas()
+                yield frame[features], frame[target].to_numpy()
+
+    return chunks
+
+
+def _passes(chunks) -> Callable[[], Iterator]:
+    """``chunks`` as a callable that starts a new pass: a callable, or a re-iterable."""
+    if callable(chunks):
+        return chunks
+    if not isinstance(chunks, Iterable) or iter(chunks) is chunks:
+        raise TypeError(
+            "chunks must be read several times (once for the statistics, once per epoch): "
+            "pass a list of (X, y) pairs, or a function returning a new iterator of them "
+            "(e.g. neumiss.streaming.parquet_chunks), not an iterator or generator"
+        )
+    return lambda: iter(chunks)
+
+
+def _first_pass(estimator, passes) -> int:
+    """Set the columns, ``encoder_``, ``preprocessor_`` and the target's encoding from one
+    pass over the stream; returns the number of rows."""
+    n_rows, moments, target, classes = 0, None, RunningMoments(1), set()
+    for index, (X, y) in enumerate(passes()):
+        if index == 0:
+            X, y = check_training_data(estimator, X, y, y_numeric=estimator._y_numeric,
+                                       tables=True)
+            estimator.encoder_ = TableEncoder().fit(X)
+            if not estimator.encoder_.is_identity:
+                raise ValueError(
+                    "fit_stream takes numeric columns only (the categories of a text "
+                    "column are not known before the whole stream is read): encode them "
+                    "as numbers first"
+                )
+            moments = RunningMoments(estimator.encoder_.n_features_out_)
+        else:
+            X = check_features(estimator, X, reset=False, tables=True)
+            y = np.asarray(y)
+            if y.shape != (X.shape[0],):
+                raise ValueError(f"chunk {index}: y has shape {y.shape}, X has {X.shape[0]} rows")
+        moments.update(estimator.encoder_.transform(X))
+        if estimator._y_numeric:
+            y = y.astype(np.float64)
+            if not np.isfinite(y).all():
+                raise ValueError(f"chunk {index}: y contains NaN or infinity")
+            target.update(y[:, None])
+        else:
+            classes.update(np.unique(y).tolist())
+        n_rows += X.shape[0]
+    if moments is None:
+        raise ValueError("the stream of chunks is empty")
+    mean, scale = moments.mean_scale()
+    width = estimator.encoder_.n_features_out_
+    estimator.learning_rate_ = (auto_learning_rate(width) if estimator.learning_rate == "auto"
+                                else float(estimator.learning_rate))
+    estimator.preprocessor_ = Standardizer.from_state(
+        {"mean": mean, "scale": scale, "inverse_bound": np.zeros_like(mean)})
+    if estimator._y_numeric:
+        estimator.y_mean_, estimator.y_scale_ = (float(v[0]) for v in target.mean_scale())
+    else:
+        estimator._encode_target(np.array(sorted(classes)))  # sets classes_, refuses one class
+    return n_rows
+
+
+def _tensors(estimator, X, y, device) -> TrainingData:
+    """A chunk as the network's training tensors."""
+    X = estimator.encoder_.transform(check_features(estimator, X, reset=False, tables=True))
+    x, mask = estimator.preprocessor_.transform(X)
+    target = estimator._encode_validation_target(np.asarray(y))
+    return TrainingData(torch.from_numpy(x).to(device), torch.from_numpy(mask).to(device),
+                        estimator._target_tensor(target, device))
+
+
+def _train(estimator, network, passes, val: TrainingData, y_val, skip_first: bool,
+           n_train: int, generator: torch.Generator, device) -> TrainingResult:
+    """Epochs over the stream with early stopping on ``val`` (encoded targets ``y_val``);
+    the best weights on return."""
+    config = estimator._training_config()
+    batch_size = config.batch_size or auto_batch_size(n_train, device)
+    optimizer, network = _make_optimizer(network, config), network.to(device)
+    scheduler = _make_scheduler(optimizer, config)
+    result = TrainingResult(history={"train_loss": [], "val_loss": [], "val_score": [], "lr": []})
+    best_state, reference, last_improving = copy.deepcopy(network.state_dict()), math.inf, 0
+    bar = tqdm(range(1, config.max_epochs + 1), desc=f"{type(estimator).__name__} (stream)",
+               disable=int(estimator.verbose) <= 0, unit="epoch")
+    for epoch in bar:
+        network.train()
+        running, seen = torch.zeros((), device=device), 0
+        for index, (X, y) in enumerate(passes()):
+            if skip_first and index == 0:
+                continue
+            chunk = _tensors(estimator, X, y, device)
+            order = torch.randperm(len(chunk), generator=generator).to(device)
+            for start in range(0, len(chunk), batch_size):
+                rows = order[start : start + batch_size]
+                optimizer.zero_grad(set_to_none=True)
+                loss = _mean(estimator._loss(network(chunk.x[rows], chunk.mask[rows]),
+                                             chunk.target[rows]), None)
+                loss.backward()
+                optimizer.step()
+                running += loss.detach() * rows.shape[0]
+            seen += len(chunk)
+        train_loss, val_loss = float(running) / max(seen, 1), evaluate_loss(
+            network, val, estimator._loss)
+        if not (math.isfinite(train_loss) and math.isfinite(val_loss)):
+            break  # diverged: the best weights so far are kept
+        score = estimator._score_from_loss(val_loss, y_val, None)
+        for key, value in zip(result.history, (train_loss, val_loss, score,
+                                               optimizer.param_groups[0]["lr"])):
+            result.history[key].append(value)
+        result.n_epochs = epoch
+        bar.set_postfix(train_loss=f"{train_loss:.4g}", val_loss=f"{val_loss:.4g}")
+        if val_loss < result.best_val_loss:
+            result.best_val_loss, result.best_val_score, result.best_epoch = val_loss, score, epoch
+            best_state = copy.deepcopy(network.state_dict())
+        if val_loss < reference * (1.0 - config.tol):
+            reference, last_improving = val_loss, epoch
+        scheduler.step(val_loss)
+        if (epoch - last_improving >= config.patience
+                or optimizer.param_groups[0]["lr"] < config.min_learning_rate):
+            break
+    bar.close()
+    network.load_state_dict(best_state)
+    network.eval()
+    return result
+
+
+def fit_stream(estimator, chunks, *, validation_data=None):
+    """Fit ``estimator`` (a NeuMissRegressor or NeuMissClassifier) on a stream of chunks.
+
+    Parameters
+    ----------
+    estimator : NeuMissRegressor or NeuMissClassifier
+        Its parameters apply, with an integer ``depth`` and ``weight_sharing``
+        "shared" or "independent" (one network per member: no search, which
+        would need a pass per candidate). ``validation_fraction`` is not used.
+    chunks : callable returning an iterator, or a re-iterable (e.g. a list)
+        Of ``(X, y)`` pairs: ``X`` array or DataFrame (n_i, n_features) of
+        numeric columns, NaN = missing; ``y`` (n_i,). Read once for the
+        statistics, then once per epoch; the first chunk is held out for early
+        stopping unless ``validation_data`` is given.
+    validation_data : pair (X_val, y_val), optional
+
+    Returns
+    -------
+    estimator, fitted: ``predict``, ``save`` and ``to_onnx`` work as after ``fit``.
+    """
+    from .constraints import check_params
+
+    check_params(type(estimator).__name__, estimator.get_params(deep=False),
+                 estimator._parameter_constraints)
+    if not isinstance(estimator.depth, int) or estimator.weight_sharing == "auto":
+        raise ValueError(
+            "fit_stream trains one network per member: set depth to an integer and "
+            "weight_sharing to 'shared' or 'independent' (got depth="
+            f"{estimator.depth!r}, weight_sharing={estimator.weight_sharing!r})"
+        )
+    passes = _passes(chunks)
+    from .base import _resolve_device
+
+    device = _resolve_device(estimator.device)
+    seed = int(check_random_state(estimator.random_state).randint(np.iinfo(np.int32).max))
+    with torch_threads(estimator.n_jobs):
+        n_rows = _first_pass(estimator, passes)
+        if validation_data is not None:
+            X_val, y_val = estimator._check_validation_data(validation_data)
+            x, mask = estimator.preprocessor_.transform(X_val)
+            val = TrainingData(torch.from_numpy(x).to(device), torch.from_numpy(mask).to(device),
+                               estimator._target_tensor(y_val, device))
+        else:
+            X_val, y_val = next(iter(passes()))
+            if len(y_val) == n_rows:
+                raise ValueError(
+                    "the stream has one chunk, which is held out for early stopping: "
+                    "cut it into several chunks, or give validation_data"
+                )
+            val = _tensors(estimator, X_val, y_val, device)
+            y_val = estimator._encode_validation_target(np.asarray(y_val))
+        members = []
+        for k in range(estimator.ensemble_size):
+            generator = torch.Generator().manual_seed(seed + k)
+            network = estimator._build_network(estimator.depth, estimator.weight_sharing)
+            network.reset_parameters(generator)
+            started = time.perf_counter()
+            result = _train(estimator, network, passes, val, y_val, validation_data is None,
+                            n_rows - (0 if validation_data is not None else len(val)),
+                            generator, device)
+            best = Candidate(estimator.depth, estimator.weight_sharing, network, result,
+                             time.perf_counter() - started)
+            members.append(SearchResult(best, {estimator.depth: best.summary()}, None))
+    estimator._set_search_results(members)
+    return estimator

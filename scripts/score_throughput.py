@@ -1,0 +1,110 @@
+"""Throughput and peak memory of ``neumiss score`` on a large simulated table.
+
+    python scripts/score_throughput.py                      # 10M rows x 50 features, Parquet
+    python scripts/score_throughput.py --rows 2e6 --format csv --ensemble-size 1
+
+Fits a ``NeuMissRegressor(depth=4)`` on 20,000 simulated rows (MCAR, 50% missing;
+its accuracy does not matter here), exports it to ONNX, writes the input table
+in chunks of 1M rows (float32 columns ``x0 ...``, never the whole table in
+memory), then runs ``neumiss score MODEL INPUT OUTPUT`` as a child process and
+reports its wall time, rows/s and peak resident memory (the child's ``VmHWM``,
+Linux). Files go to ``--workdir`` (default: a temporary folder, removed after).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+
+CHUNK_ROWS = 1_000_000
+
+
+def write_table(path: Path, n_rows: int, n_features: int, kind: str, seed: int) -> None:
+    """The input table, written chunk by chunk: standard normal values, 50% missing."""
+    rng = np.random.default_rng(seed)
+    schema = pa.schema([(f"x{j}", pa.float32()) for j in range(n_features)])
+    writer = (pq.ParquetWriter(path, schema) if kind == "parquet"
+              else pcsv.CSVWriter(path, schema))
+    for start in range(0, n_rows, CHUNK_ROWS):
+        rows = min(CHUNK_ROWS, n_rows - start)
+        values = rng.standard_normal((rows, n_features), dtype=np.float32)
+        values[rng.random((rows, n_features), dtype=np.float32) < 0.5] = np.nan
+        writer.write_batch(pa.RecordBatch.from_arrays(
+            [pa.array(values[:, j], from_pandas=True) for j in range(n_features)], schema=schema))
+    writer.close()
+
+
+def _high_water_kb(pid: int) -> int:
+    """Peak resident memory of process ``pid`` so far (Linux ``VmHWM``), 0 if gone."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=float, default=1e7)
+    parser.add_argument("--features", type=int, default=50)
+    parser.add_argument("--format", choices=("parquet", "csv"), default="parquet")
+    parser.add_argument("--ensemble-size", type=int, default=5,
+                        help="networks of the model (the estimator's default: 5)")
+    parser.add_argument("--threads", type=int, default=None, help="ONNX Runtime threads")
+    parser.add_argument("--workdir", default=None, help="keep the files here")
+    args = parser.parse_args()
+    n_rows = int(args.rows)
+    folder = Path(args.workdir or tempfile.mkdtemp(prefix="neumiss-score-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        from neumiss import NeuMissRegressor
+        from neumiss.simulate import make_regression
+
+        X, y, _ = make_regression(20_000, args.features, random_state=0)
+        model = NeuMissRegressor(depth=4, ensemble_size=args.ensemble_size, max_epochs=3,
+                                 random_state=0).fit(X, y)
+        model.to_onnx(folder / "model.onnx")
+        source = folder / f"input.{args.format}"
+        if not source.exists():
+            started = time.perf_counter()
+            write_table(source, n_rows, args.features, args.format, seed=1)
+            print(f"wrote {source} ({source.stat().st_size / 1e9:.2f} GB) in "
+                  f"{time.perf_counter() - started:.0f} s")
+        command = [sys.executable, "-m", "neumiss.cli", "score", str(folder / "model.onnx"),
+                   str(source), str(folder / f"predictions.{args.format}"), "--quiet"]
+        if args.threads is not None:
+            command += ["--threads", str(args.threads)]
+        started = time.perf_counter()
+        child = subprocess.Popen(command)
+        peak_kb = 0
+        while child.poll() is None:  # the child's own high-water mark (ru_maxrss would
+            peak_kb = max(peak_kb, _high_water_kb(child.pid))  # count this parent's at fork)
+            time.sleep(0.05)
+        seconds = time.perf_counter() - started
+        if child.returncode != 0:
+            sys.exit(f"neumiss score failed (exit status {child.returncode})")
+        print(f"{' '.join(command[2:])}\n{n_rows:,} rows x {args.features} features "
+              f"({args.format}, ensemble of {args.ensemble_size}, {os.cpu_count()} cores): "
+              f"{seconds:.1f} s, {n_rows / seconds:,.0f} rows/s, "
+              f"peak RSS {peak_kb / 1024:,.0f} MB")
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,253 @@
+"""``neumiss score`` and neumiss.scoring: files in row batches, pandas and Dask, bad input."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import neumiss
+from neumiss import cli as neumiss_cli
+from neumiss import scoring
+from neumiss.onnx_export import export_onnx
+from neumiss.onnx_scorer import ScoringError
+
+from .test_encoding import mixed_table
+from .test_hard_to_break import one_line_error
+from .test_score_cli import FIXTURES, _check_outputs, _table
+
+
+@pytest.fixture(scope="module")
+def fixtures():
+    """task -> (estimator, model.onnx path, estimator.pt path)."""
+    return {task: (neumiss.load(FIXTURES / task / "estimator.pt"), FIXTURES / task / "model.onnx",
+                   FIXTURES / task / "estimator.pt") for task in ("regressor", "classifier")}
+
+
+def _input_frame(estimator, n_rows, seed):
+    """The model's columns reversed, with an ``id`` column the model does not use."""
+    names = list(estimator.feature_names_in_)
+    frame = pd.DataFrame(_table(estimator, n_rows, seed), columns=names)
+    return frame[names[::-1]].assign(id=[f"r{i:03d}" for i in range(n_rows)])
+
+
+def _read(path):
+    return (pq.read_table(path).to_pandas() if str(path).endswith(".parquet")
+            else pd.read_csv(path, keep_default_na=False))
+
+
+@pytest.mark.parametrize("task", ["regressor", "classifier"])
+@pytest.mark.parametrize("formats", [("csv", "parquet"), ("parquet", "csv")])
+def test_score_command_matches_the_estimator(tmp_path, fixtures, task, formats, capsys):
+    estimator, onnx_path, _ = fixtures[task]
+    frame = _input_frame(estimator, 300, seed=len(task))
+    source, target = tmp_path / f"in.{formats[0]}", tmp_path / f"out.{formats[1]}"
+    if formats[0] == "csv":
+        frame.to_csv(source, index=False, na_rep="NA")
+    else:
+        frame.to_parquet(source, index=False)
+    status = neumiss_cli.main(["score", str(onnx_path), str(source), str(target),
+                               "--keep", "id", "--batch-rows", "64"])
+    assert status == 0, capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "300 rows scored" in err and "ignored" not in err
+    out = _read(target)
+    assert list(out["id"]) == list(frame["id"])
+    _check_outputs(out.drop(columns="id"), estimator, frame[list(estimator.feature_names_in_)])
+    assert not list(tmp_path.glob("*.partial"))
+
+
+def test_saved_model_file_scores_like_its_onnx_export(tmp_path, fixtures):
+    estimator, onnx_path, pt_path = fixtures["regressor"]
+    _input_frame(estimator, 50, seed=0).to_parquet(tmp_path / "in.parquet")
+    for model, name in ((onnx_path, "a.csv"), (pt_path, "b.csv")):
+        scoring.score_file(model, str(tmp_path / "in.parquet"), str(tmp_path / name))
+    pd.testing.assert_frame_equal(_read(tmp_path / "a.csv"), _read(tmp_path / "b.csv"))
+
+
+@pytest.mark.parametrize("batch_rows", [1, 7, 10_000])
+def test_batches_do_not_change_the_predictions(tmp_path, fixtures, batch_rows):
+    estimator, onnx_path, _ = fixtures["classifier"]
+    frame = _input_frame(estimator, 40, seed=1)
+    frame.to_parquet(tmp_path / "in.parquet")
+    notes = []
+    done = scoring.score_file(onnx_path, str(tmp_path / "in.parquet"),
+                              str(tmp_path / "out.parquet"), batch_rows=batch_rows,
+                              note=notes.append)
+    assert done.rows == 40
+    assert notes == ["columns the model does not use, ignored: ['id']"]
+    pd.testing.assert_frame_equal(_read(tmp_path / "out.parquet"),
+                                  scoring.score_frame(frame, onnx_path))
+
+
+@pytest.fixture(scope="module")
+def categorical(tmp_path_factory):
+    frame, y = mixed_table(300)
+    estimator = neumiss.NeuMissRegressor(max_epochs=3, ensemble_size=1, depth=2,
+                                         random_state=0).fit(frame, y)
+    path = tmp_path_factory.mktemp("categorical") / "model.onnx"
+    export_onnx(estimator, path)
+    return estimator, frame, path
+
+
+@pytest.mark.slow
+def test_parquet_categories_are_encoded_as_the_estimator(tmp_path, categorical):
+    estimator, frame, path = categorical
+    table = frame.iloc[:60].copy()
+    table["size"] = table["size"].astype(object)
+    table.loc[table.index[0], "size"] = "XXL"  # not seen at fit: missing, with a note
+    table.to_parquet(tmp_path / "in.parquet")
+    notes = []
+    scoring.score_file(path, str(tmp_path / "in.parquet"), str(tmp_path / "out.csv"),
+                       note=notes.append)
+    assert any("'size' has categories not seen at fit" in n and "XXL" in n for n in notes)
+    with pytest.warns(UserWarning, match="not seen at fit"):
+        expected = estimator.predict(table)
+    np.testing.assert_allclose(_read(tmp_path / "out.csv")["prediction"], expected,
+                               rtol=0, atol=1e-5 * estimator.y_scale_)
+
+
+def _run_failing(capsys, *argv) -> str:
+    assert neumiss_cli.main(["score", *map(str, argv)]) == 1
+    return one_line_error(capsys.readouterr().err)
+
+
+def test_text_columns_the_model_takes_as_numbers_are_named(tmp_path, fixtures, capsys):
+    estimator, onnx_path, _ = fixtures["regressor"]
+    frame = _input_frame(estimator, 10, seed=2)
+    frame["income"] = frame["income"].astype(str)
+    frame["age"] = "young"
+    frame.to_parquet(tmp_path / "in.parquet")
+    line = _run_failing(capsys, onnx_path, tmp_path / "in.parquet", tmp_path / "out.parquet")
+    assert re.search(r"columns \['age \(\w*string\)', 'income \(\w*string\)'\] are not "
+                     r"numeric, and the model takes them as numbers", line)
+    assert not (tmp_path / "out.parquet").exists()
+    assert not list(tmp_path.glob("*.partial"))
+
+
+BAD_FILES = {
+    "missing column": ("id,age,score,tenure\n1,2,3,4\n", "missing ['income']"),
+    "text, column ignored": ("id,age,income,score,tenure\n1,2,x,3,4\n",
+                             "column 'income': 'x' is not a number"),
+    "text, columns reordered": ("score,tenure,income,age\n1,2,3,4\n1,2,3,x\n",
+                                "column 'age': 'x' is not a number"),
+    "text in a number column": ("age,income,score,tenure\n1,2,3,4\n1,two,3,4\n",
+                                "column 'income': 'two' is not a number"),
+    "ragged row": ("age,income,score,tenure\n1,2,3,4\n1,2,3\n", "Expected 4 columns, got 3"),
+    "empty": ("age,income,score,tenure\n", "no data rows"),
+    "infinite value": ("age,income,score,tenure\n1,2,inf,4\n", "infinite"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_FILES)
+def test_bad_csv_inputs_are_one_line_errors(tmp_path, fixtures, capsys, case):
+    text, message = BAD_FILES[case]
+    (tmp_path / "in.csv").write_text(text)
+    line = _run_failing(capsys, fixtures["regressor"][1], tmp_path / "in.csv",
+                        tmp_path / "out.csv")
+    assert line.startswith("neumiss score: error:") and message in line
+    assert not list(tmp_path.iterdir()) or sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]
+
+
+def test_bad_arguments_are_one_line_errors(tmp_path, fixtures, capsys):
+    model = fixtures["regressor"][1]
+    inputs = FIXTURES / "regressor" / "inputs.csv"
+    assert "end it with .csv or .parquet" in _run_failing(capsys, model, inputs, tmp_path / "o.txt")
+    assert "no such model file" in _run_failing(capsys, tmp_path / "none.onnx", inputs,
+                                                tmp_path / "o.csv")
+    assert "--keep columns ['key']" in _run_failing(capsys, model, inputs, tmp_path / "o.csv",
+                                                   "--keep", "key")
+    (tmp_path / "bad.parquet").write_bytes(b"not parquet")
+    assert "not a readable Parquet file" in _run_failing(capsys, model, tmp_path / "bad.parquet",
+                                                         tmp_path / "o.csv")
+    assert "must be a file" in _run_failing(capsys, model, "-", tmp_path / "o.csv")
+    assert "batch_rows" in _run_failing(capsys, model, inputs, tmp_path / "o.csv",
+                                        "--batch-rows", "0")
+
+
+def test_score_frame_refuses_text_for_a_numeric_column(fixtures):
+    estimator, onnx_path, _ = fixtures["regressor"]
+    frame = _input_frame(estimator, 5, seed=3).astype({"score": str})
+    with pytest.raises(ScoringError, match="column 'score' is not numeric"):
+        scoring.score_frame(frame, onnx_path)
+
+
+@pytest.mark.slow
+def test_dask_dataframe_scored_on_a_local_cluster_matches_local_predictions(fixtures):
+    dd = pytest.importorskip("dask.dataframe")
+    distributed = pytest.importorskip("dask.distributed")
+    estimator, onnx_path, _ = fixtures["classifier"]
+    frame = _input_frame(estimator, 200, seed=4)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        ddf = dd.from_pandas(frame, npartitions=4)
+        result = scoring.score_dask(ddf, onnx_path)
+        assert list(result.columns) == ["label", *(f"proba_{c}" for c in estimator.classes_)]
+        scored = result.compute()
+    assert list(scored.index) == list(frame.index)
+    _check_outputs(scored, estimator, frame[list(estimator.feature_names_in_)])
+    pd.testing.assert_frame_equal(scored, scoring.score_frame(frame, onnx_path))
+
+
+@pytest.mark.slow
+def test_arrow_and_text_cells_of_a_categorical_column_encode_alike(categorical):
+    _, frame, path = categorical
+    model = scoring.load_model(path)
+    table = pa.Table.from_pandas(frame.iloc[:30], preserve_index=False)
+    from_arrow = scoring.score_batch(model, [table.column(n) for n in frame.columns])
+    from_pandas = scoring.score_frame(frame.iloc[:30], model)
+    np.testing.assert_array_equal(from_arrow["prediction"], from_pandas["prediction"])
+
+
+@pytest.mark.slow
+def test_spark_map_in_pandas_recipe_matches_local_predictions(fixtures, monkeypatch):
+    """The README's recipe; skipped without pyspark and a Java runtime (not in .[dev])."""
+    import shutil
+
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None:
+        pytest.skip("no Java runtime for Spark")
+    from pyspark.sql import SparkSession
+
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)  # workers: this Python
+    estimator, onnx_path, _ = fixtures["classifier"]
+    frame = _input_frame(estimator, 120, seed=5)
+    content = scoring.onnx_bytes(onnx_path)
+
+    def score_partitions(frames):
+        model = scoring.load_model(content, threads=1)
+        for part in frames:
+            yield scoring.score_frame(part, model, keep=["id"])
+
+    spark = SparkSession.builder.master("local[2]").appName("neumiss-test").getOrCreate()
+    try:
+        scored = (spark.createDataFrame(frame).repartition(3)
+                  .mapInPandas(score_partitions, schema=scoring.spark_schema(content,
+                                                                             keep="id string"))
+                  .toPandas())
+    finally:
+        spark.stop()
+    scored = scored.set_index("id").loc[frame["id"]].reset_index(drop=True)
+    expected = scoring.score_frame(frame, onnx_path).reset_index(drop=True)
+    pd.testing.assert_frame_equal(scored, expected)
+
+
+def test_numbers_read_from_arrow_buffers_keep_nulls_nan_and_offsets():
+    array = pa.array([1.5, None, np.nan, -2.0, None, 7.0], type=pa.float32())
+    for sliced in (array, array.slice(1), array.slice(3, 2)):
+        expected = np.array([np.nan if v is None else v for v in sliced.to_pylist()])
+        np.testing.assert_array_equal(scoring._numbers(sliced), expected)
+    integers = pa.chunked_array([[1, None], [3]], type=pa.int64())
+    np.testing.assert_array_equal(scoring._numbers(integers), [1.0, np.nan, 3.0])
+
+
+def test_help_states_the_default_batch(capsys):
+    with pytest.raises(SystemExit):
+        neumiss_cli.main(["score", "--help"])
+    assert f"(default {scoring.BATCH_ROWS})" in " ".join(capsys.readouterr().out.split())
