@@ -74,10 +74,9 @@ def onnx_bytes(model) -> bytes:
         content = handle.read()
     if not content.startswith(_SAVED_MODEL_MAGIC):
         return content
-    from .estimators import load  # torch: only for model files written by save()
-    from .onnx_export import export_onnx
+    from .conformal import load  # torch: only for model files written by save()
 
-    return export_onnx(load(path)).SerializeToString()
+    return load(path).to_onnx().SerializeToString()  # an interval model: y, lower, upper
 
 
 def load_model(model, threads: int | None = None) -> NeuMissOnnxModel:
