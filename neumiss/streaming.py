@@ -48,35 +48,42 @@ from .validation import check_features, check_training_data
 
 class RunningMoments:
     """Count, mean and sum of squared deviations of the observed (non-NaN) entries of
-    each column, over chunks of rows, in float64.
+    each column, over chunks of rows, in float64 and at any magnitude.
 
     Each chunk's moments are merged into the running ones with the pairwise
     formula of Chan, Golub and LeVeque (1979), so the result does not depend on
     how the rows are cut into chunks (up to rounding), and no sum of squares of
-    raw values is formed.
+    raw values is formed. As :func:`neumiss.preprocessing.mean_scale` does,
+    the moments are kept in units of each column's largest absolute value so
+    far (``peak``), rescaled when a chunk raises it: values near 1e±300 neither
+    overflow nor underflow.
     """
 
     def __init__(self, n_columns: int) -> None:
         self.count = np.zeros(n_columns)
-        self.mean = np.zeros(n_columns)
-        self.m2 = np.zeros(n_columns)
         self.peak = np.zeros(n_columns)
+        self.mean = np.zeros(n_columns)  # in units of peak
+        self.m2 = np.zeros(n_columns)  # in units of peak squared
 
     def update(self, X: np.ndarray) -> RunningMoments:
         """Merge the observed entries of ``X`` (n, n_columns), NaN = missing."""
         X = np.asarray(X, dtype=np.float64)
         observed = ~np.isnan(X)
-        count = observed.sum(axis=0).astype(np.float64)
         values = np.where(observed, X, 0.0)
+        peak = np.maximum(self.peak, np.abs(values).max(axis=0, initial=0.0))
+        unit = np.where(peak > 0, peak, 1.0)
+        ratio = np.where(peak > 0, self.peak / unit, 0.0)  # old unit in the new one
+        self.mean, self.m2, self.peak = self.mean * ratio, self.m2 * ratio**2, peak
+        values = values / unit
+        count = observed.sum(axis=0).astype(np.float64)
         mean = np.divide(values.sum(axis=0), count, out=np.zeros_like(count), where=count > 0)
-        m2 = (np.where(observed, X - mean, 0.0) ** 2).sum(axis=0)
+        m2 = (np.where(observed, values - mean, 0.0) ** 2).sum(axis=0)
         total = self.count + count
         share = np.divide(count, total, out=np.zeros_like(total), where=total > 0)
         delta = mean - self.mean
         self.m2 = self.m2 + m2 + delta**2 * self.count * share
         self.mean = self.mean + delta * share
         self.count = total
-        self.peak = np.maximum(self.peak, np.abs(values).max(axis=0, initial=0.0))
         return self
 
     def mean_scale(self) -> tuple[np.ndarray, np.ndarray]:
@@ -84,10 +91,11 @@ class RunningMoments:
         :func:`neumiss.preprocessing.observed_mean_scale` gives them: a column without
         observed entries has mean 0, and a scale that is negligible against the
         column's largest absolute value (or not positive) is replaced by 1."""
-        scale = np.sqrt(np.divide(self.m2, self.count, out=np.zeros_like(self.m2),
-                                  where=self.count > 0))
-        constant = ~(scale > RELATIVE_SCALE_THRESHOLD * self.peak) | ~np.isfinite(scale)
-        return self.mean.copy(), np.where(constant, 1.0, scale)
+        spread = np.sqrt(np.divide(self.m2, self.count, out=np.zeros_like(self.m2),
+                                   where=self.count > 0))
+        scale = spread * self.peak
+        constant = ~(spread > RELATIVE_SCALE_THRESHOLD) | ~np.isfinite(scale) | ~(scale > 0)
+        return self.mean * self.peak, np.where(constant, 1.0, scale)
 
 
 def parquet_chunks(path, target: str, *, batch_rows: int = 65536,

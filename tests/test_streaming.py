@@ -32,6 +32,21 @@ def test_moments_merged_over_any_chunks_equal_those_of_the_whole(X, cuts):
     np.testing.assert_allclose(scale, expected_scale, rtol=1e-6, atol=1e-9 * peak)
 
 
+@pytest.mark.parametrize("magnitude", [1e-223, 1.0, 1e300])
+def test_moments_hold_at_any_magnitude(magnitude):
+    # Squares of values near 1e-223 underflow and near 1e300 overflow: the moments
+    # are kept in units of the running peak, which grows from chunk to chunk.
+    X = np.array([[0.7], [1.0], [np.nan], [0.3], [-2.5]]) * magnitude
+    moments = RunningMoments(1)
+    for chunk in (X[:2], X[2:4], X[4:]):
+        moments.update(chunk)
+    mean, scale = moments.mean_scale()
+    expected_mean, expected_scale = observed_mean_scale(X)
+    np.testing.assert_allclose(mean, expected_mean, rtol=1e-12)
+    np.testing.assert_allclose(scale, expected_scale, rtol=1e-12)
+    assert scale[0] != 1.0
+
+
 @pytest.fixture(scope="module")
 def data():
     X, y, truth = neumiss.simulate.make_regression(3000, 4, random_state=0)
