@@ -351,7 +351,7 @@ def test_ctrl_c_stops_the_worker_processes_quietly_and_keeps_finished_folds(tmp_
     if process.poll() is not None:
         pytest.skip("the suite finished before it could be interrupted")
     os.killpg(process.pid, signal.SIGINT)
-    _, err = process.communicate(timeout=60)
+    _, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
     assert "Traceback" not in err and err.strip() == "interrupted"
     time.sleep(1)
