@@ -10,7 +10,8 @@
    chunk, with the estimator's optimizer, learning rate, batch size,
    ReduceLROnPlateau schedule and early stopping (``patience``, ``tol``) on a
    held-out chunk (the stream's first, or ``validation_data``), restoring the
-   best weights.
+   best weights: the loop of :func:`neumiss.training.train`, without its
+   divergence guard, which needs the training rows in memory.
 
 The result is an ordinary fitted estimator (``predict``, ``save``, ``to_onnx``).
 :func:`parquet_chunks` streams a Parquet file or dataset folder.
@@ -18,8 +19,7 @@ The result is an ordinary fitted estimator (``predict``, ``save``, ``to_onnx``).
 
 from __future__ import annotations
 
-import copy
-import math
+import functools
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -27,22 +27,11 @@ from pathlib import Path
 import numpy as np
 import torch
 from sklearn.utils import check_random_state
-from tqdm.auto import tqdm
 
 from .encoding import TableEncoder
 from .preprocessing import RELATIVE_SCALE_THRESHOLD, Standardizer
 from .search import Candidate, SearchResult
-from .training import (
-    TrainingData,
-    TrainingResult,
-    _make_optimizer,
-    _make_scheduler,
-    _mean,
-    auto_batch_size,
-    auto_learning_rate,
-    evaluate_loss,
-    torch_threads,
-)
+from .training import TrainingData, auto_learning_rate, torch_threads, train
 from .validation import check_features, check_training_data
 
 
@@ -209,58 +198,23 @@ def _tensors(estimator, X, y, device) -> TrainingData:
                         estimator._target_tensor(target, device))
 
 
-def _train(estimator, network, passes, val: TrainingData, y_val, skip_first: bool,
-           n_train: int, generator: torch.Generator, device) -> TrainingResult:
-    """Epochs over the stream with early stopping on ``val`` (encoded targets ``y_val``);
-    the best weights on return."""
-    config = estimator._training_config()
-    batch_size = config.batch_size or auto_batch_size(n_train, device)
-    optimizer, network = _make_optimizer(network, config), network.to(device)
-    scheduler = _make_scheduler(optimizer, config)
-    result = TrainingResult(history={"train_loss": [], "val_loss": [], "val_score": [], "lr": []})
-    best_state, reference, last_improving = copy.deepcopy(network.state_dict()), math.inf, 0
-    bar = tqdm(range(1, config.max_epochs + 1), desc=f"{type(estimator).__name__} (stream)",
-               disable=int(estimator.verbose) <= 0, unit="epoch")
-    for epoch in bar:
-        network.train()
-        running, seen = torch.zeros((), device=device), 0
-        for index, (X, y) in enumerate(passes()):
-            if skip_first and index == 0:
-                continue
-            chunk = _tensors(estimator, X, y, device)
-            order = torch.randperm(len(chunk), generator=generator).to(device)
-            for start in range(0, len(chunk), batch_size):
-                rows = order[start : start + batch_size]
-                optimizer.zero_grad(set_to_none=True)
-                loss = _mean(estimator._loss(network(chunk.x[rows], chunk.mask[rows]),
-                                             chunk.target[rows]), None)
-                loss.backward()
-                optimizer.step()
-                running += loss.detach() * rows.shape[0]
-            seen += len(chunk)
-        train_loss, val_loss = float(running) / max(seen, 1), evaluate_loss(
-            network, val, estimator._loss)
-        if not (math.isfinite(train_loss) and math.isfinite(val_loss)):
-            break  # diverged: the best weights so far are kept
-        score = estimator._score_from_loss(val_loss, y_val, None)
-        for key, value in zip(result.history, (train_loss, val_loss, score,
-                                               optimizer.param_groups[0]["lr"])):
-            result.history[key].append(value)
-        result.n_epochs = epoch
-        bar.set_postfix(train_loss=f"{train_loss:.4g}", val_loss=f"{val_loss:.4g}")
-        if val_loss < result.best_val_loss:
-            result.best_val_loss, result.best_val_score, result.best_epoch = val_loss, score, epoch
-            best_state = copy.deepcopy(network.state_dict())
-        if val_loss < reference * (1.0 - config.tol):
-            reference, last_improving = val_loss, epoch
-        scheduler.step(val_loss)
-        if (epoch - last_improving >= config.patience
-                or optimizer.param_groups[0]["lr"] < config.min_learning_rate):
-            break
-    bar.close()
-    network.load_state_dict(best_state)
-    network.eval()
-    return result
+class _ChunkRows:
+    """The training rows of a stream as :func:`neumiss.training.train` reads them: each
+    epoch reads the chunks again (the first one skipped when it is held out) and
+    shuffles the rows within each chunk."""
+
+    def __init__(self, estimator, passes, skip_first: bool, n_rows: int, device) -> None:
+        self.estimator, self.passes, self.skip_first = estimator, passes, skip_first
+        self.n_rows, self.device = n_rows, device
+
+    def __len__(self) -> int:
+        return self.n_rows
+
+    def batches(self, batch_size: int, generator: torch.Generator) -> Iterator[TrainingData]:
+        for index, (X, y) in enumerate(self.passes()):
+            if not (self.skip_first and index == 0):
+                yield from _tensors(self.estimator, X, y, self.device).batches(batch_size,
+                                                                              generator)
 
 
 def fit_stream(estimator, chunks, *, validation_data=None):
@@ -320,9 +274,14 @@ def fit_stream(estimator, chunks, *, validation_data=None):
             network = estimator._build_network(estimator.depth, estimator.weight_sharing)
             network.reset_parameters(generator)
             started = time.perf_counter()
-            result = _train(estimator, network, passes, val, y_val, validation_data is None,
-                            n_rows - (0 if validation_data is not None else len(val)),
-                            generator, device)
+            rows = _ChunkRows(estimator, passes, validation_data is None,
+                              n_rows - (0 if validation_data is not None else len(val)), device)
+            result = train(
+                network.to(device), rows, val, estimator._loss, estimator._training_config(),
+                generator, functools.partial(estimator._score_from_loss, y_val=y_val, w_val=None),
+                verbose=int(estimator.verbose), description=f"{type(estimator).__name__} (stream)",
+                guard=False,
+            )
             best = Candidate(estimator.depth, estimator.weight_sharing, network, result,
                              time.perf_counter() - started)
             members.append(SearchResult(best, {estimator.depth: best.summary()}, None))

@@ -97,6 +97,18 @@ class TrainingData:
         return TrainingData(self.x[start:stop], self.mask[start:stop], self.target[start:stop],
                             weight)
 
+    @property
+    def device(self) -> torch.device:
+        return self.x.device
+
+    def batches(self, batch_size: int, generator: torch.Generator) -> Iterator[TrainingData]:
+        """One epoch's mini-batches: the rows shuffled with ``generator`` (one gather),
+        then cut into views of ``batch_size`` rows."""
+        order = torch.randperm(len(self), generator=generator).to(self.device)
+        shuffled = self.subset(order)
+        for start in range(0, len(self), batch_size):
+            yield shuffled.rows(start, start + batch_size)
+
 
 @dataclass(frozen=True)
 class TrainingConfig:
@@ -328,6 +340,11 @@ def train(
 ) -> TrainingResult:
     """Train ``network`` in place; on return it holds the best validation weights.
 
+    ``train_data`` is a :class:`TrainingData`, or, with ``guard=False``, any
+    source of rows with ``len`` (the number of rows), ``device`` and
+    ``batches(batch_size, generator)`` (one epoch's mini-batches), such as the
+    chunks read from disk by :func:`neumiss.streaming.fit_stream`.
+
     Each epoch shuffles the training rows with ``generator`` (repeatable on
     CPU), takes mini-batch steps, then evaluates the validation loss.
     An epoch *improves* when its validation loss is below ``(1 - tol)`` times
@@ -364,6 +381,8 @@ def train(
     batches and epochs average it, weighted by the data's ``weight`` if any. ``score_fn`` maps a
     validation loss to a score shown in the progress bar and history (e.g. R²).
     """
+    if guard and not isinstance(train_data, TrainingData):
+        raise TypeError("the divergence guard needs the training rows in memory (TrainingData)")
     monitor = val_data if val_data is not None else train_data
     constant = constant_loss = constant_train_loss = ceilings = None
     if guard:
@@ -398,7 +417,7 @@ def train(
     network_best = math.inf  # the lowest validation loss of an epoch (not the constant's)
     stopped = None
     n = len(train_data)
-    batch_size = (auto_batch_size(n, train_data.x.device) if config.batch_size is None
+    batch_size = (auto_batch_size(n, train_data.device) if config.batch_size is None
                   else min(config.batch_size, n))
     bar = tqdm(
         range(1, config.max_epochs + 1),
@@ -409,12 +428,8 @@ def train(
     )
     for epoch in bar:
         network.train()
-        order = torch.randperm(n, generator=generator).to(train_data.x.device)
-        # One gather per epoch; the batches are then views of the shuffled rows.
-        shuffled = train_data.subset(order)
-        running = torch.zeros((), device=train_data.x.device)  # no host sync per step
-        for start in range(0, n, batch_size):
-            batch = shuffled.rows(start, start + batch_size)
+        running = torch.zeros((), device=train_data.device)  # no host sync per step
+        for batch in train_data.batches(batch_size, generator):
             optimizer.zero_grad(set_to_none=True)
             loss = _mean(loss_fn(network(batch.x, batch.mask), batch.target), batch.weight)
             loss.backward()
