@@ -63,3 +63,18 @@ PAPER = {
 def paper(estimator_class, **params):
     """``estimator_class`` configured as :data:`PAPER`, with ``params`` on top."""
     return estimator_class(**{**PAPER, **params})
+
+
+def interrupt_after_first_row(process, runs, what: str, timeout: float = 120.0) -> None:
+    """Wait until ``runs`` (a runs.csv the benchmark ``process`` writes) holds a row,
+    so that an interruption finds finished work to keep; skip the test if the
+    benchmark ended before that."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        if runs.exists() and len(runs.read_text().splitlines()) >= 2:
+            break
+        time.sleep(0.2)
+    if process.poll() is not None:
+        pytest.skip(f"the {what} finished before it could be interrupted")

@@ -15,7 +15,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -43,7 +42,7 @@ from neumiss.training import (
     train,
 )
 
-from .conftest import paper
+from .conftest import interrupt_after_first_row, paper
 
 ROOT = Path(__file__).resolve().parent.parent
 FAST = {"depth": 1, "max_epochs": 4, "random_state": 0}
@@ -603,13 +602,7 @@ def test_sigterm_during_a_benchmark_is_clean_and_the_run_resumes(tmp_path):
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, cwd=ROOT)
     runs = tmp_path / "runs.csv"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and process.poll() is None:
-        if runs.exists() and len(runs.read_text().splitlines()) >= 2:
-            break
-        time.sleep(0.2)
-    if process.poll() is not None:
-        pytest.skip("the benchmark finished before it could be interrupted")
+    interrupt_after_first_row(process, runs, "benchmark")
     process.send_signal(signal.SIGTERM)
     out, err = process.communicate(timeout=60)
     assert process.returncode == 128 + signal.SIGTERM, err

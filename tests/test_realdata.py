@@ -34,6 +34,8 @@ from neumiss.benchmark.realdata.cache import DEFAULT_CACHE, check_task, read_sch
 from neumiss.benchmark.realdata.report import add_utility
 from neumiss.cli import main as cli_main
 
+from .conftest import interrupt_after_first_row
+
 REPO_CACHE = Path(__file__).resolve().parent.parent / DEFAULT_CACHE
 
 
@@ -343,13 +345,7 @@ def test_ctrl_c_stops_the_worker_processes_quietly_and_keeps_finished_folds(tmp_
         [sys.executable, "-c", _INTERRUPTED_SUITE, str(tmp_path), "1"], cwd=root,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and process.poll() is None:
-        if runs.exists() and len(runs.read_text().splitlines()) >= 2:
-            break
-        time.sleep(0.2)
-    if process.poll() is not None:
-        pytest.skip("the suite finished before it could be interrupted")
+    interrupt_after_first_row(process, runs, "suite")
     os.killpg(process.pid, signal.SIGINT)
     _, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
