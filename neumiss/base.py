@@ -212,10 +212,7 @@ class BaseNeuMiss(BaseEstimator):
             self.encoder_ = TableEncoder().fit(X)
             X = self.encoder_.transform(X)
             self._warn_features_never_observed(X)
-            self.learning_rate_ = (
-                auto_learning_rate(self.encoder_.n_features_out_)
-                if self.learning_rate == "auto" else float(self.learning_rate)
-            )
+            self._set_learning_rate()
             self.preprocessor_ = Standardizer(
                 self.compress_tails, numeric=self.encoder_.numeric_columns()
             ).fit(X)
@@ -277,6 +274,14 @@ class BaseNeuMiss(BaseEstimator):
                 UserWarning,
                 stacklevel=3,
             )
+
+    def _set_learning_rate(self) -> None:
+        """``learning_rate_``: ``learning_rate``, or its automatic value for the encoded
+        columns of ``encoder_`` (:func:`neumiss.training.auto_learning_rate`)."""
+        self.learning_rate_ = (
+            auto_learning_rate(self.encoder_.n_features_out_)
+            if self.learning_rate == "auto" else float(self.learning_rate)
+        )
 
     def _training_config(self) -> TrainingConfig:
         return TrainingConfig(

@@ -31,7 +31,7 @@ from sklearn.utils import check_random_state
 from .encoding import TableEncoder
 from .preprocessing import RELATIVE_SCALE_THRESHOLD, Standardizer
 from .search import Candidate, SearchResult
-from .training import TrainingData, auto_learning_rate, torch_threads, train
+from .training import TrainingData, torch_threads, train
 from .validation import check_features, check_training_data
 
 
@@ -177,9 +177,7 @@ def _first_pass(estimator, passes) -> int:
     if moments is None:
         raise ValueError("the stream of chunks is empty")
     mean, scale = moments.mean_scale()
-    width = estimator.encoder_.n_features_out_
-    estimator.learning_rate_ = (auto_learning_rate(width) if estimator.learning_rate == "auto"
-                                else float(estimator.learning_rate))
+    estimator._set_learning_rate()
     estimator.preprocessor_ = Standardizer.from_state(
         {"mean": mean, "scale": scale, "inverse_bound": np.zeros_like(mean)})
     if estimator._y_numeric:
