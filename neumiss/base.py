@@ -40,7 +40,7 @@ from .preprocessing import (
     Standardizer,
     check_outputs_finite,
 )
-from .search import AUTO_DEPTHS, Objective, SearchResult, search_depths
+from .search import AUTO_DEPTHS, AUTO_MLP_DEPTHS, Objective, SearchResult, search_depths
 from .training import (
     OPTIMIZERS,
     TrainingConfig,
@@ -83,7 +83,7 @@ class BaseNeuMiss(BaseEstimator):
 
     _parameter_constraints = {
         "depth": AnyOf(Integer(0), Options("auto"), SequenceOf(Integer(0))),
-        "mlp_depth": Integer(0),
+        "mlp_depth": AnyOf(Integer(0), Options("auto")),
         "mlp_width": AnyOf(NoneValue(), Integer(1)),
         "weight_sharing": Options("independent", "shared", "auto"),
         "residual": Boolean(),
@@ -110,7 +110,7 @@ class BaseNeuMiss(BaseEstimator):
         self,
         depth="auto",
         *,
-        mlp_depth=2,
+        mlp_depth="auto",
         mlp_width=None,
         weight_sharing="auto",
         residual=True,
@@ -232,14 +232,16 @@ class BaseNeuMiss(BaseEstimator):
                 objective = Objective(
                     self._loss, functools.partial(self._score_from_loss, y_val=y_val, w_val=w_val)
                 )
-                depths, sharing = (
-                    (self._candidate_depths(), self.weight_sharing) if k == 0
-                    else ([members[0].best.depth], members[0].best.weight_sharing)
+                chosen = members[0].best if k else None
+                depths, sharing, heads = (
+                    (self._candidate_depths(), self.weight_sharing, self._candidate_mlp_depths())
+                    if k == 0 else ([chosen.depth], chosen.weight_sharing, [chosen.mlp_depth])
                 )
                 members.append(search_depths(
-                    self._build_network, depths, sharing, train_data, val_data, objective,
+                    self._build_network, depths, sharing, heads, train_data, val_data, objective,
                     self._training_config(), member_seed, verbose=int(self.verbose),
                     label=f"{type(self).__name__}[{k}]" if k else type(self).__name__,
+                    start_from=members[0].predecessor if k else None,
                 ))
         self._set_search_results(members)
         return self
@@ -253,11 +255,13 @@ class BaseNeuMiss(BaseEstimator):
         )
         self.best_depth_ = best.depth
         self.weight_sharing_ = best.weight_sharing
+        self.mlp_depth_ = best.mlp_depth
         self.history_ = best.result.history
         self.n_epochs_ = best.result.n_epochs
         self.best_epoch_ = best.result.best_epoch
         self.depth_results_ = members[0].depth_results
         self.untied_result_ = members[0].untied
+        self.head_results_ = members[0].heads
         self.members_ = [member.best.summary() for member in members]
         self.validation_score_ = float(np.mean([m["val_score"] for m in self.members_]))
 
@@ -364,21 +368,25 @@ class BaseNeuMiss(BaseEstimator):
         candidates = self.depth if isinstance(self.depth, (list, tuple)) else [self.depth]
         return tuple(sorted({int(v) for v in candidates}))
 
-    def _build_network(self, depth: int, weight_sharing: str) -> NeuMissNetwork:
+    def _candidate_mlp_depths(self) -> tuple[int, ...]:
+        """The head depths to train: the chain's first, then the fine-tuned ones."""
+        return AUTO_MLP_DEPTHS if self.mlp_depth == "auto" else (int(self.mlp_depth),)
+
+    def _build_network(self, depth: int, weight_sharing: str, mlp_depth: int) -> NeuMissNetwork:
         return NeuMissNetwork(
             self.encoder_.n_features_out_,
             n_outputs=self._n_outputs(),
             depth=depth,
             weight_sharing=weight_sharing,
             residual=self.residual,
-            mlp_depth=self.mlp_depth,
+            mlp_depth=mlp_depth,
             mlp_width=self.mlp_width,
         )
 
     def _build_fitted_network(self) -> NeuMissNetwork | EnsembleNetwork:
         """An untrained network shaped like ``network_``, to load saved weights into."""
         networks = [
-            self._build_network(self.best_depth_, self.weight_sharing_)
+            self._build_network(self.best_depth_, self.weight_sharing_, self.mlp_depth_)
             for _ in range(self.ensemble_size)
         ]
         return networks[0] if len(networks) == 1 else EnsembleNetwork(networks, self._combine())

@@ -256,17 +256,30 @@ class NeuMissNetwork(nn.Module):
         every iteration matrix receives the shared matrix, so that at equal
         depth both networks compute the same function.
 
+        From a linear head (``mlp_depth=0``) into an MLP head with its skip, the
+        skip receives the linear weights and the MLP's last layer (zero at
+        initialisation) the bias, so both networks compute the same function.
+
         Returns
         -------
         list of str
             Names of the parameters copied.
         """
         own = dict(self.named_parameters())
+        same_head = len(self.head) == len(other.head)
         copied = []
         for name, value in other.named_parameters():
+            if not same_head and name.startswith(("head.", "skip.")):
+                continue
             if name in own and own[name].shape == value.shape:
                 own[name].copy_(value.to(own[name].device))
                 copied.append(name)
+        if other.skip is None and self.skip is not None:  # linear head -> MLP + skip
+            linear, last = other.head[-1], self.head[-1]
+            self.skip.weight.copy_(linear.weight.to(self.skip.weight.device))
+            last.weight.zero_()
+            last.bias.copy_(linear.bias.to(last.bias.device))
+            copied += ["skip.weight", f"head.{len(self.head) - 1}.bias"]
         shared = other.block.neumann_layers
         modes = (other.block.weight_sharing, self.block.weight_sharing)
         if modes == ("shared", "independent") and shared:

@@ -56,8 +56,15 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         near the identity), and keeps the one with the best validation loss
         (``best_depth_``). The search stops at the first depth that does not
         improve the validation loss.
-    mlp_depth : int, default=2
-        Hidden ReLU layers after the block (NeuMiss+MLP for nonlinear targets).
+    mlp_depth : int >= 0 or "auto", default="auto"
+        Hidden ReLU layers of an MLP head after the block (NeuMiss+MLP for
+        nonlinear targets), beside a linear skip; 0 is the paper's linear head.
+        ``"auto"`` searches the depth with the linear head, then fine-tunes a
+        head with :data:`neumiss.search.AUTO_MLP_DEPTHS` ``[1]`` hidden layers from
+        the chosen network (it starts as the same function: the MLP's last
+        layer at zero, the skip holding the linear head) and keeps whichever
+        has the lower validation loss (``mlp_depth_``); the other members of
+        the ensemble train the kept head.
     mlp_width : int or None, default=None
         Width of those hidden layers; ``None`` means ``n_features``.
     weight_sharing : {"independent", "shared", "auto"}, default="auto"
@@ -133,6 +140,11 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         The depth used (the chosen one when several were tried).
     weight_sharing_ : {"independent", "shared"}
         The weight mode of ``network_``.
+    mlp_depth_ : int
+        The head's hidden layers (the kept one with ``mlp_depth="auto"``).
+    head_results_ : dict
+        With ``mlp_depth="auto"``: for the MLP head fine-tuned, ``val_loss``,
+        ``val_score``, ``epochs`` and ``seconds`` (empty otherwise).
     untied_result_ : dict or None
         With ``weight_sharing="auto"``: ``val_loss``, ``val_score``, ``epochs`` and
         ``seconds`` of the untied fine-tuning (None when it did not run: other

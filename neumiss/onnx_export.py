@@ -340,7 +340,7 @@ def metadata(estimator, task: str) -> dict[str, str]:
         "depth": str(estimator.best_depth_),
         "weight_sharing": estimator.weight_sharing_,
         "residual": json.dumps(bool(estimator.residual)),
-        "mlp_depth": str(estimator.mlp_depth),
+        "mlp_depth": str(estimator.mlp_depth_),
         "ensemble_size": str(estimator.ensemble_size),
         "input_contract": INPUT_CONTRACT,
     }

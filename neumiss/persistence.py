@@ -42,13 +42,14 @@ FORMAT = "neumiss-estimator"
 #: 3: a SHA-256 digest of the payload (``sha256``), checked at load.
 #: 2: ``encoder_`` (the table's encoding) and ``preprocessor_`` (its standardization)
 #: are stored (1 had ``x_mean_`` and ``x_scale_``).
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 
 #: Names a saved fitted attribute may have: public, ending with ``_``.
 _ATTRIBUTE_NAME = re.compile(r"[a-z][a-z0-9_]*_")
 #: Fitted attributes every saved estimator has.
 REQUIRED_ATTRIBUTES = (
-    "encoder_", "preprocessor_", "best_depth_", "weight_sharing_", "n_features_in_",
+    "encoder_", "preprocessor_", "best_depth_", "weight_sharing_", "mlp_depth_",
+    "n_features_in_",
 )
 
 

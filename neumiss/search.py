@@ -4,7 +4,12 @@ Candidate depths are trained in increasing order on the same split, each
 warm-started from the previous one; the search stops at the first depth that
 does not improve the validation loss. With ``weight_sharing="auto"`` the chain uses
 one shared Neumann matrix, then an independent ("untied") copy is fine-tuned
-at the chosen depth and kept if it lowers the validation loss.
+at the chosen depth and kept if it lowers the validation loss. With several
+head depths (``mlp_depth="auto"``), the chain uses the first (the paper's
+linear head), then each other head is fine-tuned from the chosen network,
+where it starts as the same function (the MLP's last layer at zero beside a
+linear skip that receives the linear head), and kept if it lowers the
+validation loss.
 """
 
 from __future__ import annotations
@@ -23,6 +28,9 @@ from .training import DivergenceWarning, TrainingConfig, TrainingData, TrainingR
 #: Depths tried by ``depth="auto"``. Each doubles the previous one so that a
 #: warm start stays close (results/README.md, "Depth search").
 AUTO_DEPTHS = (0, 2, 4, 8, 16)
+
+#: Head depths tried by ``mlp_depth="auto"``: the chain's linear head, then an MLP.
+AUTO_MLP_DEPTHS = (0, 2)
 
 #: ``weight_sharing="auto"`` unties only with at least this many training rows per
 #: parameter of the untied block, ``(depth + 1) d^2`` (results/README.md, "Untying").
@@ -45,6 +53,7 @@ class Candidate(NamedTuple):
 
     depth: int
     weight_sharing: str
+    mlp_depth: int
     network: NeuMissNetwork
     result: TrainingResult
     seconds: float
@@ -64,15 +73,21 @@ class Candidate(NamedTuple):
 
 
 class SearchResult(NamedTuple):
-    """The chosen candidate, the summary of every depth trained, and of the fine-tune.
+    """The chosen candidate, the summary of every depth trained, and of the fine-tunes.
 
     ``untied`` is None when ``weight_sharing="auto"`` did not fine-tune an untied copy
     (other weight modes, depth below 2, or too few rows per parameter).
+    ``heads``: the summary of each head depth fine-tuned after the chain (empty
+    with one head depth).
+    ``predecessor`` is the trained network the chain warm-started the chosen depth
+    from (the previous depth's, or ``start_from``), None when it started from scratch.
     """
 
     best: Candidate
     depth_results: dict[int, dict[str, float]]
     untied: dict[str, float] | None
+    heads: dict[int, dict[str, float]]
+    predecessor: NeuMissNetwork | None = None
 
 
 def worth_untying(depth: int, n_features: int, n_train: int) -> bool:
@@ -83,9 +98,10 @@ def worth_untying(depth: int, n_features: int, n_train: int) -> bool:
 
 
 def search_depths(
-    build_network: Callable[[int, str], NeuMissNetwork],
+    build_network: Callable[[int, str, int], NeuMissNetwork],
     depths: Sequence[int],
     weight_sharing: str,
+    mlp_depths: Sequence[int],
     train_data: TrainingData,
     val_data: TrainingData | None,
     objective: Objective,
@@ -94,12 +110,13 @@ def search_depths(
     *,
     verbose: int = 0,
     label: str = "NeuMiss",
+    start_from: NeuMissNetwork | None = None,
 ) -> SearchResult:
     """Train ``depths`` in increasing order and return the best network.
 
     Parameters
     ----------
-    build_network : callable ``(depth, weight_sharing) -> NeuMissNetwork``
+    build_network : callable ``(depth, weight_sharing, mlp_depth) -> NeuMissNetwork``
         A new, untrained network on the CPU (it is initialised from a CPU
         generator, then moved to the device of ``train_data``).
     depths : sequence of int
@@ -107,6 +124,9 @@ def search_depths(
     weight_sharing : {"independent", "shared", "auto"}
         Weight mode of the chain; ``"auto"`` chains shared networks, then
         fine-tunes an untied copy (see the module docstring).
+    mlp_depths : sequence of int
+        Head depths: the chain uses the first, the others are fine-tuned from
+        the chosen network (see the module docstring).
     train_data, val_data : TrainingData
         The split; without ``val_data`` the training loss decides.
     objective : Objective
@@ -117,6 +137,9 @@ def search_depths(
         ``>= 1`` shows a progress bar per candidate.
     label : str
         Prefix of the progress bars.
+    start_from : NeuMissNetwork or None
+        A trained network the first depth is warm-started from (an ensemble
+        member starts where the search of member 0 started its chosen depth).
 
     Returns
     -------
@@ -130,37 +153,44 @@ def search_depths(
         candidates not kept do not warn.
     """
 
-    def fit_one(depth: int, mode: str, start_from, fit_config) -> Candidate:
+    def fit_one(depth: int, mode: str, mlp_depth: int, start_from, fit_config) -> Candidate:
         start = time.perf_counter()
         generator = torch.Generator().manual_seed(seed)
-        network = build_network(depth, mode)
+        network = build_network(depth, mode, mlp_depth)
         network.reset_parameters(generator)
         if start_from is not None:
-            network.warm_start_from(start_from.network)
+            network.warm_start_from(start_from)
         network = network.to(train_data.x.device)
         result = train(
             network, train_data, val_data, objective.loss, fit_config, generator,
             score_fn=objective.score, verbose=verbose, description=f"{label}(depth={depth})",
             warn=False,
         )
-        return Candidate(depth, mode, network, result, time.perf_counter() - start)
+        return Candidate(depth, mode, mlp_depth, network, result, time.perf_counter() - start)
 
     chain_weights = "shared" if weight_sharing == "auto" else weight_sharing
     best, depth_results = None, {}
+    predecessor, start = None, start_from
     for depth in depths:
-        fitted = fit_one(depth, chain_weights, best, config)
+        fitted = fit_one(depth, chain_weights, mlp_depths[0], start, config)
         depth_results[depth] = fitted.summary()
         if best is not None and fitted.val_loss >= best.val_loss:
             break  # deeper candidates would start from a depth that already overfits
-        best = fitted
-    untied_summary = None
+        best, predecessor, start = fitted, start, fitted.network
+    untied_summary, heads = None, {}
     n_features = train_data.x.shape[1]
+    # A fine-tune's gains come in small steps, so every improvement counts.
+    fine_tune = dataclasses.replace(config, tol=0.0)
     if weight_sharing == "auto" and worth_untying(best.depth, n_features, len(train_data)):
-        # The untied copy's gains come in small steps, so every improvement counts.
-        untied = fit_one(best.depth, "independent", best, dataclasses.replace(config, tol=0.0))
+        untied = fit_one(best.depth, "independent", best.mlp_depth, best.network, fine_tune)
         untied_summary = untied.summary()
         if untied.val_loss < best.val_loss:
             best = untied
+    for mlp_depth in mlp_depths[1:]:
+        head = fit_one(best.depth, best.weight_sharing, mlp_depth, best.network, fine_tune)
+        heads[mlp_depth] = head.summary()
+        if head.val_loss < best.val_loss:
+            best = head
     if best.result.warning is not None:  # the kept network diverged, or is a constant
         warnings.warn(best.result.warning, DivergenceWarning, stacklevel=2)
-    return SearchResult(best, depth_results, untied_summary)
+    return SearchResult(best, depth_results, untied_summary, heads, predecessor)

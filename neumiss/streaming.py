@@ -221,8 +221,8 @@ def fit_stream(estimator, chunks, *, validation_data=None):
     Parameters
     ----------
     estimator : NeuMissRegressor or NeuMissClassifier
-        Its parameters apply, with an integer ``depth`` and ``weight_sharing``
-        "shared" or "independent" (one network per member: no search, which
+        Its parameters apply, with integers ``depth`` and ``mlp_depth`` and
+        ``weight_sharing`` "shared" or "independent" (one network per member: no search, which
         would need a pass per candidate). ``validation_fraction`` is not used.
     chunks : callable returning an iterator, or a re-iterable (e.g. a list)
         Of ``(X, y)`` pairs: ``X`` array or DataFrame (n_i, n_features) of
@@ -239,11 +239,13 @@ def fit_stream(estimator, chunks, *, validation_data=None):
 
     check_params(type(estimator).__name__, estimator.get_params(deep=False),
                  estimator._parameter_constraints)
-    if not isinstance(estimator.depth, int) or estimator.weight_sharing == "auto":
+    if (not isinstance(estimator.depth, int) or estimator.weight_sharing == "auto"
+            or estimator.mlp_depth == "auto"):
         raise ValueError(
-            "fit_stream trains one network per member: set depth to an integer and "
-            "weight_sharing to 'shared' or 'independent' (got depth="
-            f"{estimator.depth!r}, weight_sharing={estimator.weight_sharing!r})"
+            "fit_stream trains one network per member: set depth and mlp_depth to integers "
+            "and weight_sharing to 'shared' or 'independent' (got depth="
+            f"{estimator.depth!r}, mlp_depth={estimator.mlp_depth!r}, "
+            f"weight_sharing={estimator.weight_sharing!r})"
         )
     passes = _passes(chunks)
     from .base import _resolve_device
@@ -269,7 +271,8 @@ def fit_stream(estimator, chunks, *, validation_data=None):
         members = []
         for k in range(estimator.ensemble_size):
             generator = torch.Generator().manual_seed(seed + k)
-            network = estimator._build_network(estimator.depth, estimator.weight_sharing)
+            network = estimator._build_network(estimator.depth, estimator.weight_sharing,
+                                               estimator.mlp_depth)
             network.reset_parameters(generator)
             started = time.perf_counter()
             rows = _ChunkRows(estimator, passes, validation_data is None,
@@ -280,8 +283,8 @@ def fit_stream(estimator, chunks, *, validation_data=None):
                 verbose=int(estimator.verbose), description=f"{type(estimator).__name__} (stream)",
                 guard=False,
             )
-            best = Candidate(estimator.depth, estimator.weight_sharing, network, result,
-                             time.perf_counter() - started)
-            members.append(SearchResult(best, {estimator.depth: best.summary()}, None))
+            best = Candidate(estimator.depth, estimator.weight_sharing, estimator.mlp_depth,
+                             network, result, time.perf_counter() - started)
+            members.append(SearchResult(best, {estimator.depth: best.summary()}, None, {}))
     estimator._set_search_results(members)
     return estimator

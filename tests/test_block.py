@@ -206,3 +206,21 @@ def test_untying_a_shared_network_keeps_its_function():
     x = torch.randn(20, 5, generator=torch.Generator().manual_seed(2))
     mask = random_mask(20, 5, seed=3)
     torch.testing.assert_close(untied(x * (1 - mask), mask), shared(x * (1 - mask), mask))
+
+
+@pytest.mark.parametrize("n_features, n_outputs", [(5, 1), (3, 3), (1, 1)])
+def test_an_mlp_head_warm_started_from_a_linear_head_keeps_its_function(n_features, n_outputs):
+    # mlp_depth="auto" fine-tunes the MLP head from the chosen linear network: it must
+    # start as the same function, also when a hidden layer has the linear head's shape.
+    linear = NeuMissNetwork(n_features, n_outputs=n_outputs, depth=3, weight_sharing="shared")
+    linear.reset_parameters(torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        linear.head[-1].bias.uniform_(-2, 2, generator=torch.Generator().manual_seed(5))
+    mlp = NeuMissNetwork(n_features, n_outputs=n_outputs, depth=3, weight_sharing="shared",
+                         mlp_depth=2)
+    mlp.reset_parameters(torch.Generator().manual_seed(1))
+    copied = mlp.warm_start_from(linear)
+    assert "skip.weight" in copied and not any(name.startswith("head.0") for name in copied)
+    x = torch.randn(20, n_features, generator=torch.Generator().manual_seed(2))
+    mask = random_mask(20, n_features, seed=3)
+    torch.testing.assert_close(mlp(x * (1 - mask), mask), linear(x * (1 - mask), mask))

@@ -3,14 +3,21 @@
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from neumiss import NeuMissClassifier, NeuMissRegressor
-from neumiss.search import AUTO_DEPTHS, UNTIE_ROWS_PER_PARAMETER
-from neumiss.training import train
+from neumiss.search import (
+    AUTO_DEPTHS,
+    AUTO_MLP_DEPTHS,
+    UNTIE_ROWS_PER_PARAMETER,
+    Objective,
+    search_depths,
+)
+from neumiss.training import TrainingConfig, TrainingData, train
 
 from .conftest import gaussian_regression, paper
 
@@ -166,6 +173,51 @@ def test_weight_sharing_auto_unties_the_shared_matrix_and_keeps_the_better_netwo
     fixed = paper(NeuMissRegressor, depth=3, weight_sharing="shared", max_epochs=2, random_state=0)
     fixed.fit(X, y)
     assert fixed.weight_sharing_ == "shared" and fixed.untied_result_ is None
+
+
+@pytest.mark.parametrize("target", ["linear", "nonlinear"])
+def test_mlp_depth_auto_keeps_the_head_with_the_lower_validation_loss(target):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(1500, 3))
+    y = X @ [1.0, -2.0, 0.5] + 0.1 * rng.normal(size=1500)
+    if target == "nonlinear":  # nothing a linear head can fit
+        y = 3 * np.abs(X[:, 0]) + 2 * X[:, 1] * X[:, 2] + 0.1 * rng.normal(size=1500)
+    X[rng.random(X.shape) < 0.2] = np.nan
+    model = NeuMissRegressor(depth=[1, 2], weight_sharing="shared", ensemble_size=2,
+                             max_epochs=60, random_state=0).fit(X, y)
+    assert model.get_params()["mlp_depth"] == "auto"
+    chain = model.depth_results_[model.best_depth_]
+    head = model.head_results_[AUTO_MLP_DEPTHS[1]]
+    assert head["epochs"] >= 1
+    kept = AUTO_MLP_DEPTHS[1] if head["val_loss"] < chain["val_loss"] else AUTO_MLP_DEPTHS[0]
+    assert model.mlp_depth_ == kept
+    if target == "nonlinear":
+        assert model.mlp_depth_ == 2 and head["val_score"] > chain["val_score"] + 0.1
+    for member in model.network_.members:  # every member trains the kept head
+        assert (member.skip is not None) == (kept > 0)
+        assert len(member.head) == 2 * kept + 1
+    fixed = NeuMissRegressor(depth=1, mlp_depth=1, ensemble_size=1, max_epochs=2,
+                             random_state=0).fit(X, y)
+    assert fixed.mlp_depth_ == 1 and fixed.head_results_ == {}
+
+
+def test_a_search_warm_started_from_a_network_starts_from_its_weights(small_regression):
+    # Ensemble members start where member 0's chain started its chosen depth.
+    X, y = small_regression
+    model = paper(NeuMissRegressor, depth=[1, 2], max_epochs=3, random_state=0).fit(X, y)
+    start = model.network_
+    x, mask = model.preprocessor_.transform(model.encoder_.transform(X))
+    data = TrainingData(torch.as_tensor(x, dtype=torch.float32),
+                        torch.as_tensor(mask, dtype=torch.float32),
+                        torch.as_tensor(model._encode_target(y), dtype=torch.float32))
+    still = TrainingConfig(learning_rate=1e-30, max_epochs=1)
+    objective = Objective(model._loss, lambda loss: -loss)
+    result = search_depths(model._build_network, [model.best_depth_], "independent", [0], data,
+                           data, objective, still, seed=1, start_from=start)
+    started = dict(start.block.named_parameters())
+    for name, value in result.best.network.block.named_parameters():
+        torch.testing.assert_close(value, started[name])
+    assert result.predecessor is start  # its chosen depth started from that network
 
 
 def test_weight_sharing_auto_does_not_untie_with_few_rows_per_parameter(small_regression):

@@ -106,8 +106,8 @@ predict.neumiss <- function(object, newdata, type = c("response", "prob", "class
 #' @export
 print.neumiss <- function(x, ...) {
   .check_fit(x, "x")
-  cat(sprintf("NeuMiss %s model (depth %d, %s weights, %d epochs)\n", x$task,
-              x$best_depth, x$weight_sharing, x$n_epochs))
+  cat(sprintf("NeuMiss %s model (depth %d, %s weights, %s, %d epochs)\n", x$task,
+              x$best_depth, x$weight_sharing, .head_label(x$mlp_depth), x$n_epochs))
   if (!is.null(x$call)) {
     cat("Call: ", paste(deparse(x$call), collapse = "\n"), "\n", sep = "")
   }
@@ -183,7 +183,7 @@ print.neumiss <- function(x, ...) {
 #' @param ... Unused.
 #' @return `summary()`: an object of class `"summary.neumiss"`, a list with
 #'   `task`, `depth` (the depth asked for), `best_depth` (the depth used),
-#'   `weight_sharing`, `n_epochs`, `best_epoch` (whose weights were kept),
+#'   `mlp_depth` (the head used: 0 is linear), `weight_sharing`, `n_epochs`, `best_epoch` (whose weights were kept),
 #'   `n_obs`, `n_train`, `n_valid`, `n_deleted`, `metric` (`"R^2"` or
 #'   `"log-loss"`), `validation` (the validation metric), `training` (the
 #'   metric on all training rows, in-sample), `history` (data frame: epoch,
@@ -203,6 +203,7 @@ summary.neumiss <- function(object, ...) {
     task = object$task,
     depth = object$params$depth,
     best_depth = object$best_depth,
+    mlp_depth = object$mlp_depth,
     weight_sharing = object$weight_sharing,
     n_epochs = object$n_epochs,
     best_epoch = object$best_epoch,
@@ -257,8 +258,8 @@ print.summary.neumiss <- function(x, ...) {
   if (!is.null(x$classes)) {
     cat(sprintf("Classes: %s\n", .abbreviate_list(x$classes)))
   }
-  cat(sprintf("Depth: %s (used: %d), weight sharing: %s\n", .format_param(x$depth),
-              x$best_depth, x$weight_sharing))
+  cat(sprintf("Depth: %s (used: %d), weight sharing: %s, %s\n", .format_param(x$depth),
+              x$best_depth, x$weight_sharing, .head_label(x$mlp_depth)))
   cat(sprintf("Epochs: %d (weights of epoch %d kept)\n", x$n_epochs, x$best_epoch))
   if (!is.na(x$n_valid) && x$n_valid == 0) {
     cat(sprintf("Validation %s: none (validation_fraction = 0); training loss used\n", x$metric))
@@ -409,4 +410,12 @@ model.frame.neumiss <- function(formula, ...) {
     .abort("this model was fitted from a matrix or data frame: it has no model frame.")
   }
   .abort("the model frame was not kept (model = FALSE, or a model read from a file); refit with model = TRUE.")
+}
+
+# "linear head" or "MLP head (k hidden layers)": the head a fit uses.
+.head_label <- function(mlp_depth) {
+  if (mlp_depth == 0L) {
+    return("linear head")
+  }
+  sprintf("MLP head (%d hidden layer%s)", mlp_depth, if (mlp_depth == 1L) "" else "s")
 }

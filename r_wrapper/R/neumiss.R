@@ -66,7 +66,9 @@
 #'   previous one.
 #' @param mlp_depth,mlp_width Hidden layers (and their width) of an MLP head
 #'   after the block, for nonlinear targets; `mlp_depth = 0` is the paper's
-#'   linear head.
+#'   linear head. `"auto"` (Python's default) chooses between the linear head
+#'   and a two-layer MLP on the validation split; the head used is
+#'   `fit$mlp_depth`.
 #' @param weight_sharing `"independent"` (one matrix per Neumann iteration),
 #'   `"shared"`, or `"auto"`: shared, then untied at the chosen depth when that
 #'   improves the validation loss. The mode used is `fit$weight_sharing`.
@@ -101,7 +103,7 @@
 #' @return An object of class `"neumiss"`: a list with, among others, `call`,
 #'   `terms` (formula fits), `task`, `feature_names`, `column_kinds`,
 #'   `xlevels`, `seed`, `history` (a data frame of per-epoch losses),
-#'   `n_epochs`, `best_depth`, `weight_sharing`, `validation_score`,
+#'   `n_epochs`, `best_depth`, `mlp_depth`, `weight_sharing`, `validation_score`,
 #'   `n_train`, `n_valid`, `fitted.values`, `residuals` (regression),
 #'   `na.action`, `model` (the model frame) and the fitted Python model stored
 #'   as bytes (`python_model`), so that the object survives [saveRDS()] /
@@ -429,6 +431,7 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
     n_epochs = info$n_epochs,
     best_epoch = info$best_epoch,
     best_depth = info$best_depth,
+    mlp_depth = info$mlp_depth,
     weight_sharing = info$weight_sharing,
     validation_score = info$validation_score,
     n_obs = n_obs,

@@ -241,6 +241,7 @@ def describe(estimator):
         "n_epochs": int(estimator.n_epochs_),
         "best_epoch": int(estimator.best_epoch_),
         "best_depth": int(estimator.best_depth_),
+        "mlp_depth": int(estimator.mlp_depth_),
         "weight_sharing": str(getattr(estimator, "weight_sharing_", "")),
         "validation_score": float(estimator.validation_score_),
         # the block's mean, back in the units of the encoded features

@@ -8,6 +8,8 @@ test_that("regression from a matrix: fit, predict, print, summary, coef, plot", 
   expect_s3_class(fit, "neumiss")
   expect_equal(fit$task, "regression")
   expect_equal(fit$best_depth, 2L)
+  expect_equal(fit$mlp_depth, 0L)
+  expect_output(print(fit), "depth 2, independent weights, linear head")
   expect_equal(fit$feature_names, colnames(data$x))
 
   pred <- predict(fit, data$x)
@@ -107,6 +109,8 @@ test_that("estimator parameters reach Python", {
                    batch_size = 32L, max_epochs = 3L, patience = 2L,
                    validation_fraction = 0.2, random_state = 7L, weight_decay = 1e-4)
   expect_equal(fit$params[names(expected)], expected)
+  expect_equal(fit$mlp_depth, 1L)
+  expect_output(print(fit), "MLP head \\(1 hidden layer\\)")
   expect_lte(fit$n_epochs, 3L)
   expect_error(neumiss(data$x, data$y, not_a_parameter = 1),
                "unknown parameter\\(s\\) not_a_parameter")
