@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.stats import norm
+from scipy.stats import beta, norm
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.linear_model import LinearRegression
 
@@ -21,6 +21,7 @@ from neumiss.bayes import predictive_variance
 from neumiss.conformal import ConformalRegressor
 from neumiss.estimators import NeuMissQuantileRegressor, NeuMissRegressor
 from neumiss.mask_cells import assign_cells, mask_cells
+from neumiss.ranks import confident_rank, required_calibration_rows, upper_rank
 
 ALPHA = 0.1
 
@@ -133,12 +134,22 @@ def _cqr_scores(base, X, y):
     return np.maximum(q[:, 0] - y, y - q[:, 2])
 
 
-def test_split_and_cqr_use_the_conformal_rank():
+def _rank(n, alpha, confidence):
+    """The rank of the calibration quantile, from the Beta law of the coverage of the
+    k-th smallest of n scores: the smallest k with P(coverage < 1 - alpha) <= 1 - confidence."""
+    if confidence is None:
+        return math.ceil((1 - alpha) * (n + 1))
+    return next(k for k in range(1, n + 1) if beta.cdf(1 - alpha, k, n + 1 - k) <= 1 - confidence)
+
+
+@pytest.mark.parametrize("confidence", [0.8, None, 0.95])
+def test_split_and_cqr_use_the_conformal_rank(confidence):
     for method in ("split", "cqr"):
         model, X_test = _fitted(method)
+        model.set_params(calibration_confidence=confidence)
         base, scores = model.estimator_, model.calibration_scores_
         n = scores.size
-        q = _kth(scores, math.ceil((1 - ALPHA) * (n + 1)))
+        q = _kth(scores, _rank(n, ALPHA, confidence))
         expected = (np.column_stack([base.predict(X_test) - q, base.predict(X_test) + q])
                     if method == "split"
                     else base.predict_quantiles(X_test)[:, [0, 2]] + [-q, q])
@@ -217,8 +228,8 @@ def test_mondrian_calibrates_each_cell_on_its_own_rows():
     expected = []
     for x, cell in zip(X_test, cells):
         own = scores[cal_cells == cell]
-        own = own if own.size >= 9 else scores
-        q = _kth(own, math.ceil((1 - ALPHA) * (own.size + 1)))
+        own = own if own.size >= 16 else scores  # (1 - 0.1)^16 <= 1 - 0.8
+        q = _kth(own, _rank(own.size, ALPHA, 0.8))
         bounds = model.estimator_.predict_quantiles(x[None])[0]
         expected.append((bounds[0] - q, bounds[2] + q))
     np.testing.assert_allclose(model.predict_interval(X_test), expected)
@@ -235,7 +246,7 @@ def test_coverage_on_simulated_data():
     X_test, y_test = truth.sample(8000, random_state=6)
     n_missing = np.isnan(X_test).sum(axis=1)
     worst = {}
-    for method in ("split", "cqr-mda-exact"):
+    for method in ("split", "cqr-mda-exact", "cqr-mondrian"):
         model = ConformalRegressor(LinearQuantiles(spread=0.5), method=method,
                                    random_state=0).fit(X, y)
         interval = model.predict_interval(X_test)
@@ -243,7 +254,24 @@ def test_coverage_on_simulated_data():
         assert 0.88 <= covered.mean() <= 0.93, method
         groups = [covered[n_missing == q].mean() for q in range(5) if (n_missing == q).sum() > 800]
         worst[method] = min(groups)
-    assert worst["cqr-mda-exact"] >= 0.85 and worst["split"] < 0.85, worst
+    assert min(worst["cqr-mda-exact"], worst["cqr-mondrian"]) >= 0.85 > worst["split"], worst
+
+
+def test_the_confident_rank_covers_with_the_asked_probability_over_calibration_draws():
+    # Uniform scores: the coverage of a margin is the margin itself. Over many draws of
+    # 60 calibration scores, the confident margin covers less than 0.9 in at most 20%
+    # of the draws (binomial noise allowed), the rank below it in more; the usual rank
+    # covers 0.9 on average only, and falls below it in about half of the draws.
+    rng = np.random.default_rng(0)
+    n, draws = 60, 20000
+    ordered = np.sort(rng.random((draws, n)), axis=1)
+    k = confident_rank(n, 0.1, 0.8)
+    assert (ordered[:, k - 1] < 0.9).mean() <= 0.2 + 0.01
+    assert (ordered[:, k - 2] < 0.9).mean() > 0.2 + 0.01
+    usual = ordered[:, upper_rank(n, 0.1) - 1]
+    assert usual.mean() >= 0.9 - 0.005 and 0.3 < (usual < 0.9).mean() < 0.7
+    assert confident_rank(15, 0.1, 0.8) == 16  # beyond n: too few rows for that confidence
+    assert required_calibration_rows(0.1, 0.8) == 16 == confident_rank(16, 0.1, 0.8)
 
 
 @settings(max_examples=20, deadline=None)
@@ -279,10 +307,16 @@ def test_alpha_outside_the_unit_interval_is_refused(alpha):
 def test_too_few_calibration_rows_says_how_many_are_needed():
     X, y, _ = _data(20)
     with pytest.raises(ValueError, match="needs at least 9 calibration rows.*got 5"):
+        ConformalRegressor(LinearQuantiles(), alpha=0.1, calibration_fraction=0.25,
+                           calibration_confidence=None).fit(X, y)
+    with pytest.raises(ValueError, match="needs at least 16 calibration rows.*got 5.*lower "
+                                         "calibration_confidence"):
         ConformalRegressor(LinearQuantiles(), alpha=0.1, calibration_fraction=0.25).fit(X, y)
     model, X_test = _fitted("split", n=120)  # 30 calibration rows
-    with pytest.raises(ValueError, match="alpha=0.01 needs at least 99 calibration rows"):
+    with pytest.raises(ValueError, match="alpha=0.01 needs at least 161 calibration rows"):
         model.predict_interval(X_test, alpha=0.01)
+    with pytest.raises(ValueError, match="calibration_confidence"):
+        ConformalRegressor(LinearQuantiles(), calibration_confidence=1.0).fit(X, y)
 
 
 def test_a_base_model_without_quantiles_is_refused_for_cqr():
@@ -307,7 +341,8 @@ def test_mda_methods_remask_categorical_columns_as_a_whole(tmp_path):
     y = frame["a"] + 2.0 * (frame["c"] == "y") + rng.normal(scale=0.3, size=n)
     for column in frame:
         frame.loc[rng.random(n) < 0.3, column] = np.nan
-    model = ConformalRegressor(NeuMissQuantileRegressor(**_TINY), random_state=0).fit(frame, y)
+    model = ConformalRegressor(NeuMissQuantileRegressor(**_TINY), method="cqr-mda-exact",
+                               random_state=0).fit(frame, y)
     test = frame.iloc[:40]
     interval = model.predict_interval(test)
     model.save(tmp_path / "m.pt")

@@ -24,9 +24,10 @@
 #'   A factor level not seen at fit is treated as missing, with a warning.
 #'   With `interval = "prediction"`, a matrix with columns `fit`, `lwr` and
 #'   `upr`, as [stats::predict.lm()] returns: the interval holds the response
-#'   with probability `level` for every pattern of missing predictors, when
-#'   they are missing completely at random (method `"cqr-mda-exact"`; on
-#'   average over the rows only for `"cqr"` and `"split"`).
+#'   with probability `level` within each cell of patterns of missing
+#'   predictors (method `"cqr-mondrian"`), for every pattern when they are
+#'   missing completely at random (`"cqr-mda-exact"`), on average over the
+#'   rows only for `"cqr"` and `"split"`.
 #' @examples
 #' \donttest{
 #' if (is_neumiss_available()) {

@@ -92,10 +92,12 @@
 #'   Case weights are not supported with intervals.
 #' @param level Coverage of the intervals the quantile head is trained for
 #'   (`predict()` may ask for another level: see [predict.neumiss()]).
-#' @param interval_method `"cqr-mda-exact"` (the default: valid for every
-#'   missingness pattern when values are missing completely at random),
-#'   `"cqr-mda-nested"`, `"cqr"` or `"split"` (valid on average only); see the
-#'   Python documentation of `neumiss.conformal`.
+#' @param interval_method `"cqr-mondrian"` (the default: valid within cells of
+#'   missingness patterns, each frequent pattern alone and the others by their
+#'   number of missing predictors, whatever made the values missing),
+#'   `"cqr-mda-exact"` (valid for every pattern when values are missing
+#'   completely at random), `"cqr-mda-nested"`, `"cqr"` or `"split"` (valid on
+#'   average only); see the Python documentation of `neumiss.conformal`.
 #' @param ... Further parameters of the Python estimator by their Python names
 #'   (e.g. `lr_patience`, `tol`, `weight_decay`, `compress_tails`); unknown
 #'   names are an error. For the formula method, the arguments of the default
@@ -158,7 +160,7 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
                             batch_size = NULL, max_epochs = NULL,
                             validation_fraction = NULL, patience = NULL, seed = NULL,
                             device = NULL, verbose = FALSE, interval = FALSE, level = 0.9,
-                            interval_method = "cqr-mda-exact", ...) {
+                            interval_method = "cqr-mondrian", ...) {
   call <- .generic_call(match.call())
   .check_dots(list(...), formula = FALSE)
   table <- .predictor_table(x, "x")
@@ -179,7 +181,7 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
                             learning_rate = NULL, batch_size = NULL, max_epochs = NULL,
                             validation_fraction = NULL, patience = NULL, seed = NULL,
                             device = NULL, verbose = FALSE, interval = FALSE, level = 0.9,
-                            interval_method = "cqr-mda-exact", ...) {
+                            interval_method = "cqr-mondrian", ...) {
   params <- c(
     list(depth = depth, mlp_depth = mlp_depth, mlp_width = mlp_width,
          weight_sharing = weight_sharing, residual = residual, optimizer = optimizer,
@@ -204,7 +206,7 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
   list(method = .interval_method(method), alpha = 1 - .check_level(level))
 }
 
-.interval_methods <- c("cqr-mda-exact", "cqr-mda-nested", "cqr", "split")
+.interval_methods <- c("cqr-mondrian", "cqr-mda-exact", "cqr-mda-nested", "cqr", "split")
 
 .interval_method <- function(method) {
   if (!is.character(method) || length(method) != 1 || !method %in% .interval_methods) {

@@ -4,11 +4,11 @@ test_that("predict(interval = 'prediction') returns fit/lwr/upr like predict.lm"
   df <- data.frame(data$x, y = data$y)
   fit <- neumiss(y ~ ., data = df, max_epochs = 3, ensemble_size = 1, depth = 1, seed = 1,
                  interval = TRUE, level = 0.8)
-  expect_equal(fit$interval$method, "cqr-mda-exact")
+  expect_equal(fit$interval$method, "cqr-mondrian")
   expect_equal(fit$interval$alpha, 0.2)
   expect_equal(fit$n_calibration, 100L)
   expect_equal(fit$n_train + fit$n_valid + fit$n_calibration, 400L)
-  expect_output(print(fit), "Prediction intervals: cqr-mda-exact, level 0.8")
+  expect_output(print(fit), "Prediction intervals: cqr-mondrian, level 0.8")
   newdata <- df[1:6, ]
   newdata$v1[2] <- NA
   pred <- predict(fit, newdata, interval = "prediction")
