@@ -5,7 +5,7 @@
 
 Simulates one MCAR data set (50% missing, SNR 10), writes the training rows to a
 Parquet file (row groups of a tenth of the rows) and 1e5 test rows beside it, then, each in a
-fresh process, fits ``NeuMissRegressor(depth=4, weight_sharing="shared",
+fresh process, fits ``NeuMissRegressor(depth=4, mlp_depth=2, weight_sharing="shared",
 ensemble_size=1, random_state=0)``:
 
 * in memory: the Parquet file read whole, ``fit(X, y)`` (10% validation split);
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-PARAMS = dict(depth=4, weight_sharing="shared", ensemble_size=1, random_state=0)
+PARAMS = dict(depth=4, mlp_depth=2, weight_sharing="shared", ensemble_size=1, random_state=0)
 
 
 def _peak_mb() -> float:

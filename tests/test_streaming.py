@@ -120,8 +120,10 @@ def test_fit_stream_refuses_what_it_cannot_do(data):
     chunks = [(X[:100], y[:100]), (X[100:200], y[100:200])]
     with pytest.raises(TypeError, match="not an iterator or generator"):
         fit_stream(NeuMissRegressor(**PARAMS), iter(chunks))
-    with pytest.raises(ValueError, match="set depth to an integer"):
+    with pytest.raises(ValueError, match="set depth and mlp_depth to integers"):
         fit_stream(NeuMissRegressor(**{**PARAMS, "depth": "auto"}), chunks)
+    with pytest.raises(ValueError, match="mlp_depth='auto'"):
+        fit_stream(NeuMissRegressor(**{**PARAMS, "mlp_depth": "auto"}), chunks)
     with pytest.raises(ValueError, match="the stream of chunks is empty"):
         fit_stream(NeuMissRegressor(**PARAMS), [])
     table = pd.DataFrame({"x": X[:100, 0], "c": ["a", "b"] * 50})

@@ -110,8 +110,9 @@ def _fit_neumiss_default(data: SimulatedData, settings: RunSettings) -> tuple[ob
 
 
 def _fit_neumiss_with(params: dict, data: SimulatedData) -> tuple[object, dict]:
-    """A fitted NeuMissRegressor with ``params`` and its depth search (chosen depth,
-    weight sharing, epochs, validation R² and seconds of each depth)."""
+    """A fitted NeuMissRegressor with ``params`` and its search (chosen depth, weight
+    sharing and head, epochs, validation R² and seconds of each depth, validation R²
+    of each head fine-tuned)."""
     from ..estimators import NeuMissRegressor
 
     # One estimator tries every depth (each warm-started from the previous one)
@@ -125,6 +126,8 @@ def _fit_neumiss_with(params: dict, data: SimulatedData) -> tuple[object, dict]:
     return model, {
         "depth": model.best_depth_,
         "weight_sharing": model.weight_sharing_,
+        "mlp_depth": model.mlp_depth_,
+        "head_val_r2": {str(k): round(r["val_score"], 5) for k, r in model.head_results_.items()},
         "untied_val_r2": None if untied is None else round(untied["val_score"], 5),
         "untied_seconds": None if untied is None else round(untied["seconds"], 2),
         "epochs": model.n_epochs_,

@@ -211,12 +211,12 @@ DEFAULT_METHODS = tuple(METHODS)
 
 def fitted_info(model) -> dict:
     """What a fitted model chose or ran, for the ``params`` column: iterations,
-    convergence, NeuMiss depth, weights and epochs (those it has)."""
+    convergence, NeuMiss depth, weights, head and epochs (those it has)."""
     final = model.steps[-1][1] if hasattr(model, "steps") else model
     info = {}
     for attribute, key in (("n_iter_", "n_iter"), ("converged_", "converged"),
                            ("best_depth_", "depth"), ("weight_sharing_", "weight_sharing"),
-                           ("n_epochs_", "epochs")):
+                           ("mlp_depth_", "mlp_depth"), ("n_epochs_", "epochs")):
         value = getattr(final, attribute, None)
         if value is None:
             continue
