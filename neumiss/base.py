@@ -241,7 +241,9 @@ class BaseNeuMiss(BaseEstimator):
                     self._build_network, depths, sharing, heads, train_data, val_data, objective,
                     self._training_config(), member_seed, verbose=int(self.verbose),
                     label=f"{type(self).__name__}[{k}]" if k else type(self).__name__,
-                    start_from=members[0].predecessor if k else None,
+                    # With a validation set of their own, members start from scratch: member
+                    # 0's networks were trained on rows a member holds out for validation.
+                    start_from=members[0].predecessor if k and validation is not None else None,
                 ))
         self._set_search_results(members)
         return self

@@ -259,6 +259,8 @@ class NeuMissNetwork(nn.Module):
         From a linear head (``mlp_depth=0``) into an MLP head with its skip, the
         skip receives the linear weights and the MLP's last layer (zero at
         initialisation) the bias, so both networks compute the same function.
+        From an MLP head into a linear one, the linear head receives the skip
+        and the MLP's last bias (the function less the MLP's part).
 
         Returns
         -------
@@ -280,6 +282,11 @@ class NeuMissNetwork(nn.Module):
             last.weight.zero_()
             last.bias.copy_(linear.bias.to(last.bias.device))
             copied += ["skip.weight", f"head.{len(self.head) - 1}.bias"]
+        if other.skip is not None and self.skip is None:  # MLP + skip -> linear head
+            linear, last = self.head[-1], other.head[-1]
+            linear.weight.copy_(other.skip.weight.to(linear.weight.device))
+            linear.bias.copy_(last.bias.to(linear.bias.device))
+            copied += [f"head.{len(self.head) - 1}.weight", f"head.{len(self.head) - 1}.bias"]
         shared = other.block.neumann_layers
         modes = (other.block.weight_sharing, self.block.weight_sharing)
         if modes == ("shared", "independent") and shared:

@@ -54,17 +54,17 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         same split in increasing order, each starting from the weights learned
         by the previous one (the matrices they share; a new iteration starts
         near the identity), and keeps the one with the best validation loss
-        (``best_depth_``). The search stops at the first depth that does not
-        improve the validation loss.
+        (``best_depth_``). The search stops once two depths in a row have not
+        improved the validation loss (:data:`neumiss.search.DEPTH_PATIENCE`).
     mlp_depth : int >= 0 or "auto", default="auto"
         Hidden ReLU layers of an MLP head after the block (NeuMiss+MLP for
         nonlinear targets), beside a linear skip; 0 is the paper's linear head.
-        ``"auto"`` searches the depth with the linear head, then fine-tunes a
-        head with :data:`neumiss.search.AUTO_MLP_DEPTHS` ``[1]`` hidden layers from
-        the chosen network (it starts as the same function: the MLP's last
-        layer at zero, the skip holding the linear head) and keeps whichever
-        has the lower validation loss (``mlp_depth_``); the other members of
-        the ensemble train the kept head.
+        ``"auto"`` searches the depth with a two-layer MLP head, then
+        fine-tunes the paper's linear head from the chosen network (it starts
+        from the skip: the function less the MLP's part) and keeps whichever
+        has the lower validation loss (``mlp_depth_``;
+        :data:`neumiss.search.AUTO_MLP_DEPTHS`); the other members of the
+        ensemble train the kept head.
     mlp_width : int or None, default=None
         Width of those hidden layers; ``None`` means ``n_features``.
     weight_sharing : {"independent", "shared", "auto"}, default="auto"
@@ -85,11 +85,14 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         :class:`~neumiss.preprocessing.Standardizer`); other columns are only
         standardized.
     ensemble_size : int >= 1, default=5
-        Number of networks averaged. Member 0 makes the search over ``depth``
-        and ``weight_sharing``; the others train its choice from their own
-        initialisation, each on its own random validation split of
-        ``validation_fraction`` of the rows. Predictions average the members'
-        outputs (regression) or class probabilities (classification).
+        Number of networks averaged. Member 0 makes the search over ``depth``,
+        ``weight_sharing`` and ``mlp_depth``; the others train its choice from
+        their own initialisation, each on its own random validation split of
+        ``validation_fraction`` of the rows. With ``validation_data`` (one
+        validation set for all), they start instead from the network member 0's
+        search started its chosen depth from (the previous depth's). Predictions
+        average the members' outputs (regression) or class probabilities
+        (classification).
     optimizer : {"adam", "sgd"}, default="adam"
     learning_rate : float or "auto", default="auto"
         Initial learning rate (on standardized X and y). ``"auto"``: 1e-2 up to

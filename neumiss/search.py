@@ -1,15 +1,17 @@
 """The depth and weight-mode search of the NeuMiss estimators.
 
 Candidate depths are trained in increasing order on the same split, each
-warm-started from the previous one; the search stops at the first depth that
-does not improve the validation loss. With ``weight_sharing="auto"`` the chain uses
+warm-started from the previous one; the search stops when
+:data:`DEPTH_PATIENCE` depths in a row have not improved the validation loss
+(one noisy training does not end it). With ``weight_sharing="auto"`` the chain uses
 one shared Neumann matrix, then an independent ("untied") copy is fine-tuned
 at the chosen depth and kept if it lowers the validation loss. With several
-head depths (``mlp_depth="auto"``), the chain uses the first (the paper's
-linear head), then each other head is fine-tuned from the chosen network,
-where it starts as the same function (the MLP's last layer at zero beside a
-linear skip that receives the linear head), and kept if it lowers the
-validation loss.
+head depths (``mlp_depth="auto"``), the chain uses the first (an MLP head
+beside a linear skip), then each other head is fine-tuned from the chosen
+network and kept if it lowers the validation loss. A linear head starts from
+the skip (the function less the MLP's part), an MLP head from a linear one as
+the same function (the skip receives the linear head, the MLP's last layer
+starts at zero).
 """
 
 from __future__ import annotations
@@ -29,8 +31,12 @@ from .training import DivergenceWarning, TrainingConfig, TrainingData, TrainingR
 #: warm start stays close (results/README.md, "Depth search").
 AUTO_DEPTHS = (0, 2, 4, 8, 16)
 
-#: Head depths tried by ``mlp_depth="auto"``: the chain's linear head, then an MLP.
-AUTO_MLP_DEPTHS = (0, 2)
+#: Depths in a row without improvement that end the depth search.
+DEPTH_PATIENCE = 2
+
+#: Head depths tried by ``mlp_depth="auto"``: the chain's two-layer MLP head (real
+#: data), then the paper's linear head (linear targets at large n; results/README.md).
+AUTO_MLP_DEPTHS = (2, 0)
 
 #: ``weight_sharing="auto"`` unties only with at least this many training rows per
 #: parameter of the untied block, ``(depth + 1) d^2`` (results/README.md, "Untying").
@@ -170,13 +176,17 @@ def search_depths(
 
     chain_weights = "shared" if weight_sharing == "auto" else weight_sharing
     best, depth_results = None, {}
-    predecessor, start = None, start_from
+    predecessor, start, worse = None, start_from, 0
     for depth in depths:
         fitted = fit_one(depth, chain_weights, mlp_depths[0], start, config)
         depth_results[depth] = fitted.summary()
         if best is not None and fitted.val_loss >= best.val_loss:
-            break  # deeper candidates would start from a depth that already overfits
-        best, predecessor, start = fitted, start, fitted.network
+            worse += 1
+            if worse == DEPTH_PATIENCE:
+                break  # deeper candidates would start from depths that overfit
+        else:
+            best, predecessor, worse = fitted, start, 0
+        start = fitted.network
     untied_summary, heads = None, {}
     n_features = train_data.x.shape[1]
     # A fine-tune's gains come in small steps, so every improvement counts.

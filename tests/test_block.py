@@ -224,3 +224,19 @@ def test_an_mlp_head_warm_started_from_a_linear_head_keeps_its_function(n_featur
     x = torch.randn(20, n_features, generator=torch.Generator().manual_seed(2))
     mask = random_mask(20, n_features, seed=3)
     torch.testing.assert_close(mlp(x * (1 - mask), mask), linear(x * (1 - mask), mask))
+
+
+def test_a_linear_head_warm_started_from_an_mlp_head_computes_its_skip_part():
+    mlp = NeuMissNetwork(4, depth=2, weight_sharing="shared", mlp_depth=2)
+    mlp.reset_parameters(torch.Generator().manual_seed(0))
+    with torch.no_grad():  # a trained MLP part, which the linear head leaves out
+        mlp.head[-1].weight.uniform_(-1, 1, generator=torch.Generator().manual_seed(4))
+    linear = NeuMissNetwork(4, depth=2, weight_sharing="shared")
+    linear.reset_parameters(torch.Generator().manual_seed(1))
+    linear.warm_start_from(mlp)
+    x = torch.randn(20, 4, generator=torch.Generator().manual_seed(2))
+    mask = random_mask(20, 4, seed=3)
+    h = mlp.block(x * (1 - mask), mask)
+    expected = h @ mlp.skip.weight.T + mlp.head[-1].bias
+    torch.testing.assert_close(linear(x * (1 - mask), mask), expected)
+    assert not torch.allclose(mlp(x * (1 - mask), mask), expected)
