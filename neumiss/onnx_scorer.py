@@ -154,6 +154,9 @@ class NeuMissOnnxModel:
         overwrite : bool
             A float32 ``X`` may be overwritten (:func:`build_inputs`).
 
+        Rows are filled and scored in chunks of :data:`CHUNK_ROWS`; an error names
+        its row over all of ``X``.
+
         Returns
         -------
         dict
