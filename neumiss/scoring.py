@@ -40,6 +40,7 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from .onnx_scorer import (
+    CHUNK_ROWS,
     NeuMissOnnxModel,
     ScoringError,
     _is_header,
@@ -193,12 +194,20 @@ def score_batch(model: NeuMissOnnxModel, columns: list, first_row: int = 0,
         elif isinstance(values, (pa.Array, pa.ChunkedArray)):
             values = _cells(values)
         encoded.append(values)
-    X = encode_columns(encoded, model, unseen=unseen, dtype=np.float32,
-                       where=lambda row: f"row {first_row + row + 1}")
-    try:
-        return output_columns(model, model.predict(X, overwrite=True))
-    except ScoringError as error:  # build_inputs numbers rows and columns from 0
-        raise ScoringError(f"rows {first_row + 1}-{first_row + len(X)}: {error}") from None
+    # Encoded and scored CHUNK_ROWS rows at a time: each chunk's X stays in the processor's
+    # cache from its writing, column by column, to ONNX Runtime's reading.
+    parts = []
+    for start in range(0, max(len(encoded[0]) if encoded else 0, 1), CHUNK_ROWS):
+        first = first_row + start
+        X = encode_columns([values[start : start + CHUNK_ROWS] for values in encoded], model,
+                           unseen=unseen, dtype=np.float32,
+                           where=lambda row, first=first: f"row {first + row + 1}")
+        try:
+            parts.append(model.predict(X, overwrite=True))
+        except ScoringError as error:  # build_inputs numbers rows and columns from 0
+            raise ScoringError(f"rows {first + 1}-{first + len(X)}: {error}") from None
+    return output_columns(model, parts[0] if len(parts) == 1 else
+                          {name: np.concatenate([p[name] for p in parts]) for name in parts[0]})
 
 
 def score_frame(frame: pd.DataFrame, model, *, keep=()) -> pd.DataFrame:

@@ -87,6 +87,23 @@ def test_batches_do_not_change_the_predictions(tmp_path, fixtures, batch_rows):
                                   scoring.score_frame(frame, onnx_path))
 
 
+def test_chunks_do_not_change_the_predictions_and_errors_name_their_rows(tmp_path, fixtures,
+                                                                          monkeypatch):
+    estimator, onnx_path, _ = fixtures["regressor"]
+    frame = _input_frame(estimator, 40, seed=2)
+    expected = scoring.score_frame(frame, onnx_path)
+    monkeypatch.setattr(scoring, "CHUNK_ROWS", 7)  # batches of 16 rows: chunks of 7, 7, 2
+    frame.to_parquet(tmp_path / "in.parquet")
+    scoring.score_file(onnx_path, str(tmp_path / "in.parquet"), str(tmp_path / "out.parquet"),
+                       batch_rows=16)
+    pd.testing.assert_frame_equal(_read(tmp_path / "out.parquet"), expected)
+    frame.loc[23, estimator.feature_names_in_[1]] = np.inf  # row 24 of the file
+    frame.to_parquet(tmp_path / "bad.parquet")
+    with pytest.raises(ScoringError, match=r"rows 24-30: X has an infinite .* at row 0, column 1 "):
+        scoring.score_file(onnx_path, str(tmp_path / "bad.parquet"),
+                           str(tmp_path / "out.parquet"), batch_rows=16)
+
+
 @pytest.fixture(scope="module")
 def categorical(tmp_path_factory):
     frame, y = mixed_table(300)
