@@ -417,14 +417,14 @@ def _in_order(work: Callable, items: Iterator, workers: int) -> Iterator:
 
     The caller's thread takes the items (reads the file) and uses the results (writes)
     while the threads work (pyarrow, numpy and ONNX Runtime release the GIL); at most
-    ``2 * workers`` items are taken ahead, so memory stays a few batches.
+    ``workers + 2`` items are taken ahead, so memory stays a few batches per thread.
     """
     with ThreadPoolExecutor(workers) as pool:
         pending: deque = deque()
         try:
             for item in items:
                 pending.append(pool.submit(work, item))
-                if len(pending) >= 2 * workers:
+                if len(pending) >= workers + 2:
                     yield pending.popleft().result()
             while pending:
                 yield pending.popleft().result()
