@@ -52,6 +52,10 @@ BOOLEAN_TOKENS = {"true": 1.0, "false": 0.0, "1": 1.0, "0": 0.0}
 
 #: Rows times calibration rows scored at once by an interval model that embeds them.
 CHUNK_PAIRS = 2**20
+#: Rows per ONNX Runtime call: the graph's intermediate arrays (a few per layer, each
+#: rows x width floats) then stay in the processor's cache (about 1.3x the throughput
+#: of 64k-row calls on a 50-column model).
+CHUNK_ROWS = 4096
 
 
 class ScoringError(ValueError):
@@ -150,23 +154,33 @@ class NeuMissOnnxModel:
         overwrite : bool
             A float32 ``X`` may be overwritten (:func:`build_inputs`).
 
+        Rows are filled and scored in chunks of :data:`CHUNK_ROWS`; an error names
+        its row over all of ``X``.
+
         Returns
         -------
         dict
             ``{"y": (n,) float64}`` for a regressor, ``{"label": (n,),
             "probabilities": (n, n_classes) float32}`` for a classifier.
         """
-        x, m = build_inputs(X, M, n_features=self.n_encoded, overwrite=overwrite)
+        X, M = _checked(X, M, self.n_encoded)
         names = [o.name for o in self.session.get_outputs()]
-        # Interval models that embed their calibration rows hold N * n_calibration rows
-        # at once: score them in chunks of bounded size.
+        # Rows in chunks, each filled and scored while in the processor's cache; interval
+        # models that embed their calibration rows hold N * n_calibration rows at once.
         n_cal = int(self.session.get_modelmeta().custom_metadata_map.get(
             "embedded_calibration_rows", 0))
-        if not n_cal or x.shape[0] == 0:
-            return dict(zip(names, self.session.run(names, {"X": x, "M": m}), strict=True))
-        step = max(1, CHUNK_PAIRS // n_cal)
-        chunks = [self.session.run(names, {"X": x[i : i + step], "M": m[i : i + step]})
-                  for i in range(0, x.shape[0], step)]
+        step = min(CHUNK_ROWS, max(1, CHUNK_PAIRS // n_cal)) if n_cal else CHUNK_ROWS
+        chunks = []
+        for i in range(0, max(len(X), 1), step):
+            try:
+                x, m = _filled(X[i : i + step], None if M is None else M[i : i + step],
+                               overwrite)
+            except ScoringError:
+                build_inputs(X, M)  # raises the error numbered over all rows
+                raise
+            chunks.append(self.session.run(names, {"X": x, "M": m}))
+        if len(chunks) == 1:
+            return dict(zip(names, chunks[0], strict=True))
         return {name: np.concatenate([c[k] for c in chunks]) for k, name in enumerate(names)}
 
 
@@ -194,6 +208,11 @@ def build_inputs(X, M=None, *, n_features: int | None = None,
         Wrong shapes, a mask with values other than 0 and 1, or a NaN / infinite
         value of ``X`` at an observed entry.
     """
+    return _filled(*_checked(X, M, n_features), overwrite)
+
+
+def _checked(X, M, n_features: int | None) -> tuple[np.ndarray, np.ndarray | None]:
+    """``X`` (float32 or float64) and ``M`` as arrays, their shapes and ``M``'s values checked."""
     try:
         X = np.asarray(X, dtype=np.float32 if getattr(X, "dtype", None) == np.float32
                        else np.float64)
@@ -203,20 +222,27 @@ def build_inputs(X, M=None, *, n_features: int | None = None,
         raise ScoringError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
     if n_features is not None and X.shape[1] != n_features:
         raise ScoringError(f"X has {X.shape[1]} columns, the model expects {n_features}")
-    if M is None:
-        missing = np.isnan(X)
-    else:
+    if M is not None:
         M = np.asarray(M)
         if M.shape != X.shape:
             raise ScoringError(f"M has shape {M.shape}, X has shape {X.shape}: they must match")
         if M.dtype != np.bool_ and not np.isin(M, (0, 1)).all():
             raise ScoringError("M must hold only 0 / 1 (or False / True); 1 = missing")
-        missing = M.astype(bool)
+    return X, M
+
+
+def _filled(X: np.ndarray, M: np.ndarray | None, overwrite: bool):
+    """:func:`build_inputs` of arrays already :func:`_checked`."""
+    missing = np.isnan(X) if M is None else M.astype(bool)
     if overwrite and M is None and X.dtype == np.float32:
         x = X
-        np.copyto(x, 0.0, where=missing)
     else:
-        x = np.where(missing, 0.0, X).astype(np.float32, copy=False)
+        with np.errstate(over="ignore"):  # float32 overflow: reported below where observed
+            x = X.astype(np.float32)
+    # x = 0 where missing, as a bitwise AND of x's bits with 0 (missing) or all ones: several
+    # times faster than a masked copy when missing entries are scattered.
+    keep_bits = np.subtract(missing.view(np.int8), np.int8(1)).astype(np.int32)
+    np.bitwise_and(x.view(np.int32), keep_bits, out=x.view(np.int32))
     if not np.isfinite(x).all():
         bad = ~np.isfinite(x)
         row, col = np.argwhere(bad)[0]

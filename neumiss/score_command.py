@@ -20,9 +20,10 @@ def configure_parser(parser) -> None:
                         help="CSV input: whether the first line holds column names (default: "
                              "when it spells the model's names, or holds no number)")
     parser.add_argument("--batch-rows", type=int, default=None,
-                        help="rows per batch of a Parquet input (default 16384)")
+                        help="rows per batch of a Parquet input (default 65536)")
     parser.add_argument("--threads", type=int, default=None,
-                        help="ONNX Runtime threads (default: all cores)")
+                        help="batches scored at once, each by one ONNX Runtime thread "
+                             "(default: all cores)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
 
 

@@ -7,14 +7,19 @@ Fits a ``NeuMissRegressor(depth=4)`` on 20,000 simulated rows (MCAR, 50% missing
 its accuracy does not matter here), exports it to ONNX, writes the input table
 in chunks of 1M rows (float32 columns ``x0 ...``, never the whole table in
 memory), then runs ``neumiss score MODEL INPUT OUTPUT`` as a child process and
-reports its wall time, rows/s and peak resident memory (the child's ``VmHWM``,
-Linux). Files go to ``--workdir`` (default: a temporary folder, removed after).
+reports its wall time, rows/s, peak resident memory (the child's ``VmHWM``,
+Linux), the processor time it used per million rows (user + system, all threads:
+less sensitive than the wall time to other work on the machine) and the load
+average (1 minute) before and after. Files go to ``--workdir`` (default: a
+temporary folder, removed after; an existing ``input.*`` there is reused, whatever
+``--rows``).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -84,23 +89,27 @@ def main() -> None:
             write_table(source, n_rows, args.features, args.format, seed=1)
             print(f"wrote {source} ({source.stat().st_size / 1e9:.2f} GB) in "
                   f"{time.perf_counter() - started:.0f} s")
+        load = os.getloadavg()
         command = [sys.executable, "-m", "neumiss.cli", "score", str(folder / "model.onnx"),
                    str(source), str(folder / f"predictions.{args.format}"), "--quiet"]
         if args.threads is not None:
             command += ["--threads", str(args.threads)]
-        started = time.perf_counter()
+        started, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
         child = subprocess.Popen(command)
         peak_kb = 0
         while child.poll() is None:  # the child's own high-water mark (ru_maxrss would
             peak_kb = max(peak_kb, _high_water_kb(child.pid))  # count this parent's at fork)
             time.sleep(0.05)
         seconds = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         if child.returncode != 0:
             sys.exit(f"neumiss score failed (exit status {child.returncode})")
         print(f"{' '.join(command[2:])}\n{n_rows:,} rows x {args.features} features "
               f"({args.format}, ensemble of {args.ensemble_size}, {os.cpu_count()} cores): "
               f"{seconds:.1f} s, {n_rows / seconds:,.0f} rows/s, "
-              f"peak RSS {peak_kb / 1024:,.0f} MB")
+              f"peak RSS {peak_kb / 1024:,.0f} MB, {cpu / n_rows * 1e6:.2f} CPU s per 1M rows; "
+              f"load average before {load[0]:.2f}, after {os.getloadavg()[0]:.2f}")
     finally:
         if args.workdir is None:
             shutil.rmtree(folder, ignore_errors=True)

@@ -324,3 +324,20 @@ def test_scorer_names_the_cell_of_a_bad_boolean(categorical_model, tmp_path):
     code, _, err = _score(path, tmp_path / "input.csv")
     assert code == 1
     assert "line 3, column 4 (flag): 'maybe' is not true or false" in err
+
+
+def test_chunked_predict_matches_one_call_and_numbers_errors_over_all_rows(score, estimators,
+                                                                            monkeypatch):
+    model = score.NeuMissOnnxModel(str(FIXTURES / "regressor" / "model.onnx"))
+    X = _table(estimators["regressor"], 40, seed=3).astype(np.float32)
+    whole = model.predict(X)["y"]
+    monkeypatch.setattr(score, "CHUNK_ROWS", 7)  # 6 chunks, the last of 5 rows
+    overwritten = X.copy()
+    np.testing.assert_array_equal(model.predict(overwritten, overwrite=True)["y"], whole)
+    assert not np.isnan(overwritten).any()  # the zeros were written into X itself
+    M = np.isnan(X)
+    X[23, 1], X[30, 0] = np.inf, -np.inf
+    M[23, 1] = M[30, 0] = False
+    with pytest.raises(score.ScoringError, match=r"infinite .* at row 23, column 1 where M says "
+                                                 r"observed \(2 such entries\)"):
+        model.predict(X, M)

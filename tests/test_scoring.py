@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
+import time
 
 import numpy as np
 import pandas as pd
@@ -83,6 +85,23 @@ def test_batches_do_not_change_the_predictions(tmp_path, fixtures, batch_rows):
     assert notes == ["columns the model does not use, ignored: ['id']"]
     pd.testing.assert_frame_equal(_read(tmp_path / "out.parquet"),
                                   scoring.score_frame(frame, onnx_path))
+
+
+def test_chunks_do_not_change_the_predictions_and_errors_name_their_rows(tmp_path, fixtures,
+                                                                          monkeypatch):
+    estimator, onnx_path, _ = fixtures["regressor"]
+    frame = _input_frame(estimator, 40, seed=2)
+    expected = scoring.score_frame(frame, onnx_path)
+    monkeypatch.setattr(scoring, "CHUNK_ROWS", 7)  # batches of 16 rows: chunks of 7, 7, 2
+    frame.to_parquet(tmp_path / "in.parquet")
+    scoring.score_file(onnx_path, str(tmp_path / "in.parquet"), str(tmp_path / "out.parquet"),
+                       batch_rows=16)
+    pd.testing.assert_frame_equal(_read(tmp_path / "out.parquet"), expected)
+    frame.loc[23, estimator.feature_names_in_[1]] = np.inf  # row 24 of the file
+    frame.to_parquet(tmp_path / "bad.parquet")
+    with pytest.raises(ScoringError, match=r"rows 24-30: X has an infinite .* at row 0, column 1 "):
+        scoring.score_file(onnx_path, str(tmp_path / "bad.parquet"),
+                           str(tmp_path / "out.parquet"), batch_rows=16)
 
 
 @pytest.fixture(scope="module")
@@ -251,3 +270,52 @@ def test_help_states_the_default_batch(capsys):
     with pytest.raises(SystemExit):
         neumiss_cli.main(["score", "--help"])
     assert f"(default {scoring.BATCH_ROWS})" in " ".join(capsys.readouterr().out.split())
+
+
+def test_numbers_of_half_floats_and_of_an_all_null_column():
+    halves = pa.array([1.5, None, np.nan, 2.0], type=pa.float16())
+    np.testing.assert_array_equal(scoring._numbers(halves.slice(1)), [np.nan, np.nan, 2.0])
+    np.testing.assert_array_equal(scoring._numbers(pa.nulls(3)), [np.nan] * 3)
+    np.testing.assert_array_equal(scoring._numbers(pa.array([None, None], pa.float64())),
+                                  [np.nan] * 2)
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_batches_are_scored_in_parallel_and_returned_in_order(workers):
+    taken = []
+    together = threading.Barrier(workers, timeout=30)  # the first batches run at once
+
+    def items():
+        for i in range(20):
+            taken.append(i)
+            yield i
+
+    def work(i):
+        if i < workers:
+            together.wait()
+        time.sleep(0.005 * (i % 3))  # later batches often finish first
+        return i * i
+
+    results = []
+    for value in scoring._in_order(work, items(), workers):
+        results.append(value)
+        assert len(taken) <= len(results) + workers + 2  # bounded read-ahead
+    assert results == [i * i for i in range(20)]
+
+
+def test_an_error_of_one_batch_stops_the_reading():
+    taken = []
+
+    def items():
+        for i in range(100):
+            taken.append(i)
+            yield i
+
+    def work(i):
+        if i == 3:
+            raise ValueError("batch 3")
+        return i
+
+    with pytest.raises(ValueError, match="batch 3"):
+        list(scoring._in_order(work, items(), 2))
+    assert len(taken) <= 3 + 1 + 2 + 2
