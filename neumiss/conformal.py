@@ -41,13 +41,14 @@ calibrates on the others (split conformal prediction). Five methods:
   methods lose their guarantee (re-masking an observed value does not make it
   look like a missing one) and over-cover.
 
-``calibration_confidence`` (default 0.8) makes the margins of ``"split"``,
+``calibration_confidence`` (default 0.75) makes the margins of ``"split"``,
 ``"cqr"`` and ``"cqr-mondrian"`` hold with that probability over the draw of
 the calibration rows (:func:`neumiss.ranks.confident_rank`), rather than on
 average over draws: a cell of 100 calibration rows covers 0.9 on average but
-below 0.87 in one draw out of six; the confident rank keeps each cell at or
-above 0.9 in four draws out of five, for a slightly wider interval (at most
-+0.01 coverage with thousands of rows per cell). None gives the usual rank
+below 0.9 in nearly half of the draws, below 0.87 in one out of seven; the
+confident rank keeps each cell at or above 0.9 in three draws out of four, for
+a slightly wider interval (at most +0.01 coverage with thousands of rows per
+cell). None gives the usual rank
 ``ceil((1 - alpha)(n + 1))``. The MDA methods keep the ranks of their paper.
 
 Every quantile method shares the base model, the calibration scores and the
@@ -136,7 +137,7 @@ default="cqr-mondrian"
         Miscoverage: intervals hold ``y`` with probability ``1 - alpha``.
     calibration_fraction : float in (0, 1), default=0.25
         Share of the rows held out to calibrate; the base model trains on the others.
-    calibration_confidence : float in (0, 1) or None, default=0.8
+    calibration_confidence : float in (0, 1) or None, default=0.75
         For ``"split"``, ``"cqr"`` and ``"cqr-mondrian"``: the probability, over
         the draw of the calibration rows, that the coverage of a cell (of all
         rows for the first two) is at least ``1 - alpha``; None: at least
@@ -186,7 +187,7 @@ default="cqr-mondrian"
 
     def __init__(
         self, estimator=None, *, method="cqr-mondrian", alpha=0.1, calibration_fraction=0.25,
-        calibration_confidence=0.8, random_state=None,
+        calibration_confidence=0.75, random_state=None,
     ):
         self.estimator = estimator
         self.method = method
