@@ -476,6 +476,13 @@ class BaseNeuMiss(BaseEstimator):
 
     def __setstate__(self, state):
         network_state = state.pop("_network_state", None)
+        missing = [name for name in persistence.REQUIRED_ATTRIBUTES if name not in state]
+        if network_state is not None and missing:
+            raise ValueError(
+                f"this pickled {type(self).__name__} lacks {', '.join(missing)}: it was "
+                f"written by an older neumiss (model format < {persistence.FORMAT_VERSION}); "
+                "refit it"
+            )
         self.__dict__.update(state)
         if network_state is not None:
             network = self._build_fitted_network()

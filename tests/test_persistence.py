@@ -44,6 +44,17 @@ def test_pickle_round_trip(fitted_models, which):
     np.testing.assert_array_equal(predictions(clone, X), predictions(model, X))
 
 
+def test_a_pickle_from_an_older_version_is_refused_with_a_clear_error(fitted_models):
+    # A pickle of a version before mlp_depth_ existed: its state lacks the attribute.
+    model = fitted_models[1]
+    state = model.__getstate__()
+    del state["mlp_depth_"]
+    old = object.__new__(type(model))
+    with pytest.raises(ValueError, match="lacks mlp_depth_.*older neumiss.*refit it"):
+        old.__setstate__(state)
+    assert "mlp_depth_" in model.__dict__  # the fitted model itself is untouched
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("which", [1, 2, 3])
 def test_joblib_and_save_load_round_trip(fitted_models, which, tmp_path):
