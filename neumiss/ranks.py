@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from scipy.stats import binom
 
 
@@ -48,12 +47,11 @@ def lower_rank(n: int, alpha: float) -> int:
 def confident_rank(n: int, alpha: float, confidence: float | None) -> int:
     """The rank (1-based) of the calibration quantile that covers ``1 - alpha`` with
     probability ``confidence`` over the calibration draw (module docstring):
-    the smallest ``k`` with ``P(Binomial(n, 1 - alpha) >= k) <= 1 - confidence``;
+    the smallest ``k`` with ``P(Binomial(n, 1 - alpha) >= k) <= 1 - confidence``,
+    i.e. one more than the ``confidence``-quantile of that binomial;
     :func:`upper_rank` when ``confidence`` is None. ``n + 1`` (an infinite
     bound) when even ``k = n`` is not enough.
     """
     if confidence is None:
         return upper_rank(n, alpha)
-    k = np.arange(1, n + 1)
-    enough = np.flatnonzero(binom.sf(k - 1, n, 1.0 - alpha) <= 1.0 - confidence)
-    return int(k[enough[0]]) if enough.size else n + 1
+    return int(binom.ppf(confidence, n, 1.0 - alpha)) + 1

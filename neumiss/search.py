@@ -187,20 +187,23 @@ def search_depths(
         else:
             best, predecessor, worse = fitted, start, 0
         start = fitted.network
-    untied_summary, heads = None, {}
-    n_features = train_data.x.shape[1]
     # A fine-tune's gains come in small steps, so every improvement counts.
-    fine_tune = dataclasses.replace(config, tol=0.0)
-    if weight_sharing == "auto" and worth_untying(best.depth, n_features, len(train_data)):
-        untied = fit_one(best.depth, "independent", best.mlp_depth, best.network, fine_tune)
-        untied_summary = untied.summary()
-        if untied.val_loss < best.val_loss:
-            best = untied
-    for mlp_depth in mlp_depths[1:]:
-        head = fit_one(best.depth, best.weight_sharing, mlp_depth, best.network, fine_tune)
-        heads[mlp_depth] = head.summary()
-        if head.val_loss < best.val_loss:
-            best = head
+    fine_tune_config = dataclasses.replace(config, tol=0.0)
+
+    def fine_tune(mode: str, mlp_depth: int) -> dict[str, float]:
+        """Train a copy of ``best`` with ``mode`` and ``mlp_depth``, keep it if it is better,
+        and return its summary."""
+        nonlocal best
+        tuned = fit_one(best.depth, mode, mlp_depth, best.network, fine_tune_config)
+        if tuned.val_loss < best.val_loss:
+            best = tuned
+        return tuned.summary()
+
+    untied_summary = None
+    if weight_sharing == "auto" and worth_untying(best.depth, train_data.x.shape[1],
+                                                  len(train_data)):
+        untied_summary = fine_tune("independent", best.mlp_depth)
+    heads = {mlp_depth: fine_tune(best.weight_sharing, mlp_depth) for mlp_depth in mlp_depths[1:]}
     if best.result.warning is not None:  # the kept network diverged, or is a constant
         warnings.warn(best.result.warning, DivergenceWarning, stacklevel=2)
     return SearchResult(best, depth_results, untied_summary, heads, predecessor)
