@@ -223,8 +223,6 @@ class BaseNeuMiss(BaseEstimator):
                 validation = (*self.preprocessor_.transform(X_val), y_val)
             members = []
             for k in range(self.ensemble_size):
-                # Member 0 searches depth and weight sharing; the others train its choice
-                # on their own validation split and initialisation.
                 member_seed = seed + k
                 train_data, val_data, y_val, w_val = self._split(
                     x, mask, y_encoded, weight, validation, member_seed, device
@@ -232,21 +230,40 @@ class BaseNeuMiss(BaseEstimator):
                 objective = Objective(
                     self._loss, functools.partial(self._score_from_loss, y_val=y_val, w_val=w_val)
                 )
-                chosen = members[0].best if k else None
-                depths, sharing, heads = (
-                    (self._candidate_depths(), self.weight_sharing, self._candidate_mlp_depths())
-                    if k == 0 else ([chosen.depth], chosen.weight_sharing, [chosen.mlp_depth])
-                )
+                depths, sharing, heads, start = self._member_search(k, members, validation)
                 members.append(search_depths(
                     self._build_network, depths, sharing, heads, train_data, val_data, objective,
                     self._training_config(), member_seed, verbose=int(self.verbose),
                     label=f"{type(self).__name__}[{k}]" if k else type(self).__name__,
-                    # With a validation set of their own, members start from scratch: member
-                    # 0's networks were trained on rows a member holds out for validation.
-                    start_from=members[0].predecessor if k and validation is not None else None,
+                    start_from=start, follow=k > 0,
                 ))
         self._set_search_results(members)
         return self
+
+    def _member_search(self, k: int, members: list[SearchResult], validation) -> tuple:
+        """What member ``k`` of the ensemble trains: ``(depths, weight_sharing, mlp_depths,
+        start_from)`` for :func:`~neumiss.search.search_depths` (members ``k >= 1`` keep
+        every fine-tune, so that all members share member 0's weight mode and head).
+
+        Member 0 searches every candidate. With ``validation_data`` every member
+        shares its validation rows, so the others repeat member 0's path to its
+        choice: its depth in the chain's weight mode and head, from the network
+        member 0 started that depth from, then the fine-tunes that member 0 kept
+        (untying, another head). With a validation split of their own they train
+        member 0's choice from scratch: member 0's networks were trained on rows
+        a member holds out.
+        """
+        if k == 0:
+            return self._candidate_depths(), self.weight_sharing, self._candidate_mlp_depths(), None
+        first = members[0]
+        chosen = first.best
+        if validation is None:
+            return [chosen.depth], chosen.weight_sharing, [chosen.mlp_depth], None
+        untied = first.untied is not None and chosen.weight_sharing == "independent"
+        chain_head = self._candidate_mlp_depths()[0]
+        heads = [chain_head] + [chosen.mlp_depth] * (chosen.mlp_depth != chain_head)
+        sharing = self.weight_sharing if untied else chosen.weight_sharing
+        return [chosen.depth], sharing, heads, first.predecessor
 
     def _set_search_results(self, members: list[SearchResult]) -> None:
         """Fitted attributes from the search of member 0 and the training of the others."""

@@ -246,7 +246,7 @@ class NeuMissNetwork(nn.Module):
                 self.head[-1].weight.zero_()
 
     @torch.no_grad()
-    def warm_start_from(self, other: NeuMissNetwork) -> list[str]:
+    def warm_start_from(self, other: NeuMissNetwork, keep_mlp: bool = True) -> list[str]:
         """Copy every parameter of ``other`` whose name and shape match this network's.
 
         Used to train a deeper network from a shallower trained one: ``mu``,
@@ -262,6 +262,13 @@ class NeuMissNetwork(nn.Module):
         From an MLP head into a linear one, the linear head receives the skip
         and the MLP's last bias (the function less the MLP's part).
 
+        With ``keep_mlp=False``, an MLP head keeps its fresh initialisation
+        (its last layer at zero) and receives only the skip and the last bias:
+        the network starts from ``other`` less the MLP's part. The depth search
+        deepens this way, because a deeper block's output is far from the
+        shallower one's (the extra iterations are not function-preserving) and
+        the old ReLU units would start dead or saturated.
+
         Returns
         -------
         list of str
@@ -269,9 +276,13 @@ class NeuMissNetwork(nn.Module):
         """
         own = dict(self.named_parameters())
         same_head = len(self.head) == len(other.head)
+        last_bias = f"head.{len(self.head) - 1}.bias"
         copied = []
         for name, value in other.named_parameters():
             if not same_head and name.startswith(("head.", "skip.")):
+                continue
+            if not keep_mlp and self.skip is not None and name.startswith("head.") \
+                    and name != last_bias:
                 continue
             if name in own and own[name].shape == value.shape:
                 own[name].copy_(value.to(own[name].device))

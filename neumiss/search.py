@@ -1,7 +1,8 @@
 """The depth and weight-mode search of the NeuMiss estimators.
 
 Candidate depths are trained in increasing order on the same split, each
-warm-started from the previous one; the search stops when
+warm-started from the previous one (an MLP head restarts its MLP part:
+:meth:`neumiss.block.NeuMissNetwork.warm_start_from`); the search stops when
 :data:`DEPTH_PATIENCE` depths in a row have not improved the validation loss
 (one noisy training does not end it). With ``weight_sharing="auto"`` the chain uses
 one shared Neumann matrix, then an independent ("untied") copy is fine-tuned
@@ -117,6 +118,7 @@ def search_depths(
     verbose: int = 0,
     label: str = "NeuMiss",
     start_from: NeuMissNetwork | None = None,
+    follow: bool = False,
 ) -> SearchResult:
     """Train ``depths`` in increasing order and return the best network.
 
@@ -146,6 +148,9 @@ def search_depths(
     start_from : NeuMissNetwork or None
         A trained network the first depth is warm-started from (an ensemble
         member starts where the search of member 0 started its chosen depth).
+    follow : bool
+        Keep every fine-tune, better or not: an ensemble member repeating the
+        path of member 0 to its choice (its weight mode and head).
 
     Returns
     -------
@@ -165,7 +170,7 @@ def search_depths(
         network = build_network(depth, mode, mlp_depth)
         network.reset_parameters(generator)
         if start_from is not None:
-            network.warm_start_from(start_from)
+            network.warm_start_from(start_from, keep_mlp=start_from.block.depth == depth)
         network = network.to(train_data.x.device)
         result = train(
             network, train_data, val_data, objective.loss, fit_config, generator,
@@ -195,7 +200,7 @@ def search_depths(
         and return its summary."""
         nonlocal best
         tuned = fit_one(best.depth, mode, mlp_depth, best.network, fine_tune_config)
-        if tuned.val_loss < best.val_loss:
+        if follow or tuned.val_loss < best.val_loss:
             best = tuned
         return tuned.summary()
 

@@ -226,6 +226,32 @@ def test_an_mlp_head_warm_started_from_a_linear_head_keeps_its_function(n_featur
     torch.testing.assert_close(mlp(x * (1 - mask), mask), linear(x * (1 - mask), mask))
 
 
+def test_deepening_an_mlp_head_restarts_its_mlp_part():
+    # The depth search deepens with keep_mlp=False: the block, the skip and the last bias
+    # carry over, the hidden layers keep their fresh draw and the MLP's output starts at 0.
+    shallow = NeuMissNetwork(4, depth=2, weight_sharing="shared", mlp_depth=2)
+    shallow.reset_parameters(torch.Generator().manual_seed(0))
+    with torch.no_grad():  # a trained MLP part
+        shallow.head[-1].weight.uniform_(-1, 1, generator=torch.Generator().manual_seed(4))
+        shallow.head[-1].bias.fill_(0.7)
+    deep = NeuMissNetwork(4, depth=4, weight_sharing="shared", mlp_depth=2)
+    deep.reset_parameters(torch.Generator().manual_seed(1))
+    fresh = {name: p.clone() for name, p in deep.head.named_parameters()}
+    copied = deep.warm_start_from(shallow, keep_mlp=False)
+    assert "skip.weight" in copied and "head.4.bias" in copied
+    assert not {"head.0.weight", "head.2.weight", "head.4.weight"} & set(copied)
+    for name, value in deep.head.named_parameters():
+        expected = shallow.head.get_parameter(name) if name == "4.bias" else fresh[name]
+        torch.testing.assert_close(value, expected)
+    x = torch.randn(20, 4, generator=torch.Generator().manual_seed(2))
+    mask = random_mask(20, 4, seed=3)
+    h = deep.block(x * (1 - mask), mask)
+    torch.testing.assert_close(deep(x * (1 - mask), mask), h @ shallow.skip.weight.T + 0.7)
+    # By default (the fine-tunes at one depth) the MLP carries over.
+    kept = NeuMissNetwork(4, depth=4, weight_sharing="shared", mlp_depth=2)
+    assert "head.0.weight" in kept.warm_start_from(shallow)
+
+
 def test_a_linear_head_warm_started_from_an_mlp_head_computes_its_skip_part():
     mlp = NeuMissNetwork(4, depth=2, weight_sharing="shared", mlp_depth=2)
     mlp.reset_parameters(torch.Generator().manual_seed(0))

@@ -10,6 +10,7 @@ import torch
 import neumiss
 from neumiss import NeuMissClassifier, NeuMissRegressor
 from neumiss.ensemble import EnsembleNetwork
+from neumiss.search import AUTO_MLP_DEPTHS
 
 from .conftest import gaussian_regression
 
@@ -35,6 +36,42 @@ def test_members_train_the_choice_of_member_0_on_their_own_splits(data):
     assert len({m["val_loss"] for m in model.members_}) == 3
     scores = [m["val_score"] for m in model.members_]
     assert model.validation_score_ == pytest.approx(np.mean(scores))
+
+
+def test_members_repeat_the_path_of_member_0_when_they_share_its_validation_set(
+    data, monkeypatch
+):
+    X, y = data
+    calls = []
+    search = neumiss.base.search_depths
+
+    def spy(build, depths, sharing, heads, *args, start_from=None, **kwargs):
+        result = search(build, depths, sharing, heads, *args, start_from=start_from, **kwargs)
+        calls.append((list(depths), sharing, tuple(heads), start_from, result))
+        return result
+
+    monkeypatch.setattr(neumiss.base, "search_depths", spy)
+    kwargs = {"depth": [1, 2], "ensemble_size": 3, "max_epochs": 4, "random_state": 0}
+    model = NeuMissRegressor(**kwargs).fit(X[:600], y[:600], validation_data=(X[600:], y[600:]))
+    (*_, first), *others = calls
+    for depths, _, heads, start, result in others:
+        # Its depth with the chain's head, from the network member 0 started it from,
+        # then the fine-tunes member 0 kept; all members end with member 0's choice.
+        assert depths == [first.best.depth] and start is first.predecessor
+        assert heads[0] == AUTO_MLP_DEPTHS[0] and heads[-1] == first.best.mlp_depth
+        assert (result.best.weight_sharing, result.best.mlp_depth) == (
+            first.best.weight_sharing, first.best.mlp_depth)
+    for member in _members(model):
+        assert member.block.weight_sharing == model.weight_sharing_
+        assert (member.skip is None) == (model.mlp_depth_ == 0)
+    restored = pickle.loads(pickle.dumps(model))
+    np.testing.assert_allclose(restored.predict(X[600:]), model.predict(X[600:]), rtol=1e-6)
+    calls.clear()
+    NeuMissRegressor(**kwargs).fit(X, y)  # own splits: member 0's choice, from scratch
+    (*_, first), *others = calls
+    best = first.best
+    for member in others:
+        assert member[:4] == ([best.depth], best.weight_sharing, (best.mlp_depth,), None)
 
 
 def test_member_0_is_the_single_model(data):
