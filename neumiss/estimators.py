@@ -53,9 +53,13 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         of candidate depths (``"auto"``: :data:`neumiss.search.AUTO_DEPTHS`) trains them on the
         same split in increasing order, each starting from the weights learned
         by the previous one (the matrices they share; a new iteration starts
-        near the identity), and keeps the one with the best validation loss
-        (``best_depth_``). The search stops once two depths in a row have not
-        improved the validation loss (:data:`neumiss.search.DEPTH_PATIENCE`).
+        near the identity; an MLP head restarts its hidden layers, keeping its
+        skip). A deeper depth replaces the best one only when it lowers the
+        validation loss by more than one standard error of the paired per-row
+        difference (:func:`neumiss.search.clearly_better`: on a few hundred
+        validation rows, depths often win by chance); the kept depth is
+        ``best_depth_``. The search stops once two depths in a row have not
+        replaced the best (:data:`neumiss.search.DEPTH_PATIENCE`).
     mlp_depth : int >= 0 or "auto", default="auto"
         Hidden ReLU layers of an MLP head after the block (NeuMiss+MLP for
         nonlinear targets), beside a linear skip; 0 is the paper's linear head.
@@ -89,8 +93,10 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         ``weight_sharing`` and ``mlp_depth``; the others train its choice from
         their own initialisation, each on its own random validation split of
         ``validation_fraction`` of the rows. With ``validation_data`` (one
-        validation set for all), they start instead from the network member 0's
-        search started its chosen depth from (the previous depth's). Predictions
+        validation set for all), they repeat instead member 0's path to its
+        choice: they start from the network member 0's search started its chosen
+        depth from (the previous depth's), train that depth as the search did,
+        then the fine-tunes member 0 kept (untying, the linear head). Predictions
         average the members' outputs (regression) or class probabilities
         (classification).
     optimizer : {"adam", "sgd"}, default="adam"

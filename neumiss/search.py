@@ -2,9 +2,11 @@
 
 Candidate depths are trained in increasing order on the same split, each
 warm-started from the previous one (an MLP head restarts its MLP part:
-:meth:`neumiss.block.NeuMissNetwork.warm_start_from`); the search stops when
-:data:`DEPTH_PATIENCE` depths in a row have not improved the validation loss
-(one noisy training does not end it). With ``weight_sharing="auto"`` the chain uses
+:meth:`neumiss.block.NeuMissNetwork.warm_start_from`). A deeper depth
+replaces the best one only when it is clearly better on the validation rows
+(:func:`clearly_better`, the one-standard-error rule); the search stops when
+:data:`DEPTH_PATIENCE` depths in a row have not replaced it (one noisy training
+does not end it). With ``weight_sharing="auto"`` the chain uses
 one shared Neumann matrix, then an independent ("untied") copy is fine-tuned
 at the chosen depth and kept if it lowers the validation loss. With several
 head depths (``mlp_depth="auto"``), the chain uses the first (an MLP head
@@ -26,7 +28,14 @@ from typing import NamedTuple
 import torch
 
 from .block import NeuMissNetwork
-from .training import DivergenceWarning, TrainingConfig, TrainingData, TrainingResult, train
+from .training import (
+    DivergenceWarning,
+    TrainingConfig,
+    TrainingData,
+    TrainingResult,
+    row_losses,
+    train,
+)
 
 #: Depths tried by ``depth="auto"``. Each doubles the previous one so that a
 #: warm start stays close (results/README.md, "Depth search").
@@ -34,6 +43,11 @@ AUTO_DEPTHS = (0, 2, 4, 8, 16)
 
 #: Depths in a row without improvement that end the depth search.
 DEPTH_PATIENCE = 2
+
+#: A deeper candidate replaces the best depth only when it lowers the validation loss
+#: by more than this many standard errors of the paired per-row difference (the
+#: one-standard-error rule; :func:`clearly_better`).
+DEPTH_STANDARD_ERRORS = 1.0
 
 #: Head depths tried by ``mlp_depth="auto"``: the chain's two-layer MLP head (real
 #: data), then the paper's linear head (linear targets at large n; results/README.md).
@@ -95,6 +109,29 @@ class SearchResult(NamedTuple):
     untied: dict[str, float] | None
     heads: dict[int, dict[str, float]]
     predecessor: NeuMissNetwork | None = None
+
+
+def clearly_better(
+    losses: torch.Tensor, reference: torch.Tensor, weight: torch.Tensor | None = None,
+    standard_errors: float = DEPTH_STANDARD_ERRORS,
+) -> bool:
+    """Whether per-row ``losses`` (n,) beat ``reference`` (n,), the losses of another
+    network on the same rows, by more than ``standard_errors`` standard errors of
+    their mean paired difference (case-weighted by ``weight`` (n,), with the
+    effective number of rows ``(sum w)^2 / sum w^2``).
+
+    On a few hundred validation rows, one depth often beats another by chance;
+    the rule keeps the shallower network unless the deeper one is clearly better.
+    On large validation sets the standard error is small and any real gain counts.
+    """
+    difference = (losses - reference).double()
+    if weight is None:
+        weight = torch.ones_like(difference)
+    weight = weight.double() / weight.sum()
+    mean = float((weight * difference).sum())
+    variance = float((weight * (difference - mean) ** 2).sum())
+    n_effective = 1.0 / float((weight**2).sum())
+    return mean + standard_errors * (variance / max(n_effective - 1.0, 1.0)) ** 0.5 < 0.0
 
 
 def worth_untying(depth: int, n_features: int, n_train: int) -> bool:
@@ -179,18 +216,28 @@ def search_depths(
         )
         return Candidate(depth, mode, mlp_depth, network, result, time.perf_counter() - start)
 
+    def better_than_best(candidate: Candidate) -> bool:
+        """The one-standard-error rule on the validation rows (without them, the
+        training loss decides)."""
+        if val_data is None:
+            return candidate.val_loss < best.val_loss
+        losses = row_losses(candidate.network, val_data, objective.loss)
+        return clearly_better(losses, best_losses, val_data.weight)
+
     chain_weights = "shared" if weight_sharing == "auto" else weight_sharing
-    best, depth_results = None, {}
+    best, best_losses, depth_results = None, None, {}
     predecessor, start, worse = None, start_from, 0
     for depth in depths:
         fitted = fit_one(depth, chain_weights, mlp_depths[0], start, config)
         depth_results[depth] = fitted.summary()
-        if best is not None and fitted.val_loss >= best.val_loss:
+        if best is not None and not better_than_best(fitted):
             worse += 1
             if worse == DEPTH_PATIENCE:
                 break  # deeper candidates would start from depths that overfit
         else:
             best, predecessor, worse = fitted, start, 0
+            if val_data is not None:
+                best_losses = row_losses(best.network, val_data, objective.loss)
         start = fitted.network
     # A fine-tune's gains come in small steps, so every improvement counts.
     fine_tune_config = dataclasses.replace(config, tol=0.0)

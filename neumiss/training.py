@@ -223,6 +223,22 @@ def evaluate_loss(
     return total / max(size, 1e-300)
 
 
+@torch.no_grad()
+def row_losses(
+    network: nn.Module,
+    data: TrainingData,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    chunk: int = 65536,
+) -> torch.Tensor:
+    """The loss of ``network`` on each row of ``data``, shape (n,), evaluated in chunks."""
+    network.eval()
+    return torch.cat([
+        loss_fn(network(data.x[start:start + chunk], data.mask[start:start + chunk]),
+                data.target[start:start + chunk])
+        for start in range(0, len(data), chunk)
+    ])
+
+
 class _Constant(nn.Module):
     """A network that outputs ``value`` (n_outputs,) for every row."""
 

@@ -4,6 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
@@ -16,6 +19,7 @@ from neumiss.search import (
     DEPTH_PATIENCE,
     UNTIE_ROWS_PER_PARAMETER,
     Objective,
+    clearly_better,
     search_depths,
 )
 from neumiss.training import TrainingConfig, TrainingData, train
@@ -127,6 +131,38 @@ def test_early_stopping_restores_best_weights(small_regression):
     assert max(model.history_["val_score"]) > model.history_["val_score"][-1]
 
 
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(3, 300), shift=st.floats(-0.5, 0.5))
+def test_clearly_better_is_the_one_standard_error_rule(seed, n, shift):
+    # Independent check: the paired t statistic of the per-row differences below -1.
+    rng = np.random.default_rng(seed)
+    reference = rng.gamma(2.0, size=n)
+    losses = reference + shift + rng.normal(scale=0.5, size=n)
+    t = stats.ttest_rel(losses, reference).statistic
+    if abs(abs(t) - 1.0) > 1e-6:
+        expected = bool(t < -1.0)
+        as_tensors = torch.as_tensor(losses), torch.as_tensor(reference)
+        assert clearly_better(*as_tensors) == expected
+        # Equal case weights of any scale change nothing.
+        assert clearly_better(*as_tensors, torch.full((n,), 3.5)) == expected
+
+
+def test_clearly_better_needs_more_than_a_chance_gain():
+    rng = np.random.default_rng(0)
+    reference = torch.as_tensor(rng.gamma(2.0, size=40))
+    noise = torch.as_tensor(rng.normal(scale=1.0, size=40))
+    noisy_gain = reference - 0.02 + noise - noise.mean()  # 0.02 lower on average
+    assert noisy_gain.mean() < reference.mean() and not clearly_better(noisy_gain, reference)
+    assert clearly_better(reference - 0.02, reference)  # the same gain on every row
+    # A zero-weight row does not count.
+    worse_on_one = reference - 0.1
+    worse_on_one[0] += 100.0
+    weight = torch.ones(40)
+    assert not clearly_better(worse_on_one, reference)
+    weight[0] = 0.0
+    assert clearly_better(worse_on_one, reference, weight)
+
+
 @pytest.mark.slow
 def test_depth_auto_picks_best_validation_depth(small_regression):
     X, y = small_regression
@@ -135,14 +171,12 @@ def test_depth_auto_picks_best_validation_depth(small_regression):
     tried = list(results)
     assert tried == list(AUTO_DEPTHS[: len(tried)]) and len(tried) >= 2
     losses = [results[depth]["val_loss"] for depth in tried]
-    # The search went on until DEPTH_PATIENCE depths in a row did not beat the best so far.
-    misses, best = [], np.inf
-    for loss in losses:
-        misses.append(0 if loss < best else misses[-1] + 1)
-        best = min(best, loss)
-    assert all(m < DEPTH_PATIENCE for m in misses[:-1])
-    assert len(tried) == len(AUTO_DEPTHS) or misses[-1] == DEPTH_PATIENCE
-    assert model.best_depth_ == tried[int(np.argmin(losses))]
+    # A depth replaces the best only when clearly better (one standard error), so the
+    # best is the first depth or has a lower loss; the search went on until
+    # DEPTH_PATIENCE depths in a row did not replace it.
+    best = tried.index(model.best_depth_)
+    assert best == 0 or losses[best] < losses[0]
+    assert len(tried) == len(AUTO_DEPTHS) or len(tried) - 1 - best == DEPTH_PATIENCE
     assert model.network_.block.depth == model.best_depth_
     assert model.get_params()["depth"] == "auto"
     assert all(r["epochs"] >= 1 and r["seconds"] > 0 for r in results.values())
