@@ -88,7 +88,9 @@ def test_tiny_grid_end_to_end_in_child_processes(tmp_path):
             params = json.loads(row["params"])
             assert params["depth"] in (0, 1)
             assert set(params["val_r2"]) == {"0", "1"}
-            assert params["val_r2"][str(params["depth"])] == max(params["val_r2"].values())
+            # Depth 1 is kept only when clearly better than depth 0 (one standard error).
+            val_r2 = params["val_r2"]
+            assert params["depth"] == 0 or val_r2["1"] > val_r2["0"]
         assert float(row["fit_seconds"]) > 0
         if sys.platform.startswith("linux"):
             assert float(row["peak_memory_mb"]) >= 0
