@@ -154,9 +154,7 @@ class NeuMissBlock(nn.Module):
         if self.S0 is not None:
             h = (h @ self.S0) * obs
         for weight in self.iteration_weights():
-            h = (h @ weight) * obs
-            if self.residual:
-                h = h + centred
+            h = torch.addcmul(centred, h @ weight, obs) if self.residual else (h @ weight) * obs
         return (h @ self.W_mix) * mask + x * obs + self.mu * mask
 
     def forward_nan(self, x: torch.Tensor) -> torch.Tensor:
