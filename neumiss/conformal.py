@@ -318,9 +318,14 @@ default="cqr-mondrian"
 
     def cell_margins(self, alpha=None) -> np.ndarray:
         """``Q`` of each mask cell (``"cqr-mondrian"``), shape (n_cells,): the conformal
-        quantile of the calibration scores of the cell (at ``calibration_confidence``);
-        a cell with fewer rows than :func:`~neumiss.ranks.required_calibration_rows`
-        takes that of all rows."""
+        quantile of the calibration scores of the cell (at ``calibration_confidence``).
+
+        A cell with fewer rows than :func:`~neumiss.ranks.required_calibration_rows`
+        takes the larger of all rows' quantile and its own largest score. Its own
+        largest score is its quantile at the strictest ``alpha`` its rows allow
+        (the rank is then its row count), so margins only grow as ``alpha``
+        decreases and intervals are nested in ``alpha``; with the quantile of all
+        rows alone, a cell could get a narrower interval at a stricter level."""
         check_is_fitted(self, "estimator_")
         confidence = self._confidence()
         alpha = _check_alpha(self.alpha if alpha is None else alpha,
@@ -331,6 +336,8 @@ default="cqr-mondrian"
             scores = self.calibration_scores_[self.calibration_cells_ == cell]
             if scores.size >= required_calibration_rows(alpha, confidence):
                 margins[cell] = _conformal_quantile(scores, alpha, confidence)
+            elif scores.size:
+                margins[cell] = max(margins[cell], float(scores.max()))
         return margins
 
     def _confidence(self) -> float | None:

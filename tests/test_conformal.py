@@ -228,11 +228,29 @@ def test_mondrian_calibrates_each_cell_on_its_own_rows():
     expected = []
     for x, cell in zip(X_test, cells):
         own = scores[cal_cells == cell]
-        own = own if own.size >= 14 else scores  # (1 - 0.1)^14 <= 1 - 0.75
-        q = _kth(own, _rank(own.size, ALPHA, 0.75))
+        if own.size >= 14:  # (1 - 0.1)^14 <= 1 - 0.75
+            q = _kth(own, _rank(own.size, ALPHA, 0.75))
+        else:  # all rows' margin, or the cell's largest score if larger
+            q = max([_kth(scores, _rank(scores.size, ALPHA, 0.75)), *own])
         bounds = model.estimator_.predict_quantiles(x[None])[0]
         expected.append((bounds[0] - q, bounds[2] + q))
     np.testing.assert_allclose(model.predict_interval(X_test), expected)
+
+
+def test_mondrian_margins_grow_as_alpha_decreases_also_where_a_cell_falls_back():
+    model, _ = _fitted("cqr-mondrian", n=2000)
+    cells = model.calibration_cells_
+    sizes = np.bincount(cells)
+    small = int(np.argmin(sizes))  # its own quantile at alpha = 0.1, too few rows at 0.02
+    assert required_calibration_rows(0.1, 0.75) <= sizes[small]
+    assert sizes[small] < required_calibration_rows(0.02, 0.75)
+    # A hard cell: its scores are the largest, so all rows' quantile at 0.02 lies
+    # among them, below its own quantile at 0.1.
+    model.calibration_scores_ = np.where(cells == small, model.calibration_scores_ + 10,
+                                         model.calibration_scores_)
+    margins = np.array([model.cell_margins(alpha) for alpha in (0.2, 0.1, 0.05, 0.02, 0.01)])
+    assert (np.diff(margins, axis=0) >= 0).all()
+    assert margins[-1, small] == model.calibration_scores_[cells == small].max()
 
 
 # -------------------------------------------------------------------- coverage
@@ -276,7 +294,7 @@ def test_the_confident_rank_covers_with_the_asked_probability_over_calibration_d
 
 @settings(max_examples=20, deadline=None)
 @given(alpha_low=st.floats(0.05, 0.5), alpha_high=st.floats(0.05, 0.5),
-       method=st.sampled_from(["split", "cqr", "cqr-mda-nested"]))
+       method=st.sampled_from(["split", "cqr", "cqr-mda-nested", "cqr-mondrian"]))
 def test_intervals_are_ordered_and_nested_in_alpha(fitted_models, alpha_low, alpha_high, method):
     alpha_low, alpha_high = sorted((alpha_low, alpha_high))
     model, X_test = fitted_models[method]
@@ -288,7 +306,8 @@ def test_intervals_are_ordered_and_nested_in_alpha(fitted_models, alpha_low, alp
 
 @pytest.fixture(scope="module")
 def fitted_models():
-    return {method: _fitted(method, n=150) for method in ("split", "cqr", "cqr-mda-nested")}
+    return {method: _fitted(method, n=150)
+            for method in ("split", "cqr", "cqr-mda-nested", "cqr-mondrian")}
 
 
 # ------------------------------------------------------------------- bad input
