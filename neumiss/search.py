@@ -216,28 +216,26 @@ def search_depths(
         )
         return Candidate(depth, mode, mlp_depth, network, result, time.perf_counter() - start)
 
-    def better_than_best(candidate: Candidate) -> bool:
-        """The one-standard-error rule on the validation rows (without them, the
-        training loss decides)."""
-        if val_data is None:
-            return candidate.val_loss < best.val_loss
-        losses = row_losses(candidate.network, val_data, objective.loss)
-        return clearly_better(losses, best_losses, val_data.weight)
-
     chain_weights = "shared" if weight_sharing == "auto" else weight_sharing
     best, best_losses, depth_results = None, None, {}
     predecessor, start, worse = None, start_from, 0
     for depth in depths:
         fitted = fit_one(depth, chain_weights, mlp_depths[0], start, config)
         depth_results[depth] = fitted.summary()
-        if best is not None and not better_than_best(fitted):
+        # The one-standard-error rule on the validation rows (without them, the
+        # training loss decides).
+        losses = None if val_data is None else row_losses(fitted.network, val_data,
+                                                          objective.loss)
+        replaces = best is None or (
+            fitted.val_loss < best.val_loss if val_data is None
+            else clearly_better(losses, best_losses, val_data.weight)
+        )
+        if replaces:
+            best, best_losses, predecessor, worse = fitted, losses, start, 0
+        else:
             worse += 1
             if worse == DEPTH_PATIENCE:
                 break  # deeper candidates would start from depths that overfit
-        else:
-            best, predecessor, worse = fitted, start, 0
-            if val_data is not None:
-                best_losses = row_losses(best.network, val_data, objective.loss)
         start = fitted.network
     # A fine-tune's gains come in small steps, so every improvement counts.
     fine_tune_config = dataclasses.replace(config, tol=0.0)

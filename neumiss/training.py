@@ -201,6 +201,20 @@ def _mean(losses: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
     return losses.mean() if weight is None else (losses * weight).mean()
 
 
+def _chunk_losses(
+    network: nn.Module,
+    data: TrainingData,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    chunk: int,
+) -> Iterator[tuple[slice, torch.Tensor]]:
+    """``(rows, losses)`` of ``network`` (in eval mode) per chunk of ``chunk`` rows of
+    ``data``: the rows' slice and their losses, shape (rows,). Callers disable grad."""
+    network.eval()
+    for start in range(0, len(data), chunk):
+        rows = slice(start, start + chunk)
+        yield rows, loss_fn(network(data.x[rows], data.mask[rows]), data.target[rows])
+
+
 @torch.no_grad()
 def evaluate_loss(
     network: nn.Module,
@@ -209,16 +223,12 @@ def evaluate_loss(
     chunk: int = 65536,
 ) -> float:
     """Mean (case-weighted) loss of ``network`` over ``data``, evaluated in chunks of rows."""
-    network.eval()
     total = 0.0
-    for start in range(0, len(data), chunk):
-        stop = start + chunk
-        out = network(data.x[start:stop], data.mask[start:stop])
-        losses = loss_fn(out, data.target[start:stop])
+    for rows, losses in _chunk_losses(network, data, loss_fn, chunk):
         if data.weight is None:
-            total += float(losses.mean()) * out.shape[0]
+            total += float(losses.mean()) * losses.shape[0]
         else:
-            total += float((losses * data.weight[start:stop]).sum())
+            total += float((losses * data.weight[rows]).sum())
     size = len(data) if data.weight is None else float(data.weight.sum())
     return total / max(size, 1e-300)
 
@@ -231,12 +241,7 @@ def row_losses(
     chunk: int = 65536,
 ) -> torch.Tensor:
     """The loss of ``network`` on each row of ``data``, shape (n,), evaluated in chunks."""
-    network.eval()
-    return torch.cat([
-        loss_fn(network(data.x[start:start + chunk], data.mask[start:start + chunk]),
-                data.target[start:start + chunk])
-        for start in range(0, len(data), chunk)
-    ])
+    return torch.cat([losses for _, losses in _chunk_losses(network, data, loss_fn, chunk)])
 
 
 class _Constant(nn.Module):
