@@ -1,1 +1,1 @@
-../neumiss/onnx_scorer.py
+../neumiss/scoring/_table_scorer.py

@@ -15,19 +15,34 @@ from ._version import __version__
 
 #: public name -> module defining it (classes and functions), or None (a submodule)
 _EXPORTS = {
-    "NeuMissBlock": "neumiss.block",
-    "NeuMissNetwork": "neumiss.block",
+    "NeuMissBlock": "neumiss.network",
+    "NeuMissNetwork": "neumiss.network",
     "NeuMissRegressor": "neumiss.estimators",
     "NeuMissQuantileRegressor": "neumiss.estimators",
-    "ConformalRegressor": "neumiss.conformal",
+    "ConformalRegressor": "neumiss.intervals",
     "NeuMissClassifier": "neumiss.estimators",
-    "load": "neumiss.conformal",
-    "export_onnx": "neumiss.onnx_export",
-    "analytic": None,
-    "conformal": None,
-    "bayes": None,
-    "simulate": None,
+    "load": "neumiss.estimators",
+    "export_onnx": "neumiss.export",
+    # The layers, as attributes.
+    "checks": None,
+    "simulation": None,
+    "tables": None,
+    "network": None,
+    "export": None,
+    "estimators": None,
+    "baselines": None,
+    "intervals": None,
+    "scoring": None,
+    # Names of earlier versions' modules, kept for attribute access
+    # (neumiss.simulate.make_regression, neumiss.conformal.ConformalRegressor, ...).
+    "simulate": "neumiss.simulation",
+    "bayes": "neumiss.simulation",
+    "analytic": "neumiss.network",
+    "conformal": "neumiss.intervals",
 }
+
+#: Earlier module names that now stand for a whole layer.
+_MODULE_ALIASES = frozenset({"simulate", "bayes", "analytic", "conformal"})
 
 __all__ = [*_EXPORTS, "__version__"]
 
@@ -38,6 +53,8 @@ def __getattr__(name: str):
     module_name = _EXPORTS[name]
     if module_name is None:
         value = importlib.import_module(f"neumiss.{name}")
+    elif name in _MODULE_ALIASES:
+        value = importlib.import_module(module_name)
     else:
         value = getattr(importlib.import_module(module_name), name)
     globals()[name] = value  # later lookups skip __getattr__

@@ -26,7 +26,7 @@ def fit_one(d: int, n_train: int, depth: int, paper: bool, seed: int, queue) -> 
     from sklearn.metrics import r2_score
 
     from neumiss import NeuMissRegressor
-    from neumiss.simulate import make_regression
+    from neumiss.simulation import make_regression
 
     torch.set_num_threads(1)
     X, y, truth = make_regression(n_train, d, mechanism="MCAR", random_state=seed)

@@ -19,7 +19,7 @@ import os
 import time
 
 from neumiss.baselines import EMRegressor
-from neumiss.simulate import make_regression
+from neumiss.simulation import make_regression
 
 
 def run(d, n_train, n_test, missing_rate, seed, tol):

@@ -29,7 +29,7 @@ import onnxruntime as ort
 import torch
 
 from neumiss import NeuMissRegressor
-from neumiss.onnx_export import export_onnx
+from neumiss.export import export_onnx
 
 
 def best_time(function, repeats: int) -> float:

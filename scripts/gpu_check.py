@@ -30,7 +30,7 @@ import time
 import torch
 
 from neumiss import NeuMissRegressor
-from neumiss.simulate import make_regression
+from neumiss.simulation import make_regression
 
 BUDGET_S = 230
 

@@ -77,7 +77,7 @@ def main() -> None:
     folder.mkdir(parents=True, exist_ok=True)
     try:
         from neumiss import NeuMissRegressor
-        from neumiss.simulate import make_regression
+        from neumiss.simulation import make_regression
 
         X, y, _ = make_regression(20_000, args.features, random_state=0)
         model = NeuMissRegressor(depth=4, ensemble_size=args.ensemble_size, max_epochs=3,

@@ -36,7 +36,7 @@ def _peak_mb() -> float:
 
 def _fit(mode: str, folder: str, chunk_rows: int, queue) -> None:
     from neumiss import NeuMissRegressor
-    from neumiss.streaming import fit_stream, parquet_chunks
+    from neumiss.estimators import fit_stream, parquet_chunks
 
     model = NeuMissRegressor(**PARAMS)
     started = time.perf_counter()
@@ -58,7 +58,7 @@ def main() -> None:
     args = parser.parse_args()
     from sklearn.metrics import r2_score
 
-    from neumiss.simulate import make_regression
+    from neumiss.simulation import make_regression
 
     n, d = int(args.rows), args.features
     with tempfile.TemporaryDirectory() as folder:

@@ -1,12 +1,12 @@
-"""Tests of neumiss.analytic: NeuMiss weights set to the Neumann iterates (paper Prop. 3)."""
+"""Tests of neumiss.network._analytic: NeuMiss weights set to the Neumann iterates (paper Prop. 3)."""
 
 import numpy as np
 import pytest
 import torch
 
 from neumiss import NeuMissBlock
-from neumiss.analytic import analytic_network, set_analytic_weights
-from neumiss.bayes import bayes_predict
+from neumiss.network import analytic_network, set_analytic_weights
+from neumiss.simulation import bayes_predict
 
 D = 6
 

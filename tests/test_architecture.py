@@ -10,36 +10,58 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "neumiss"
 
 
+#: The layers, bottom first. A module may import its own subpackage and those before it;
+#: the top-level modules (entry points: __init__, __main__, cli, _version) import any.
+LAYERS = ("checks", "simulation", "tables", "network", "export", "estimators", "baselines",
+          "intervals", "scoring", "benchmark", "commands")
+MAX_FUNCTION_LINES = 60
+MAX_MODULE_LINES = 600
+
+
 def _module_name(path: Path) -> str:
     parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imported_neumiss_modules(path: Path, known: set[str]) -> set[str]:
-    """neumiss modules imported anywhere in ``path``, inside functions included."""
+def _imports(path: Path) -> list[tuple[str, list[str]]]:
+    """(absolute module, imported names) of every import in ``path``, inside functions too."""
     name = _module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found = set()
+    found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            targets = [alias.name for alias in node.names]
+            found += [(alias.name, []) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
                 module = f"{base}.{node.module}" if node.module else base
             else:
                 module = node.module or ""
-            # "from . import x" may import the submodule x.
-            targets = [module] + [f"{module}.{alias.name}" for alias in node.names]
-        else:
-            continue
-        found.update(t for t in targets if t in known and t != name)
+            found.append((module, [alias.name for alias in node.names]))
     return found
 
 
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
 def _import_graph() -> dict[str, set[str]]:
-    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
-    return {name: _imported_neumiss_modules(path, set(files)) for name, path in files.items()}
+    """Module -> the neumiss modules it imports ("from . import x" counts as x only)."""
+    files = _modules()
+    graph = {}
+    for name, path in files.items():
+        targets = set()
+        for module, names in _imports(path):
+            submodules = {f"{module}.{n}" for n in names} & set(files)
+            targets |= submodules or ({module} & set(files))
+        graph[name] = targets - {name}
+    return graph
+
+
+def _layer(module: str) -> str | None:
+    """The subpackage owning ``module``, or None for a top-level module."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in LAYERS) else None
 
 
 def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -63,10 +85,22 @@ def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def _function_lengths(path: Path):
+    """(qualified name, lines) of every function in ``path``, its docstring not counted."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            lines = node.end_lineno - node.lineno + 1
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str):
+                lines -= first.end_lineno - first.lineno + 1
+            yield f"{_module_name(path)}.{node.name}", lines
+
+
 def test_import_graph_finds_imports_inside_functions():
     graph = _import_graph()
-    # base imports onnx_export only inside to_onnx(): the graph must see it.
-    assert "neumiss.onnx_export" in graph["neumiss.base"]
+    # _base imports the export layer only inside to_onnx(): the graph must see it.
+    assert "neumiss.export" in graph["neumiss.estimators._base"]
     assert _find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
 
 
@@ -74,12 +108,85 @@ def test_no_import_cycle_among_neumiss_modules():
     assert _find_cycle(_import_graph()) is None
 
 
-def test_layers_persistence_and_export_do_not_import_the_estimators():
+def test_every_subpackage_is_a_layer_with_a_docstring():
+    subpackages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    assert subpackages == set(LAYERS)
+    for layer in LAYERS:
+        doc = ast.get_docstring(ast.parse((PACKAGE / layer / "__init__.py").read_text()))
+        assert doc and "import" in doc, f"neumiss.{layer} must say what it owns and may import"
+    top_level = {p.name for p in PACKAGE.glob("*.py")}
+    assert top_level == {"__init__.py", "__main__.py", "_version.py", "cli.py"}
+
+
+def test_layers_import_only_themselves_and_the_layers_below():
     graph = _import_graph()
-    for bottom in ("neumiss.block", "neumiss.training", "neumiss.validation",
-                   "neumiss.gaussian", "neumiss.simulate", "neumiss.preprocessing",
-                   "neumiss.search", "neumiss.persistence", "neumiss.onnx_export"):
-        assert {"neumiss.estimators", "neumiss.base"}.isdisjoint(graph[bottom]), bottom
+    violations = []
+    for module, targets in graph.items():
+        layer = _layer(module)
+        if layer is None:
+            continue  # the entry points
+        for target in targets:
+            other = _layer(target)
+            if other is None and target != "neumiss._version":
+                violations.append(f"{module} imports the entry point {target}")
+            elif other is not None and LAYERS.index(other) > LAYERS.index(layer):
+                violations.append(f"{module} ({layer}) imports {target} ({other}), a layer above")
+    assert violations == []
+
+
+def test_no_private_import_across_subpackages():
+    violations = []
+    for module, path in _modules().items():
+        layer = _layer(module)
+        for target, names in _imports(path):
+            if not target.startswith("neumiss.") or _layer(target) in (None, layer):
+                continue
+            if any(part.startswith("_") for part in target.split(".")[1:]):
+                violations.append(f"{module} imports the private module {target}")
+            private = [n for n in names if n.startswith("_")]
+            if private:
+                violations.append(f"{module} imports private {private} from {target}")
+    assert violations == []
+
+
+def test_implementation_modules_are_private():
+    public = [name for name, path in _modules().items()
+              if _layer(name) is not None and path.name != "__init__.py"
+              and not path.name.startswith("_")]
+    assert public == []
+
+
+def test_functions_are_short():
+    long = [f"{name}: {lines} lines" for path in PACKAGE.rglob("*.py")
+            for name, lines in _function_lengths(path) if lines > MAX_FUNCTION_LINES]
+    assert long == []
+
+
+def test_modules_are_short():
+    long = [f"{path.relative_to(PACKAGE.parent)}: {n} lines"
+            for path in PACKAGE.rglob("*.py")
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES]
+    assert long == []
+
+
+def test_the_rules_catch_what_they_forbid(tmp_path):
+    source = tmp_path / "bad.py"
+    source.write_text(
+        "def long():\n    \"\"\"Doc.\n\n    More.\n    \"\"\"\n" + "    x = 1\n" * 61
+    )
+    assert [lines for _, lines in _function_lengths_at(source)] == [62]
+    assert _layer("neumiss.network._block") == "network"
+    assert _layer("neumiss.network") == "network"
+    assert _layer("neumiss.cli") is None
+
+
+def _function_lengths_at(path: Path):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.FunctionDef):
+            body = node.body[0]
+            doc = isinstance(body, ast.Expr) and isinstance(body.value, ast.Constant)
+            yield node.name, node.end_lineno - node.lineno + 1 - (
+                body.end_lineno - body.lineno + 1 if doc else 0)
 
 
 def _run_python(code: str) -> subprocess.CompletedProcess:

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from neumiss import NeuMissClassifier, NeuMissRegressor
-from neumiss.training import DivergenceWarning
+from neumiss.network import DivergenceWarning
 
 from .conftest import paper
 

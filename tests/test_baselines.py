@@ -1,4 +1,4 @@
-"""Tests of the baseline regressors (neumiss.baselines)."""
+"""Tests of the baseline regressors (neumiss.baselines._baselines)."""
 
 import warnings
 
@@ -15,7 +15,7 @@ from neumiss.baselines import (
     ImputeMaskMLPRegressor,
     MICERegressor,
 )
-from neumiss.gaussian import conditional_mean
+from neumiss.simulation import conditional_mean
 
 ESTIMATORS = [
     EMRegressor(),

@@ -1,4 +1,4 @@
-"""Tests of neumiss.bayes against a direct per-row implementation of the paper's formulas."""
+"""Tests of neumiss.simulation._bayes against a direct per-row implementation of the paper's formulas."""
 
 import itertools
 
@@ -7,8 +7,7 @@ import pytest
 from sklearn.linear_model import LinearRegression
 from sklearn.metrics import mean_squared_error, r2_score
 
-from neumiss.bayes import bayes_predict, conditional_expectation
-from neumiss.simulate import make_regression
+from neumiss.simulation import bayes_predict, conditional_expectation, make_regression
 
 
 def _bayes_per_row(x, mean, cov, coef, intercept, mu_tilde=None, sigma_tilde=None):

@@ -17,11 +17,16 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.linear_model import LinearRegression
 
 import neumiss
-from neumiss.bayes import predictive_variance
-from neumiss.conformal import ConformalRegressor
 from neumiss.estimators import NeuMissQuantileRegressor, NeuMissRegressor
-from neumiss.mask_cells import assign_cells, mask_cells
-from neumiss.ranks import confident_rank, required_calibration_rows, upper_rank
+from neumiss.intervals import (
+    ConformalRegressor,
+    assign_cells,
+    confident_rank,
+    mask_cells,
+    required_calibration_rows,
+    upper_rank,
+)
+from neumiss.simulation import predictive_variance
 
 ALPHA = 0.1
 
@@ -51,7 +56,7 @@ class LinearQuantiles(RegressorMixin, BaseEstimator):
 
 
 def _data(n, d=3, missing_rate=0.4, seed=0, mechanism="MCAR"):
-    X, y, truth = neumiss.simulate.make_regression(
+    X, y, truth = neumiss.simulation.make_regression(
         n, d, mechanism=mechanism, missing_rate=missing_rate, random_state=seed
     )
     return X, y, truth

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import neumiss
 from neumiss import NeuMissClassifier, NeuMissRegressor
-from neumiss.encoding import MAX_CATEGORIES, OTHER, TableEncoder
+from neumiss.tables import MAX_CATEGORIES, OTHER, TableEncoder
 
 from .conftest import paper
 

@@ -9,8 +9,7 @@ import torch
 
 import neumiss
 from neumiss import NeuMissClassifier, NeuMissRegressor
-from neumiss.ensemble import EnsembleNetwork
-from neumiss.search import AUTO_MLP_DEPTHS
+from neumiss.network import AUTO_MLP_DEPTHS, EnsembleNetwork
 
 from .conftest import gaussian_regression
 
@@ -43,14 +42,14 @@ def test_members_repeat_the_path_of_member_0_when_they_share_its_validation_set(
 ):
     X, y = data
     calls = []
-    search = neumiss.base.search_depths
+    search = neumiss.estimators._base.search_depths
 
     def spy(build, depths, sharing, heads, *args, start_from=None, **kwargs):
         result = search(build, depths, sharing, heads, *args, start_from=start_from, **kwargs)
         calls.append((list(depths), sharing, tuple(heads), start_from, result))
         return result
 
-    monkeypatch.setattr(neumiss.base, "search_depths", spy)
+    monkeypatch.setattr(neumiss.estimators._base, "search_depths", spy)
     kwargs = {"depth": [1, 2], "ensemble_size": 3, "max_epochs": 4, "random_state": 0}
     model = NeuMissRegressor(**kwargs).fit(X[:600], y[:600], validation_data=(X[600:], y[600:]))
     (*_, first), *others = calls
@@ -150,7 +149,7 @@ def test_impute_averages_the_members_blocks(data):
 
 
 def test_ensemble_network_needs_two_members_and_a_known_rule():
-    from neumiss.block import NeuMissNetwork
+    from neumiss.network import NeuMissNetwork
 
     member = NeuMissNetwork(3)
     with pytest.raises(ValueError, match="at least 2 members"):

@@ -13,16 +13,18 @@ from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from neumiss import NeuMissClassifier, NeuMissRegressor
-from neumiss.search import (
+from neumiss.network import (
     AUTO_DEPTHS,
     AUTO_MLP_DEPTHS,
     DEPTH_PATIENCE,
     UNTIE_ROWS_PER_PARAMETER,
     Objective,
+    TrainingConfig,
+    TrainingData,
     clearly_better,
     search_depths,
+    train,
 )
-from neumiss.training import TrainingConfig, TrainingData, train
 
 from .conftest import gaussian_regression, paper
 
@@ -354,7 +356,7 @@ def test_impute_returns_observed_values_and_fills_missing(small_regression):
 
 
 def test_validation_data_replaces_the_internal_split(small_regression, monkeypatch):
-    import neumiss.search
+    import neumiss.network._search
 
     X, y = small_regression
     X_val, y_val = X[:60], y[:60]
@@ -364,7 +366,7 @@ def test_validation_data_replaces_the_internal_split(small_regression, monkeypat
         rows_seen.append((len(train_data), len(val_data)))
         return train(network, train_data, val_data, *args, **kwargs)
 
-    monkeypatch.setattr(neumiss.search, "train", spy)
+    monkeypatch.setattr(neumiss.network._search, "train", spy)
     model = paper(NeuMissRegressor, max_epochs=8, patience=100, random_state=0)
     model.fit(X[60:], y[60:], validation_data=(X_val, y_val))
     assert rows_seen == [(240, 60)]  # every given row trains, (X_val, y_val) validates
@@ -425,7 +427,7 @@ def test_bad_sample_weights_are_named(small_regression, weight, message):
 
 
 def test_automatic_learning_rate_shrinks_with_the_number_of_encoded_columns():
-    from neumiss.training import auto_learning_rate
+    from neumiss.network import auto_learning_rate
 
     assert auto_learning_rate(1) == auto_learning_rate(64) == 1e-2
     assert auto_learning_rate(256) == pytest.approx(5e-3)

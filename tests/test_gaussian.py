@@ -1,11 +1,11 @@
-"""Tests of neumiss.gaussian against direct per-row computations with explicit inverses."""
+"""Tests of neumiss.simulation._gaussian against direct per-row computations with explicit inverses."""
 
 import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
-import neumiss.gaussian as gaussian
-from neumiss.gaussian import (
+import neumiss.simulation._gaussian as gaussian
+from neumiss.simulation import (
     PatternLayout,
     conditional_mean,
     conditional_moments,

@@ -11,9 +11,14 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import neumiss
-from neumiss.gpu import apply_on_device, standardize
-from neumiss.preprocessing import Standardizer
-from neumiss.training import AUTO_BATCH_SIZE, GPU_AUTO_BATCH_SIZE, auto_batch_size
+from neumiss.network import (
+    AUTO_BATCH_SIZE,
+    GPU_AUTO_BATCH_SIZE,
+    apply_on_device,
+    auto_batch_size,
+    standardize,
+)
+from neumiss.tables import Standardizer
 
 CPU = torch.device("cpu")
 
@@ -40,7 +45,7 @@ def test_device_standardization_names_values_too_far():
 
 
 def test_prediction_on_a_device_matches_the_host_path():
-    X, y, _ = neumiss.simulate.make_regression(3000, 6, random_state=0)
+    X, y, _ = neumiss.simulation.make_regression(3000, 6, random_state=0)
     model = neumiss.NeuMissRegressor(depth=2, ensemble_size=2, max_epochs=2, random_state=0)
     model.fit(X, y)
     encoded, host = model._apply(X)

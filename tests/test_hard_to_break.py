@@ -31,16 +31,16 @@ import neumiss
 from neumiss import NeuMissClassifier, NeuMissRegressor
 from neumiss import cli as neumiss_cli
 from neumiss.benchmark.grid import grid
-from neumiss.block import NeuMissNetwork
-from neumiss.persistence import FORMAT_VERSION, payload_digest
-from neumiss.preprocessing import mean_scale, observed_mean_scale
-from neumiss.training import (
+from neumiss.estimators import FORMAT_VERSION, payload_digest
+from neumiss.network import (
     DivergenceWarning,
+    NeuMissNetwork,
     TrainingConfig,
     TrainingData,
     constant_output,
     train,
 )
+from neumiss.tables import mean_scale, observed_mean_scale
 
 from .conftest import interrupt_after_first_row, paper
 
@@ -534,7 +534,7 @@ def test_benchmark_needs_two_test_rows(capsys):
 
 
 def test_any_command_failure_is_one_line_unless_debug(monkeypatch, capsys):
-    import neumiss.export_command as export_command
+    import neumiss.commands._export as export_command
 
     def broken(args):
         raise RuntimeError("something\nbroke")

@@ -90,9 +90,9 @@ def test_report_only_needs_runs(capsys, tmp_path):
 
 def test_scorer_writes_prediction_lower_and_upper(tmp_path):
     import neumiss
-    from neumiss.conformal import ConformalRegressor
+    from neumiss.intervals import ConformalRegressor
 
-    X, y, truth = neumiss.simulate.make_regression(600, 3, random_state=0)
+    X, y, truth = neumiss.simulation.make_regression(600, 3, random_state=0)
     base = neumiss.NeuMissQuantileRegressor(depth=1, mlp_depth=0, ensemble_size=1, max_epochs=2)
     model = ConformalRegressor(base, random_state=0).fit(X, y)
     model.to_onnx(tmp_path / "m.onnx")

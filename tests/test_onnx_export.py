@@ -14,7 +14,7 @@ from sklearn.linear_model import LinearRegression
 
 from neumiss import NeuMissClassifier, NeuMissRegressor
 from neumiss.cli import main as cli_main
-from neumiss.onnx_export import DEFAULT_OPSET, MIN_OPSET, PRODUCER, export_onnx
+from neumiss.export import DEFAULT_OPSET, MIN_OPSET, PRODUCER, export_onnx
 
 from .conftest import paper
 

@@ -5,7 +5,7 @@ import onnxruntime as ort
 import pytest
 
 from neumiss import NeuMissRegressor
-from neumiss.preprocessing import CLIP_BOUND, Standardizer, observed_mean_scale
+from neumiss.tables import CLIP_BOUND, Standardizer, observed_mean_scale
 
 
 def heavy_table(n=3000, seed=0):

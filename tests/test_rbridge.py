@@ -1,4 +1,4 @@
-"""Tests of neumiss.rbridge: R's norm EM through rpy2.
+"""Tests of neumiss.baselines._rbridge: R's norm EM through rpy2.
 
 Tests running R skip (with the reason) when rpy2, R or the R package norm is absent, as in
 CI where norm (CRAN only) cannot be installed; the error-message tests run everywhere.
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 
-from neumiss import rbridge
+from neumiss.baselines import _rbridge as rbridge
 
 
 def _norm_unavailable_reason():
@@ -61,7 +61,7 @@ def _em_step(X, mean, cov):
 
 # ---------------------------------------------------------------- without R
 def test_import_neumiss_does_not_import_rpy2():
-    code = "import sys, neumiss, neumiss.rbridge; assert 'rpy2' not in sys.modules"
+    code = "import sys, neumiss, neumiss.baselines._rbridge; assert 'rpy2' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

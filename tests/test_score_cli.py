@@ -16,7 +16,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import neumiss
-from neumiss.onnx_export import export_onnx
+from neumiss.export import export_onnx
 
 EXPORT = Path(__file__).resolve().parents[1] / "export"
 SCORER = EXPORT / "score.py"

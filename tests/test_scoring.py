@@ -1,4 +1,4 @@
-"""``neumiss score`` and neumiss.scoring: files in row batches, pandas and Dask, bad input."""
+"""``neumiss score`` and neumiss.scoring._files: files in row batches, pandas and Dask, bad input."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import pytest
 
 import neumiss
 from neumiss import cli as neumiss_cli
-from neumiss import scoring
-from neumiss.onnx_export import export_onnx
-from neumiss.onnx_scorer import ScoringError
+from neumiss.export import export_onnx
+from neumiss.scoring import ScoringError
+from neumiss.scoring import _files as scoring
 
 from .test_encoding import mixed_table
 from .test_hard_to_break import one_line_error

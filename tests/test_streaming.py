@@ -1,4 +1,4 @@
-"""neumiss.streaming: standardization merged over chunks, fit_stream, parquet_chunks."""
+"""neumiss.estimators._streaming: standardization merged over chunks, fit_stream, parquet_chunks."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from hypothesis.extra.numpy import arrays
 
 import neumiss
 from neumiss import NeuMissClassifier, NeuMissRegressor
-from neumiss.preprocessing import observed_mean_scale
-from neumiss.streaming import RunningMoments, fit_stream, parquet_chunks
+from neumiss.estimators import RunningMoments, fit_stream, parquet_chunks
+from neumiss.tables import observed_mean_scale
 
 values = st.one_of(st.just(np.nan), st.floats(-1e6, 1e6, allow_nan=False, width=64))
 
@@ -49,7 +49,7 @@ def test_moments_hold_at_any_magnitude(magnitude):
 
 @pytest.fixture(scope="module")
 def data():
-    X, y, truth = neumiss.simulate.make_regression(3000, 4, random_state=0)
+    X, y, truth = neumiss.simulation.make_regression(3000, 4, random_state=0)
     return X, y, truth
 
 

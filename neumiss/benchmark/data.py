@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import simulate
+from .. import simulation as simulate
 
 #: Mechanisms of :mod:`neumiss.simulate`, in the paper's order.
 MECHANISMS = tuple(simulate.MECHANISMS)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from ..constraints import Integer
+from ..checks import Integer
 from .data import MECHANISMS, RunSpec
 from .methods import DEFAULT_METHODS, METHODS
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from sklearn.metrics import r2_score
 
-from ..constraints import AnyOf, Integer, NoneValue, SequenceOf, check_params
+from ..checks import AnyOf, Integer, NoneValue, SequenceOf, check_params
 
 if TYPE_CHECKING:
     from .data import SimulatedData
@@ -175,7 +175,7 @@ def _em(random_state):
 
 def _norm_em(random_state):
     """An unfitted NormEMRegressor, R's ``norm`` EM as in the paper (deterministic)."""
-    from ..rbridge import NormEMRegressor
+    from ..baselines import NormEMRegressor
 
     return NormEMRegressor()
 
@@ -203,10 +203,10 @@ def _hgb(random_state):
 
 def _norm_unavailable() -> str | None:
     """Why R's ``norm`` cannot be used here, or None when it can."""
-    from .. import rbridge
+    from ..baselines import load_norm
 
     try:
-        rbridge.load_norm()
+        load_norm()
     except ImportError as exc:
         return str(exc)
     return None
@@ -226,9 +226,9 @@ def _warm_up_torch() -> None:
 
 def _warm_up_r() -> None:
     """Start R and load ``norm`` before the timed fit."""
-    from .. import rbridge
+    from ..baselines import load_norm
 
-    rbridge.load_norm()
+    load_norm()
 
 
 @dataclass(frozen=True)

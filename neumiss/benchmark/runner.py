@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait
 from pathlib import Path
 
-from ..constraints import Integer, check_params
+from ..checks import Integer, check_params
 from .data import RunSpec, bayes_rate, simulate_run
 from .methods import METHODS, RunSettings, r2_of
 from .report import write_report
@@ -86,7 +86,7 @@ def execute_run(spec: RunSpec, settings: RunSettings, bayes_r2: float | None = N
     """
     from threadpoolctl import threadpool_limits
 
-    from ..training import torch_threads
+    from ..network import torch_threads
 
     method = METHODS[spec.method]
     data = simulate_run(spec)
@@ -159,7 +159,7 @@ def _context():
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
         # This module and torch are imported once by the server, not by every run.
-        context.set_forkserver_preload([__name__, "neumiss.training"])
+        context.set_forkserver_preload([__name__, "neumiss.network"])
         return context
     return multiprocessing.get_context("spawn")
 

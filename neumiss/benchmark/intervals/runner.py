@@ -82,9 +82,9 @@ def execute_run(run: IntervalRun, seed: int = 0, n_test: int = N_TEST,
                 n_features: int = N_FEATURES, alpha: float = ALPHA,
                 base_params: dict | None = None) -> list[dict]:
     """Simulate, fit and score one run; its ``runs.csv`` rows."""
-    from neumiss.conformal import ConformalRegressor
-    from neumiss.estimators import NeuMissQuantileRegressor, NeuMissRegressor
-    from neumiss.simulate import make_regression
+    from ...estimators import NeuMissQuantileRegressor, NeuMissRegressor
+    from ...intervals import ConformalRegressor
+    from ...simulation import make_regression
 
     params = dict(BASE_PARAMS if base_params is None else base_params)
     rng = np.random.default_rng(run.seed(seed))

@@ -96,7 +96,7 @@ class DummyEncoder(TransformerMixin, BaseEstimator):
     """
 
     def fit(self, X, y=None):
-        from ...encoding import TableEncoder
+        from ...tables import TableEncoder
 
         self.encoder_ = TableEncoder().fit(X)
         keep, start = [], 0
@@ -186,7 +186,7 @@ def check_neumiss_params(method: RealMethod) -> None:
 
     Raises ``ValueError`` naming the method and the bad parameter.
     """
-    from ...constraints import check_params
+    from ...checks import check_params
 
     for kind in method.kinds:
         try:

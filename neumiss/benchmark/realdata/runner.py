@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...constraints import Integer, check_params
+from ...checks import Integer, check_params
 from ..store import RunsWriter
 from .cache import DEFAULT_CACHE, load_task
 from .methods import RealMethod, fitted_info, predict
@@ -85,7 +85,7 @@ def execute_run(
     """
     from threadpoolctl import threadpool_limits
 
-    from ...training import torch_threads
+    from ...network import torch_threads
 
     X, y = _load(task, cache)
     train, test = fold_indices(y, task.kind, run.repeat, run.seed)[run.fold]

@@ -322,7 +322,7 @@ def baseline_r2(name, x_train, n_train, y_train, x_test, n_test, n_cols, y_test)
     """
     from sklearn.metrics import r2_score
 
-    from neumiss import baselines
+    from neumiss.baselines import _baselines as baselines
 
     model = getattr(baselines, name)()
     X_train = _matrix(x_train, n_train, n_cols)

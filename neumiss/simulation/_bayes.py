@@ -35,11 +35,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from neumiss.gaussian import conditional_mean, group_patterns
+from ._gaussian import conditional_mean, group_patterns
 
-#: Names of the missingness mechanisms, defined here only: :data:`neumiss.simulate.MECHANISMS`
+#: Names of the missingness mechanisms, defined here only: :data:`MECHANISMS`
 #: maps them, in this order, to their classes; :func:`bayes_predict` understands them.
-MECHANISMS = ("MCAR", "MAR", "gaussian_sm", "probit_sm")
+MECHANISM_NAMES = ("MCAR", "MAR", "gaussian_sm", "probit_sm")
 
 # Largest number of float64 matrix entries held in one stack (32 MB).
 _BATCH_ENTRIES = 2**22
@@ -179,8 +179,8 @@ def predictive_variance(X, cov, coef, noise_var, mechanism="MCAR", **params):
 
 
 def _check_mechanism(mechanism, params):
-    if mechanism not in MECHANISMS:
-        raise ValueError(f"mechanism must be one of {list(MECHANISMS)}, got {mechanism!r}")
+    if mechanism not in MECHANISM_NAMES:
+        raise ValueError(f"mechanism must be one of {list(MECHANISM_NAMES)}, got {mechanism!r}")
     if mechanism == "probit_sm":
         raise NotImplementedError(
             "no closed-form Bayes predictor exists for probit self-masking: "

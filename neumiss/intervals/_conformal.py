@@ -72,13 +72,25 @@ from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from . import persistence
-from .constraints import AnyOf, InstanceOf, Integer, NoneValue, Options, Real, check_params
-from .estimators import NeuMissClassifier, NeuMissQuantileRegressor, NeuMissRegressor
-from .gaussian import group_patterns
-from .mask_cells import assign_cells, mask_cells
-from .ranks import confident_rank, lower_rank, required_calibration_rows, upper_rank
-from .validation import check_features, check_training_data
+from ..checks import (
+    AnyOf,
+    InstanceOf,
+    Integer,
+    NoneValue,
+    Options,
+    Real,
+    check_features,
+    check_params,
+    check_training_data,
+)
+from ..estimators import (
+    NeuMissQuantileRegressor,
+    NeuMissRegressor,
+    save_estimator,
+)
+from ..simulation import group_patterns
+from ._cells import assign_cells, mask_cells
+from ._ranks import confident_rank, lower_rank, required_calibration_rows, upper_rank
 
 #: The methods of :class:`ConformalRegressor`.
 METHODS = ("split", "cqr", "cqr-mda-exact", "cqr-mda-nested", "cqr-mondrian")
@@ -408,13 +420,13 @@ default="cqr-mondrian"
         the ``"cqr-mda-*"`` methods the calibration rows: mind that the file then holds
         data) to ``path``; :func:`neumiss.load` reads it."""
         check_is_fitted(self, "estimator_")
-        persistence.save_estimator(self, path)
+        save_estimator(self, path)
 
     def to_onnx(self, path=None, **kwargs):
         """Export to ONNX with outputs ``y``, ``lower`` and ``upper`` (at the fit-time
         ``alpha``); see :func:`neumiss.onnx_intervals.export_interval_onnx`, and mind
         that the ``"cqr-mda-*"`` methods embed the calibration rows in the file."""
-        from .onnx_intervals import export_interval_onnx  # onnx is loaded only when exporting
+        from ._onnx import export_interval_onnx  # onnx is loaded only when exporting
 
         return export_interval_onnx(self, path, **kwargs)
 
@@ -422,35 +434,6 @@ default="cqr-mondrian"
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         return tags
-
-
-def load(path):
-    """Load a model written by the ``save`` method of a NeuMiss estimator or a
-    :class:`ConformalRegressor` (this is :func:`neumiss.load`).
-
-    Parameters
-    ----------
-    path : str or path-like
-
-    Returns
-    -------
-    NeuMissRegressor, NeuMissQuantileRegressor, NeuMissClassifier or
-    ConformalRegressor, fitted, on CPU.
-
-    Raises
-    ------
-    ValueError
-        If the file is not a model saved by this version's format, or is
-        damaged or modified (failed integrity check, unknown parameters,
-        missing attributes, weights of the wrong shape, ...): the message names
-        the file and the problem.
-    """
-    classes = {
-        cls.__name__: cls
-        for cls in (NeuMissRegressor, NeuMissQuantileRegressor, NeuMissClassifier,
-                    ConformalRegressor)
-    }
-    return persistence.load_estimator(path, classes)
 
 
 def _conformal_quantile(scores: np.ndarray, alpha: float, confidence: float | None = None) -> float:

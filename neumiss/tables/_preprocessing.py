@@ -90,7 +90,7 @@ def scaled_r2_score(y_true, y_pred, scale: float, sample_weight=None) -> float:
 MAX_STANDARDIZED = 1e30
 
 
-def _describe_cells(bad: np.ndarray, columns=None, row_offset: int = 0) -> str:
+def describe_cells(bad: np.ndarray, columns=None, row_offset: int = 0) -> str:
     """``rows [..] (columns [..])`` for the True cells of ``bad`` (n, d), a few of each."""
     rows = np.flatnonzero(bad.any(axis=1)) + row_offset
     cols = np.flatnonzero(bad.any(axis=0))
@@ -218,7 +218,7 @@ class Standardizer:
         if too_far.any():
             raise ValueError(
                 f"X has values too far from the training data for the network at "
-                f"{_describe_cells(too_far, columns, row_offset)}: more than "
+                f"{describe_cells(too_far, columns, row_offset)}: more than "
                 f"{MAX_STANDARDIZED:g} standard deviations from the column's training mean"
             )
         return x.astype(np.float32), mask.astype(np.float32)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from .constraints import AnyOf, Integer, NoneValue, check_params
+from ..checks import AnyOf, Integer, NoneValue, check_params
 
 
 def configure_parser(parser) -> None:
@@ -29,7 +29,7 @@ def configure_parser(parser) -> None:
 
 def run(args) -> int:
     """Score; notes and the summary go to standard error. Exit status 0 on success."""
-    from .scoring import BATCH_ROWS, score_file  # onnxruntime and pyarrow: only when scoring
+    from ..scoring import BATCH_ROWS, score_file  # onnxruntime and pyarrow: only when scoring
 
     batch_rows = BATCH_ROWS if args.batch_rows is None else args.batch_rows
     check_params("neumiss score", {"batch_rows": batch_rows, "threads": args.threads},

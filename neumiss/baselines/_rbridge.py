@@ -15,8 +15,8 @@ import os
 
 import numpy as np
 
-from .baselines import _JointGaussianRegressor
-from .constraints import Integer, Real, check_params
+from ..checks import Integer, Real, check_params
+from ._baselines import _JointGaussianRegressor
 
 _INSTALL_RPY2 = (
     "pip install 'neumiss[r]' (installs rpy2==3.5.17; rpy2 3.6 needs R >= 4.3), "

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .preprocessing import MAX_STANDARDIZED, Standardizer, _describe_cells
+from ..tables import MAX_STANDARDIZED, Standardizer, describe_cells
 
 #: Rows per forward pass on an accelerator: large enough to keep the card busy
 #: (d = 50: 400 MB of float64 inputs per chunk), far below its memory.
@@ -59,7 +59,7 @@ def standardize(preprocessor: Standardizer, X: torch.Tensor, *, row_offset: int 
     if bool(too_far.any()):
         raise ValueError(
             f"X has values too far from the training data for the network at "
-            f"{_describe_cells(too_far.cpu().numpy(), columns, row_offset)}: more than "
+            f"{describe_cells(too_far.cpu().numpy(), columns, row_offset)}: more than "
             f"{MAX_STANDARDIZED:g} standard deviations from the column's training mean"
         )
     return x.float(), mask.float()

@@ -23,10 +23,20 @@ from sklearn.neural_network import MLPRegressor
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
-from .constraints import AnyOf, Boolean, Integer, NoneValue, Options, Real, SequenceOf, check_params
-from .gaussian import PatternLayout, conditional_mean, conditional_moments
-from .preprocessing import observed_mean_scale
-from .validation import check_features, check_training_data
+from ..checks import (
+    AnyOf,
+    Boolean,
+    Integer,
+    NoneValue,
+    Options,
+    Real,
+    SequenceOf,
+    check_features,
+    check_params,
+    check_training_data,
+)
+from ..simulation import PatternLayout, conditional_mean, conditional_moments
+from ..tables import observed_mean_scale
 
 __all__ = [
     "EMRegressor",

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from neumiss.block import NeuMissBlock, NeuMissNetwork
+from ._block import NeuMissBlock, NeuMissNetwork
 
 
 def set_analytic_weights(block, mean, cov, S0=None, normalize=False):

@@ -20,9 +20,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
-from . import persistence
-from .block import NeuMissNetwork
-from .constraints import (
+from ..checks import (
     AnyOf,
     Boolean,
     InstanceOf,
@@ -32,23 +30,30 @@ from .constraints import (
     Pattern,
     Real,
     SequenceOf,
+    check_features,
     check_params,
+    check_training_data,
 )
-from .encoding import TableEncoder
-from .ensemble import EnsembleNetwork
-from .preprocessing import (
-    Standardizer,
-    check_outputs_finite,
-)
-from .search import AUTO_DEPTHS, AUTO_MLP_DEPTHS, Objective, SearchResult, search_depths
-from .training import (
+from ..network import (
+    AUTO_DEPTHS,
+    AUTO_MLP_DEPTHS,
     OPTIMIZERS,
+    EnsembleNetwork,
+    NeuMissNetwork,
+    Objective,
+    SearchResult,
     TrainingConfig,
     TrainingData,
     auto_learning_rate,
+    search_depths,
     torch_threads,
 )
-from .validation import check_features, check_training_data
+from ..tables import (
+    Standardizer,
+    TableEncoder,
+    check_outputs_finite,
+)
+from . import _persistence as persistence
 
 #: Rows per forward pass at prediction time (bounds memory, not results).
 PREDICT_CHUNK = 65536
@@ -427,7 +432,7 @@ class BaseNeuMiss(BaseEstimator):
         self.network_.eval()
         with torch.no_grad(), torch_threads(self.n_jobs):
             if device.type != "cpu":  # standardized on the device: see neumiss.gpu
-                from .gpu import apply_on_device
+                from ..network import apply_on_device
 
                 out = apply_on_device(module, self.preprocessor_, X, device,
                                       columns=self.encoder_.output_names())
@@ -478,7 +483,7 @@ class BaseNeuMiss(BaseEstimator):
 
     def to_onnx(self, path=None, **kwargs):
         """Export to ONNX (inputs ``X`` and ``M``); see :func:`neumiss.onnx_export.export_onnx`."""
-        from .onnx_export import export_onnx  # onnx is loaded only when exporting
+        from ..export import export_onnx  # onnx is loaded only when exporting
 
         return export_onnx(self, path, **kwargs)
 

@@ -24,7 +24,7 @@ import math
 import torch
 from torch import nn
 
-from .constraints import AnyOf, Boolean, Integer, NoneValue, Options, check_params
+from ..checks import AnyOf, Boolean, Integer, NoneValue, Options, check_params
 
 WEIGHT_MODES = ("independent", "shared")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .block import NeuMissNetwork
+from ._block import NeuMissNetwork
 
 #: How members' outputs combine: the average of the outputs, of the sigmoid
 #: probabilities (one logit, binary) or of the softmax probabilities (multiclass).

@@ -27,8 +27,8 @@ from typing import NamedTuple
 
 import torch
 
-from .block import NeuMissNetwork
-from .training import (
+from ._block import NeuMissNetwork
+from ._training import (
     DivergenceWarning,
     TrainingConfig,
     TrainingData,

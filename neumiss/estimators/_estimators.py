@@ -15,14 +15,13 @@ from scipy.special import expit
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 
-from .base import BaseNeuMiss
-from .constraints import Real, SequenceOf, check_params
-from .preprocessing import (
+from ..checks import Real, SequenceOf, check_class_labels, check_params
+from ..tables import (
     check_outputs_finite,
     mean_scale,
     scaled_r2_score,
 )
-from .validation import check_class_labels
+from ._base import BaseNeuMiss
 
 #: The defaults of :class:`BaseNeuMiss`, which :class:`NeuMissQuantileRegressor` repeats.
 _DEFAULTS = {

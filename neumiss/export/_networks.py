@@ -34,9 +34,9 @@ from sklearn.base import is_classifier, is_regressor
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
-from ._version import __version__
-from .constraints import Integer, check_params
-from .ensemble import EPSILON, EnsembleNetwork
+from .._version import __version__
+from ..checks import Integer, check_params
+from ..network import EPSILON, EnsembleNetwork
 
 #: Opset written by default: ONNX 1.12 / ONNX Runtime >= 1.12 support it.
 DEFAULT_OPSET = 17
@@ -63,7 +63,7 @@ INPUT_CONTRACT = (
 )
 
 
-class _Graph:
+class Graph:
     """Nodes and initializers of a graph under construction, with readable names."""
 
     def __init__(self) -> None:
@@ -110,7 +110,7 @@ def _check_float32_scaling(estimator) -> None:
         )
 
 
-def _standardize(g: _Graph, preprocessor, x_in: str, obs: str) -> str:
+def _standardize(g: Graph, preprocessor, x_in: str, obs: str) -> str:
     """:meth:`Standardizer.transform` as nodes: ``z = (X - mean_) / scale_``, compressed
     as ``z / sqrt(1 + (z * inverse_bound_)^2)`` when some column is, times ``1 - M``."""
     centred = g.op("Sub", [x_in, g.constant("x_mean", preprocessor.mean_)], "x_centred")
@@ -124,7 +124,7 @@ def _standardize(g: _Graph, preprocessor, x_in: str, obs: str) -> str:
     return g.op("Mul", [scaled, obs], "x")
 
 
-def _block(g: _Graph, block, x: str, obs: str, m: str, prefix: str) -> str:
+def _block(g: Graph, block, x: str, obs: str, m: str, prefix: str) -> str:
     """The NeuMiss block (see :meth:`NeuMissBlock.forward`), output (N, d)."""
     mu = g.constant(f"{prefix}.mu", _array(block.mu))
     centred = g.op("Mul", [g.op("Sub", [x, mu], f"{prefix}.x_minus_mu"), obs], f"{prefix}.c")
@@ -150,7 +150,7 @@ def _block(g: _Graph, block, x: str, obs: str, m: str, prefix: str) -> str:
     return g.op("Add", [missing_part, x], f"{prefix}.out")
 
 
-def _head(g: _Graph, head, h: str, prefix: str) -> str:
+def _head(g: Graph, head, h: str, prefix: str) -> str:
     """The head: ``Gemm`` per ``nn.Linear`` (weight used as stored, ``transB=1``), ``Relu``."""
     for i, layer in enumerate(head):
         if isinstance(layer, nn.Linear):
@@ -164,7 +164,7 @@ def _head(g: _Graph, head, h: str, prefix: str) -> str:
     return h
 
 
-def _member(g: _Graph, network, x: str, obs: str, m: str, prefix: str) -> str:
+def _member(g: Graph, network, x: str, obs: str, m: str, prefix: str) -> str:
     """One :class:`~neumiss.block.NeuMissNetwork`'s raw output: block, head, plus the linear
     ``skip`` (``MatMul`` by its transposed weight) when the head has an MLP."""
     h = _block(g, network.block, x, obs, m, f"{prefix}block")
@@ -176,7 +176,7 @@ def _member(g: _Graph, network, x: str, obs: str, m: str, prefix: str) -> str:
     return g.op("Add", [out, skip], f"{prefix}head_plus_skip")
 
 
-def _network(g: _Graph, network, x: str, obs: str, m: str) -> str:
+def _network(g: Graph, network, x: str, obs: str, m: str) -> str:
     """The network's raw output (N, n_outputs): one network, or an ensemble combined as
     :class:`~neumiss.ensemble.EnsembleNetwork` does (average of outputs or of probabilities,
     then back to logits)."""
@@ -199,7 +199,7 @@ def _network(g: _Graph, network, x: str, obs: str, m: str) -> str:
     return g.op("Log", [p], "raw")
 
 
-def network_output(g: _Graph, estimator, x_in: str = "X", m_in: str = "M") -> str:
+def network_output(g: Graph, estimator, x_in: str = "X", m_in: str = "M") -> str:
     """The estimator's raw network output (N, n_outputs) for the rows of tensors
     ``x_in`` (encoded values, 0 where missing) and ``m_in`` (1 = missing): its
     standardization, block and head. Call it once per graph (node names are fixed)."""
@@ -216,7 +216,7 @@ def input_values(d: int) -> list[onnx.ValueInfoProto]:
     ]
 
 
-def finish_model(g: _Graph, estimator, outputs, metadata: dict[str, str], opset: int,
+def finish_model(g: Graph, estimator, outputs, metadata: dict[str, str], opset: int,
                  path=None) -> onnx.ModelProto:
     """The checked model of graph ``g`` with the contract's inputs (of ``estimator``'s
     encoded width), ``outputs`` and ``metadata``; written to ``path`` when given."""
@@ -240,7 +240,7 @@ def finish_model(g: _Graph, estimator, outputs, metadata: dict[str, str], opset:
     return model
 
 
-def smallest(g: _Graph, values: str, k: int, name: str) -> str:
+def smallest(g: Graph, values: str, k: int, name: str) -> str:
     """The ``k`` smallest of each row of ``values``, in increasing order (``TopK``)."""
     k_name = g.constant(f"{name}_k", [k], np.int64)
     g.nodes.append(helper.make_node("TopK", [values, k_name], [name, f"{name}_indices"],
@@ -248,7 +248,7 @@ def smallest(g: _Graph, values: str, k: int, name: str) -> str:
     return name
 
 
-def _quantile_outputs(g: _Graph, estimator, raw: str) -> list[onnx.ValueInfoProto]:
+def _quantile_outputs(g: Graph, estimator, raw: str) -> list[onnx.ValueInfoProto]:
     """A quantile regressor: ``quantiles`` (sorted per row, as ``predict_quantiles``) and
     ``y``, the median (``predict``), in float64."""
     n_q = len(estimator.quantiles)
@@ -263,7 +263,7 @@ def _quantile_outputs(g: _Graph, estimator, raw: str) -> list[onnx.ValueInfoProt
             helper.make_tensor_value_info("quantiles", TensorProto.DOUBLE, ["N", n_q])]
 
 
-def _regressor_outputs(g: _Graph, estimator, raw: str) -> list[onnx.ValueInfoProto]:
+def _regressor_outputs(g: Graph, estimator, raw: str) -> list[onnx.ValueInfoProto]:
     """``y = raw * y_scale_ + y_mean_`` in float64, as ``predict`` computes it."""
     z = g.op("Squeeze", [raw, g.constant("axis_1", [1], np.int64)], "z")
     z64 = g.op("Cast", [z], "z_double", to=TensorProto.DOUBLE)
@@ -272,7 +272,7 @@ def _regressor_outputs(g: _Graph, estimator, raw: str) -> list[onnx.ValueInfoPro
     return [helper.make_tensor_value_info("y", TensorProto.DOUBLE, ["N"])]
 
 
-def _classes_constant(g: _Graph, classes: np.ndarray) -> int:
+def _classes_constant(g: Graph, classes: np.ndarray) -> int:
     """Store ``classes_`` as initializer ``classes``; return its ONNX element type."""
     if classes.dtype.kind == "b":
         g.constant("classes", classes, np.bool_)
@@ -292,7 +292,7 @@ def _classes_constant(g: _Graph, classes: np.ndarray) -> int:
     )
 
 
-def _classifier_outputs(g: _Graph, estimator, raw: str) -> list[onnx.ValueInfoProto]:
+def _classifier_outputs(g: Graph, estimator, raw: str) -> list[onnx.ValueInfoProto]:
     """``label`` and ``probabilities`` exactly as ``predict`` / ``predict_proba`` decide."""
     n_classes = len(estimator.classes_)
     label_type = _classes_constant(g, estimator.classes_)
@@ -405,7 +405,7 @@ def export_onnx(estimator, path=None, *, opset: int = DEFAULT_OPSET) -> onnx.Mod
         features whose scale float32 inputs cannot carry.
     """
     task = check_exportable(estimator, opset)
-    g = _Graph()
+    g = Graph()
     raw = network_output(g, estimator)
     if task == "regression" and hasattr(estimator, "predict_quantiles"):
         outputs = _quantile_outputs(g, estimator, raw)

@@ -23,8 +23,7 @@ from scipy.stats import norm
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from neumiss import bayes
-from neumiss.constraints import (
+from ..checks import (
     AnyOf,
     Boolean,
     InstanceOf,
@@ -33,6 +32,7 @@ from neumiss.constraints import (
     Real,
     check_params,
 )
+from . import _bayes as bayes
 
 MISSING_RATE = Real(0, 1, closed="left")
 RANDOM_STATE = AnyOf(
@@ -384,7 +384,7 @@ class ProbitSelfMasking(Mechanism):
         return norm.cdf(self.lam_ * (X - self.mu_tilde_))
 
 
-#: Mechanism name (those of :data:`neumiss.bayes.MECHANISMS`, in that order) -> class.
+#: Mechanism name (those of :data:`MECHANISM_NAMES`, in that order) -> class.
 MECHANISMS = dict(
-    zip(bayes.MECHANISMS, (MCAR, MAR, GaussianSelfMasking, ProbitSelfMasking), strict=True)
+    zip(bayes.MECHANISM_NAMES, (MCAR, MAR, GaussianSelfMasking, ProbitSelfMasking), strict=True)
 )

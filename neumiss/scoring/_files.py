@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from .onnx_scorer import (
+from ._table_scorer import (
     CHUNK_ROWS,
     NeuMissOnnxModel,
     ScoringError,
@@ -76,7 +76,7 @@ def onnx_bytes(model) -> bytes:
         content = handle.read()
     if not content.startswith(_SAVED_MODEL_MAGIC):
         return content
-    from .conformal import load  # torch: only for model files written by save()
+    from ..estimators import load  # torch: only for model files written by save()
 
     return load(path).to_onnx().SerializeToString()  # an interval model: y, lower, upper
 

@@ -35,9 +35,9 @@ import numpy as np
 from scipy.stats import norm
 from sklearn.metrics import r2_score
 
-from neumiss.bayes import bayes_predict, predictive_variance
-from neumiss.constraints import AnyOf, Integer, Options, Real, check_params
-from neumiss.mechanisms import (
+from ..checks import AnyOf, Integer, Options, Real, check_params
+from ._bayes import bayes_predict, predictive_variance
+from ._mechanisms import (
     MAR,
     MCAR,
     MECHANISMS,

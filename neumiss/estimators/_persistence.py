@@ -23,6 +23,7 @@ attributes it needs in ``_saved_attributes``.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import math
 import os
 import re
@@ -32,10 +33,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._version import __version__
-from .constraints import check_params
-from .encoding import TableEncoder
-from .preprocessing import Standardizer
+from .._version import __version__
+from ..checks import check_params
+from ..tables import Standardizer, TableEncoder
 
 FORMAT = "neumiss-estimator"
 #: 4: NeuMiss+MLP networks have a linear ``skip`` around the MLP head.
@@ -390,3 +390,51 @@ def load_estimator(path: str | os.PathLike, classes: Mapping[str, type]):
         raise ValueError(
             f"{path!s}: damaged model file: {type(exc).__name__}: {exc}"
         ) from None
+
+
+#: The classes a model file may hold: class name -> the public module that defines it.
+#: Resolved by name when a file is read, as pickle resolves a class by its module, but
+#: only for these classes.
+MODEL_CLASSES = {
+    "NeuMissRegressor": "neumiss.estimators",
+    "NeuMissQuantileRegressor": "neumiss.estimators",
+    "NeuMissClassifier": "neumiss.estimators",
+    "ConformalRegressor": "neumiss.intervals",
+}
+
+
+class _ModelClasses(Mapping):
+    """:data:`MODEL_CLASSES` as a mapping name -> class, each imported when first read."""
+
+    def __getitem__(self, name):
+        return getattr(importlib.import_module(MODEL_CLASSES[name]), name)
+
+    def __iter__(self):
+        return iter(MODEL_CLASSES)
+
+    def __len__(self):
+        return len(MODEL_CLASSES)
+
+
+def load(path):
+    """Load a model written by the ``save`` method of a NeuMiss estimator or a
+    :class:`~neumiss.intervals.ConformalRegressor` (this is :func:`neumiss.load`).
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    NeuMissRegressor, NeuMissQuantileRegressor, NeuMissClassifier or
+    ConformalRegressor, fitted, on CPU.
+
+    Raises
+    ------
+    ValueError
+        If the file is not a model saved by this version's format, or is
+        damaged or modified (failed integrity check, unknown parameters,
+        missing attributes, weights of the wrong shape, ...): the message names
+        the file and the problem.
+    """
+    return load_estimator(path, _ModelClasses())

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .gaussian import group_patterns
+from ..simulation import group_patterns
 
 #: Calibration rows a cell is expected to hold. Smaller cells follow the
 #: coverage of each count of missing entries more closely; 50 rows leave a

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
-from .conformal import load
-from .onnx_export import DEFAULT_OPSET, MIN_OPSET
+from ..estimators import load
+from ..export import DEFAULT_OPSET, MIN_OPSET
 
 
 def configure_parser(parser) -> None:

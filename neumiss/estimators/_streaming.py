@@ -28,11 +28,9 @@ import numpy as np
 import torch
 from sklearn.utils import check_random_state
 
-from .encoding import TableEncoder
-from .preprocessing import RELATIVE_SCALE_THRESHOLD, Standardizer
-from .search import Candidate, SearchResult
-from .training import TrainingData, torch_threads, train
-from .validation import check_features, check_training_data
+from ..checks import check_features, check_training_data
+from ..network import Candidate, SearchResult, TrainingData, torch_threads, train
+from ..tables import RELATIVE_SCALE_THRESHOLD, Standardizer, TableEncoder
 
 
 class RunningMoments:
@@ -235,7 +233,7 @@ def fit_stream(estimator, chunks, *, validation_data=None):
     -------
     estimator, fitted: ``predict``, ``save`` and ``to_onnx`` work as after ``fit``.
     """
-    from .constraints import check_params
+    from ..checks import check_params
 
     check_params(type(estimator).__name__, estimator.get_params(deep=False),
                  estimator._parameter_constraints)
@@ -248,7 +246,7 @@ def fit_stream(estimator, chunks, *, validation_data=None):
             f"weight_sharing={estimator.weight_sharing!r})"
         )
     passes = _passes(chunks)
-    from .base import _resolve_device
+    from ._base import _resolve_device
 
     device = _resolve_device(estimator.device)
     seed = int(check_random_state(estimator.random_state).randint(np.iinfo(np.int32).max))

@@ -33,16 +33,16 @@ import onnx
 from onnx import TensorProto, helper
 from sklearn.utils.validation import check_is_fitted
 
-from .onnx_export import (
+from ..export import (
     DEFAULT_OPSET,
-    _Graph,
+    Graph,
     check_exportable,
     finish_model,
     metadata,
     network_output,
     smallest,
 )
-from .ranks import lower_rank, required_calibration_rows, upper_rank
+from ._ranks import lower_rank, required_calibration_rows, upper_rank
 
 
 def _check_conformal(model) -> None:
@@ -55,12 +55,12 @@ def _check_conformal(model) -> None:
     check_is_fitted(model, "estimator_")
 
 
-def _column(g: _Graph, values: str, index: int, name: str) -> str:
+def _column(g: Graph, values: str, index: int, name: str) -> str:
     """Column ``index`` of a (rows, k) tensor, as (rows,)."""
     return g.op("Gather", [values, g.constant(f"index_{index}", index, np.int64)], name, axis=1)
 
 
-def _scaled(g: _Graph, base, values: str, name: str) -> str:
+def _scaled(g: Graph, base, values: str, name: str) -> str:
     """Network outputs in units of ``y``, float64: ``raw * y_scale_ + y_mean_``."""
     double = g.op("Cast", [values], f"{name}_double", to=TensorProto.DOUBLE)
     scaled = g.op("Mul", [double, g.constant("y_scale", base.y_scale_, np.float64)],
@@ -68,7 +68,7 @@ def _scaled(g: _Graph, base, values: str, name: str) -> str:
     return g.op("Add", [scaled, g.constant("y_mean", base.y_mean_, np.float64)], name)
 
 
-def _kth_smallest(g: _Graph, values: str, rank: int, name: str) -> str:
+def _kth_smallest(g: Graph, values: str, rank: int, name: str) -> str:
     """The ``rank``-th smallest (1-based, a constant) of each row of (N, n): (N,)."""
     return _column(g, smallest(g, values, rank, f"{name}_topk"), rank - 1, name)
 
@@ -93,7 +93,7 @@ def export_interval_onnx(model, path=None, *, opset: int = DEFAULT_OPSET) -> onn
     _check_conformal(model)
     base = model.estimator_
     check_exportable(base, opset)
-    g = _Graph()
+    g = Graph()
     method, alpha = model.method, float(model.alpha)
     mda = method.startswith("cqr-mda")
     if mda:
@@ -145,7 +145,7 @@ def export_interval_onnx(model, path=None, *, opset: int = DEFAULT_OPSET) -> onn
     return finish_model(g, base, outputs, meta, opset, path)
 
 
-def _cell_margin(g: _Graph, model) -> str:
+def _cell_margin(g: Graph, model) -> str:
     """``"cqr-mondrian"``: the margin (N,) of each row's mask cell (:mod:`neumiss.mask_cells`):
     the index of its pattern among the frequent ones, else the cell of its count."""
     axis1 = g.constant("axis_1", [1], np.int64)
@@ -178,7 +178,7 @@ def _encoded_calibration_rows(model) -> np.ndarray:
     return model.estimator_.encoder_.transform(model.calibration_rows_)
 
 
-def _augmented_batch(g: _Graph, model) -> tuple[str, str, str]:
+def _augmented_batch(g: Graph, model) -> tuple[str, str, str]:
     """One batch of the input rows, the calibration rows re-masked with ``M ∪ m_k``
     (N n rows) and the input rows re-masked the same way (N n rows): names of its
     ``X``, its ``M`` and of the three parts' row counts (int64 (3,))."""
@@ -207,7 +207,7 @@ def _augmented_batch(g: _Graph, model) -> tuple[str, str, str]:
     return x_all, m_all, counts
 
 
-def _mda_bounds(g: _Graph, model, base, own_low: str, own_high: str, alpha: float):
+def _mda_bounds(g: Graph, model, base, own_low: str, own_high: str, alpha: float):
     """Lower and upper bounds (N,) of CP-MDA-Exact (with the nested fallback) or -Nested."""
     y_cal = model.calibration_targets_
     n_cal = y_cal.shape[0]

@@ -1,0 +1,37 @@
+"""Checking what users pass in: declared parameter constraints and validated tables.
+
+Owns :func:`check_params` and its constraint types (:class:`Integer`, :class:`Real`,
+:class:`Options`, ...), and the validation of feature tables and targets with missing
+values (never mutated, errors naming the argument and column). The bottom layer: it
+imports nothing from neumiss.
+"""
+
+from ._constraints import (
+    AnyOf,
+    Boolean,
+    InstanceOf,
+    Integer,
+    NoneValue,
+    Options,
+    Pattern,
+    Real,
+    SequenceOf,
+    check_params,
+)
+from ._validation import check_class_labels, check_features, check_training_data
+
+__all__ = [
+    "AnyOf",
+    "Boolean",
+    "InstanceOf",
+    "Integer",
+    "NoneValue",
+    "Options",
+    "Pattern",
+    "Real",
+    "SequenceOf",
+    "check_class_labels",
+    "check_features",
+    "check_params",
+    "check_training_data",
+]

@@ -1,0 +1,68 @@
+"""The NeuMiss network and how it is trained (PyTorch).
+
+Owns the NeuMiss block (unrolled Neumann iterations with ⊙M), the network and its
+ensembles, the analytic weights of the paper, mini-batch training with early stopping,
+the depth and head search, and device helpers. Knows nothing of scikit-learn
+estimators. May import :mod:`neumiss.checks`, :mod:`neumiss.simulation` and
+:mod:`neumiss.tables`.
+"""
+
+from ._analytic import analytic_network, set_analytic_weights
+from ._block import NeuMissBlock, NeuMissNetwork
+from ._device import apply_on_device, standardize
+from ._ensemble import EPSILON, EnsembleNetwork
+from ._search import (
+    AUTO_DEPTHS,
+    AUTO_MLP_DEPTHS,
+    DEPTH_PATIENCE,
+    UNTIE_ROWS_PER_PARAMETER,
+    Candidate,
+    Objective,
+    SearchResult,
+    clearly_better,
+    search_depths,
+)
+from ._training import (
+    AUTO_BATCH_SIZE,
+    GPU_AUTO_BATCH_SIZE,
+    OPTIMIZERS,
+    DivergenceWarning,
+    TrainingConfig,
+    TrainingData,
+    auto_batch_size,
+    auto_learning_rate,
+    constant_output,
+    torch_threads,
+    train,
+)
+
+__all__ = [
+    "AUTO_BATCH_SIZE",
+    "AUTO_DEPTHS",
+    "AUTO_MLP_DEPTHS",
+    "Candidate",
+    "DEPTH_PATIENCE",
+    "DivergenceWarning",
+    "EPSILON",
+    "EnsembleNetwork",
+    "GPU_AUTO_BATCH_SIZE",
+    "NeuMissBlock",
+    "NeuMissNetwork",
+    "OPTIMIZERS",
+    "Objective",
+    "SearchResult",
+    "TrainingConfig",
+    "TrainingData",
+    "UNTIE_ROWS_PER_PARAMETER",
+    "analytic_network",
+    "apply_on_device",
+    "auto_batch_size",
+    "auto_learning_rate",
+    "clearly_better",
+    "constant_output",
+    "search_depths",
+    "set_analytic_weights",
+    "standardize",
+    "torch_threads",
+    "train",
+]

@@ -1,0 +1,34 @@
+"""From a user's table to the network's inputs: category encoding and standardization.
+
+Owns :class:`TableEncoder` (mixed-type tables to float features with NaN) and
+:class:`Standardizer` (robust scaling, clipping, the mask), shared by the estimators,
+the baselines and the streaming fit. May import :mod:`neumiss.checks`.
+"""
+
+from ._encoding import MAX_CATEGORIES, OTHER, TableEncoder
+from ._preprocessing import (
+    CLIP_BOUND,
+    MAX_STANDARDIZED,
+    RELATIVE_SCALE_THRESHOLD,
+    Standardizer,
+    check_outputs_finite,
+    describe_cells,
+    mean_scale,
+    observed_mean_scale,
+    scaled_r2_score,
+)
+
+__all__ = [
+    "CLIP_BOUND",
+    "MAX_CATEGORIES",
+    "MAX_STANDARDIZED",
+    "OTHER",
+    "RELATIVE_SCALE_THRESHOLD",
+    "Standardizer",
+    "TableEncoder",
+    "check_outputs_finite",
+    "describe_cells",
+    "mean_scale",
+    "observed_mean_scale",
+    "scaled_r2_score",
+]
