@@ -25,12 +25,12 @@ from neumiss.benchmark import (
     grid,
     read_runs,
     run_benchmark,
-    runner,
     simulate_run,
     summarize,
 )
-from neumiss.benchmark import cli as benchmark_cli
-from neumiss.benchmark.grid import PAPER_N_FEATURES, PAPER_N_TRAIN
+from neumiss.benchmark import _cli as benchmark_cli
+from neumiss.benchmark import _runner as runner
+from neumiss.benchmark._grid import PAPER_N_FEATURES, PAPER_N_TRAIN
 from neumiss.cli import main as cli_main
 
 
@@ -353,7 +353,7 @@ class NoTorch(importlib.abc.MetaPathFinder):
             raise ModuleNotFoundError(f"No module named {name!r}")
 
 sys.meta_path.insert(0, NoTorch())
-from neumiss.benchmark import cli
+from neumiss.benchmark import _cli as cli
 try:
     cli.main(["--help"])
 except SystemExit as exit_info:

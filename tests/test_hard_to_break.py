@@ -30,7 +30,7 @@ from sklearn.model_selection import GridSearchCV
 import neumiss
 from neumiss import NeuMissClassifier, NeuMissRegressor
 from neumiss import cli as neumiss_cli
-from neumiss.benchmark.grid import grid
+from neumiss.benchmark._grid import grid
 from neumiss.estimators import FORMAT_VERSION, payload_digest
 from neumiss.network import (
     DivergenceWarning,

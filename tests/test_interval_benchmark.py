@@ -15,8 +15,8 @@ from neumiss.benchmark.intervals import (
     summarize,
     write_report,
 )
-from neumiss.benchmark.intervals.runner import COLUMNS
-from neumiss.benchmark.store import RUNS_FILE, RunsWriter
+from neumiss.benchmark.intervals._runner import COLUMNS
+from neumiss.benchmark._store import RUNS_FILE, RunsWriter
 from neumiss.cli import main as cli_main
 
 SCORER = Path(__file__).resolve().parents[1] / "export" / "score.py"

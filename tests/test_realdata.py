@@ -30,8 +30,8 @@ from neumiss.benchmark.realdata import (
     run_suite,
     summarize,
 )
-from neumiss.benchmark.realdata.cache import DEFAULT_CACHE, check_task, read_schema
-from neumiss.benchmark.realdata.report import add_utility
+from neumiss.benchmark.realdata._cache import DEFAULT_CACHE, check_task, read_schema
+from neumiss.benchmark.realdata._report import add_utility
 from neumiss.cli import main as cli_main
 
 from .conftest import interrupt_after_first_row

@@ -8,10 +8,10 @@ peak memory of the fit, and appends one row to ``runs.csv``. ``summary.md``
 ``figure.png`` (boxplots in the style of the paper's Figure 5) are rebuilt
 from that file.
 
-Modules: :mod:`.data` (a run's key and simulated data), :mod:`.grid` (the paper's
-grid, the runs of a grid, the paper's medians), :mod:`.methods`
-(the compared methods), :mod:`.runner` (running them, isolated and measured),
-:mod:`.store` (``runs.csv``), :mod:`.report` (table and figure), :mod:`.cli`
+Modules: :mod:`._data` (a run's key and simulated data), :mod:`._grid` (the paper's
+grid, the runs of a grid, the paper's medians), :mod:`._methods`
+(the compared methods), :mod:`._runner` (running them, isolated and measured),
+:mod:`._store` (``runs.csv``), :mod:`._report` (table and figure), :mod:`._cli`
 (the command: ``neumiss benchmark --help``, also ``python -m neumiss.benchmark``).
 The real-data suite (``neumiss benchmark --suite real``) is the subpackage
 :mod:`.realdata`; its tasks and runner are re-exported here as ``TASKS``,
@@ -19,13 +19,13 @@ The real-data suite (``neumiss benchmark --suite real``) is the subpackage
 """
 
 from . import realdata
-from .data import MECHANISMS, RunSpec, SimulatedData, simulate_run
-from .grid import PAPER_MEDIANS, grid
-from .methods import DEFAULT_METHODS, METHODS, NEUMISS_PARAMS, Method, RunSettings
+from ._data import MECHANISMS, RunSpec, SimulatedData, simulate_run
+from ._grid import PAPER_MEDIANS, grid
+from ._methods import DEFAULT_METHODS, METHODS, NEUMISS_PARAMS, Method, RunSettings
 from .realdata import TASKS, Task, run_suite
-from .report import add_gaps, format_summary, load_runs, plot_figure, summarize, write_report
-from .runner import BenchmarkResult, execute_run, run_benchmark
-from .store import COLUMNS, read_runs
+from ._report import add_gaps, format_summary, load_runs, plot_figure, summarize, write_report
+from ._runner import BenchmarkResult, execute_run, run_benchmark
+from ._store import COLUMNS, read_runs
 
 __all__ = [
     "BenchmarkResult",

@@ -2,7 +2,7 @@
 
 import sys
 
-from neumiss.benchmark.cli import main
+from neumiss.benchmark._cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

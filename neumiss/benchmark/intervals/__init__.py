@@ -1,13 +1,13 @@
 """The interval suite of ``neumiss benchmark --suite intervals``: conformal prediction
 intervals with missing values (issue 14), against the oracle interval.
 
-Modules: :mod:`.runner` (the grid, one simulated run, ``runs.csv``) and
-:mod:`.report` (pooled groups, ``summary.md``, ``summary.csv``, ``figure.png``).
+Modules: :mod:`._runner` (the grid, one simulated run, ``runs.csv``) and
+:mod:`._report` (pooled groups, ``summary.md``, ``summary.csv``, ``figure.png``).
 Nothing here imports torch until a run starts.
 """
 
-from .report import MIN_GROUP_ROWS, format_summary, pool_groups, summarize, write_report
-from .runner import COLUMNS, METHODS, IntervalRun, execute_run, plan, run_intervals
+from ._report import MIN_GROUP_ROWS, format_summary, pool_groups, summarize, write_report
+from ._runner import COLUMNS, METHODS, IntervalRun, execute_run, plan, run_intervals
 
 __all__ = [
     "COLUMNS", "METHODS", "MIN_GROUP_ROWS", "IntervalRun", "execute_run", "format_summary",

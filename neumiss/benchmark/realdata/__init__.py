@@ -6,20 +6,20 @@ and the columns it drops. Every method is cross-validated on the same folds
 (5 folds x 2 repeats), one thread per fit; ``runs.csv`` gets one row per fit
 and ``summary.md`` and ``figure.png`` are rebuilt from it.
 
-Modules: :mod:`.tasks` (the tasks), :mod:`.cache` (exporting and loading the
-data sets), :mod:`.protocol` (folds, seeds, metrics), :mod:`.methods` (the
-compared methods), :mod:`.store` (``runs.csv``), :mod:`.runner` (running the
-folds), :mod:`.report` (tables and figure). ``python -m neumiss.benchmark.realdata
+Modules: :mod:`._tasks` (the tasks), :mod:`._cache` (exporting and loading the
+data sets), :mod:`._protocol` (folds, seeds, metrics), :mod:`._methods` (the
+compared methods), :mod:`._store` (``runs.csv``), :mod:`._runner` (running the
+folds), :mod:`._report` (tables and figure). ``python -m neumiss.benchmark.realdata
 [CACHE]`` exports the data sets. None imports torch until a NeuMiss fit starts.
 """
 
-from .cache import DEFAULT_CACHE, CacheMissingError, export_datasets, load_task, read_dataset
-from .methods import DEFAULT_METHODS, METHODS, NEUMISS_MLP, RealMethod, neumiss_method
-from .protocol import DEFAULT_REPEATS, N_FOLDS, fold_indices, score
-from .report import format_summary, load_runs, plot_figure, rank_methods, summarize, write_report
-from .runner import SuiteResult, execute_run, plan, run_suite
-from .store import COLUMNS, RealRun, read_runs
-from .tasks import TASKS, Task
+from ._cache import DEFAULT_CACHE, CacheMissingError, export_datasets, load_task, read_dataset
+from ._methods import DEFAULT_METHODS, METHODS, NEUMISS_MLP, RealMethod, neumiss_method
+from ._protocol import DEFAULT_REPEATS, N_FOLDS, fold_indices, score
+from ._report import format_summary, load_runs, plot_figure, rank_methods, summarize, write_report
+from ._runner import SuiteResult, execute_run, plan, run_suite
+from ._store import COLUMNS, RealRun, read_runs
+from ._tasks import TASKS, Task
 
 __all__ = [
     "COLUMNS",

@@ -2,8 +2,8 @@
 
 import sys
 
-from .cache import DEFAULT_CACHE, export_datasets
-from .tasks import TASKS
+from ._cache import DEFAULT_CACHE, export_datasets
+from ._tasks import TASKS
 
 
 def main(argv: list[str]) -> int:

@@ -1,6 +1,6 @@
 """The real-data tasks: which R data set, which target, which columns and rows.
 
-Each :class:`Task` is a declarative record; :func:`neumiss.benchmark.realdata.cache.load_task`
+Each :class:`Task` is a declarative record; :func:`neumiss.benchmark.realdata._cache.load_task`
 applies it to the exported data set. Every task has real missing values in its
 features. Rows with a missing target are dropped, after the row filter.
 

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from .tasks import KINDS
+from ._tasks import KINDS
 
 #: The NeuMiss + MLP variant of /work/shared/reference/real_data_anchors.md.
 NEUMISS_MLP = {

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .tasks import Task
+from ._tasks import Task
 
 #: Where ``scripts/setup_realdata.sh`` puts the cache unless told otherwise.
 DEFAULT_CACHE = Path("benchmark_results") / "realdata_cache"

@@ -32,7 +32,7 @@ from sklearn.metrics import r2_score
 from ..checks import AnyOf, Integer, NoneValue, SequenceOf, check_params
 
 if TYPE_CHECKING:
-    from .data import SimulatedData
+    from ._data import SimulatedData
 
 #: The paper's NeuMiss (linear head, one network) with the benchmark's training
 #: settings; why these: "Why the benchmark's NeuMiss settings" in results/README.md.

@@ -2,7 +2,7 @@
 
 The grid crosses missingness mechanisms, numbers of features ``d`` and
 training-set sizes, each cell repeated ``repeats`` times; a *run*
-(:class:`~neumiss.benchmark.data.RunSpec`) is one method on one (cell, repeat).
+(:class:`~neumiss.benchmark._data.RunSpec`) is one method on one (cell, repeat).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from ..checks import Integer
-from .data import MECHANISMS, RunSpec
-from .methods import DEFAULT_METHODS, METHODS
+from ._data import MECHANISMS, RunSpec
+from ._methods import DEFAULT_METHODS, METHODS
 
 #: The paper's grid.
 PAPER_N_FEATURES = (10, 20, 50)

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..store import RUNS_FILE, RunsWriter, read_rows
+from .._store import RUNS_FILE, RunsWriter, read_rows
 
 #: Methods compared: ConformalRegressor methods, and the oracle itself.
 METHODS = ("split", "cqr", "cqr-mda-exact", "cqr-mda-nested", "cqr-mondrian", "oracle")

@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from .data import RunSpec
+from ._data import RunSpec
 
 #: Columns identifying a run (the resume key), then its results, in ``runs.csv``.
 KEY_COLUMNS = RunSpec._fields

@@ -9,7 +9,7 @@
   R) is done before the reset, untimed. Linux only; NaN elsewhere.
 * **Threads**: each fit runs with ``threads`` threads (torch and the
   BLAS/OpenMP pools); one by default (see results/README.md).
-* **Resume**: runs already in ``runs.csv`` are skipped (see :mod:`.store`);
+* **Resume**: runs already in ``runs.csv`` are skipped (see :mod:`._store`);
   the Bayes rate of a data set already seen is passed on, not recomputed.
 """
 
@@ -31,10 +31,10 @@ from multiprocessing.connection import wait
 from pathlib import Path
 
 from ..checks import Integer, check_params
-from .data import RunSpec, bayes_rate, simulate_run
-from .methods import METHODS, RunSettings, r2_of
-from .report import write_report
-from .store import RUNS_FILE, RunsWriter, read_runs
+from ._data import RunSpec, bayes_rate, simulate_run
+from ._methods import METHODS, RunSettings, r2_of
+from ._report import write_report
+from ._store import RUNS_FILE, RunsWriter, read_runs
 
 #: What a run gives back: ``("ok", its runs.csv row)`` or ``("error", traceback text)``.
 Outcome = tuple[str, object]
@@ -82,7 +82,7 @@ def execute_run(spec: RunSpec, settings: RunSettings, bayes_r2: float | None = N
 
     Returns
     -------
-    dict with the keys of :data:`~neumiss.benchmark.store.COLUMNS`.
+    dict with the keys of :data:`~neumiss.benchmark._store.COLUMNS`.
     """
     from threadpoolctl import threadpool_limits
 
@@ -247,7 +247,7 @@ def run_benchmark(
     Parameters
     ----------
     specs : sequence of RunSpec
-        Usually from :func:`~neumiss.benchmark.grid.grid`.
+        Usually from :func:`~neumiss.benchmark._grid.grid`.
     out : path
         Folder of ``runs.csv``, ``summary.md`` and ``figure.png`` (created if needed).
     settings : RunSettings, default=None

@@ -17,8 +17,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from .data import MECHANISMS
-from .grid import (
+from ._data import MECHANISMS
+from ._grid import (
     PAPER_N_FEATURES,
     PAPER_N_TEST,
     PAPER_N_TRAIN,
@@ -26,15 +26,15 @@ from .grid import (
     PAPER_REPEATS,
     grid,
 )
-from .intervals import runner as interval_runner
-from .methods import DEFAULT_METHODS, METHODS, MLP_WIDTHS, RunSettings
-from .realdata import methods as real_methods
-from .realdata.cache import DEFAULT_CACHE
-from .realdata.protocol import DEFAULT_REPEATS as REAL_REPEATS
-from .realdata.tasks import TASKS
-from .report import FIGURE_FILE, SUMMARY_FILE, write_report
-from .runner import run_benchmark
-from .store import RUNS_FILE, read_runs
+from .intervals import _runner as interval_runner
+from ._methods import DEFAULT_METHODS, METHODS, MLP_WIDTHS, RunSettings
+from .realdata import _methods as real_methods
+from .realdata._cache import DEFAULT_CACHE
+from .realdata._protocol import DEFAULT_REPEATS as REAL_REPEATS
+from .realdata._tasks import TASKS
+from ._report import FIGURE_FILE, SUMMARY_FILE, write_report
+from ._runner import run_benchmark
+from ._store import RUNS_FILE, read_runs
 
 SUITES = ("simulated", "real", "intervals")
 #: Default output folders of the suites.
@@ -352,10 +352,10 @@ def _run_simulated(args: argparse.Namespace) -> int:
 
 def _run_real(args: argparse.Namespace) -> int:
     """``neumiss benchmark --suite real``: run the real-data suite; return the exit status."""
-    from .realdata import report as real_report
-    from .realdata.cache import CacheMissingError
-    from .realdata.runner import run_suite
-    from .realdata.store import read_runs as read_real_runs
+    from .realdata import _report as real_report
+    from .realdata._cache import CacheMissingError
+    from .realdata._runner import run_suite
+    from .realdata._store import read_runs as read_real_runs
 
     out = args.out or OUT["real"]
     if args.report_only:
@@ -399,7 +399,7 @@ def _run_real(args: argparse.Namespace) -> int:
 
 def _run_intervals(args: argparse.Namespace) -> int:
     """``neumiss benchmark --suite intervals``; return the exit status."""
-    from .intervals import report as interval_report
+    from .intervals import _report as interval_report
 
     out = args.out or OUT["intervals"]
     if not args.report_only:

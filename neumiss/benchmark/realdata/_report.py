@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .methods import METHODS
-from .protocol import RANKING_METRIC
-from .store import RUNS_FILE, read_runs
-from .tasks import KINDS, TASKS
+from ._methods import METHODS
+from ._protocol import RANKING_METRIC
+from ._store import RUNS_FILE, read_runs
+from ._tasks import KINDS, TASKS
 
 SUMMARY_FILE = "summary.md"
 FIGURE_FILE = "figure.png"

@@ -25,13 +25,13 @@ from pathlib import Path
 import numpy as np
 
 from ...checks import Integer, check_params
-from ..store import RunsWriter
-from .cache import DEFAULT_CACHE, load_task
-from .methods import RealMethod, fitted_info, predict
-from .protocol import DEFAULT_REPEATS, N_FOLDS, fold_indices, method_seed, score
-from .report import write_report
-from .store import COLUMNS, RUNS_FILE, RealRun, read_runs
-from .tasks import Task
+from .._store import RunsWriter
+from ._cache import DEFAULT_CACHE, load_task
+from ._methods import RealMethod, fitted_info, predict
+from ._protocol import DEFAULT_REPEATS, N_FOLDS, fold_indices, method_seed, score
+from ._report import write_report
+from ._store import COLUMNS, RUNS_FILE, RealRun, read_runs
+from ._tasks import Task
 
 #: Data of the tasks this process has loaded: (task name, cache) -> (X, y).
 _LOADED: dict = {}
@@ -68,7 +68,7 @@ def _load(task: Task, cache) -> tuple:
 def _warm_up_torch() -> None:
     """One tiny NeuMiss fit per process, so that torch's set-up is not timed."""
     if not _TORCH_WARM:
-        from ..methods import _warm_up_torch as warm_up
+        from .._methods import _warm_up_torch as warm_up
 
         warm_up()
         _TORCH_WARM.append(True)
@@ -202,7 +202,7 @@ def run_suite(
     out : path
         Folder of ``runs.csv``, ``summary.md`` and ``figure.png`` (created if needed).
     cache : path
-        The exported data sets (see :mod:`.cache`); every task is loaded here
+        The exported data sets (see :mod:`._cache`); every task is loaded here
         first, so a missing data set stops the suite before any fit.
     repeats, seed : int
         Cross-validation repeats, base seed of the folds and of the methods.

@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .data import MECHANISMS, NO_BAYES_PREDICTOR
-from .grid import PAPER_MEDIANS
-from .methods import METHODS
-from .store import KEY_COLUMNS, RUNS_FILE, read_runs
+from ._data import MECHANISMS, NO_BAYES_PREDICTOR
+from ._grid import PAPER_MEDIANS
+from ._methods import METHODS
+from ._store import KEY_COLUMNS, RUNS_FILE, read_runs
 
 MECHANISM_TITLES = {
     "MCAR": "MCAR",

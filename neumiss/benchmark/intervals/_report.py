@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .runner import KEY_COLUMNS, METHODS, read_interval_runs
+from ._runner import KEY_COLUMNS, METHODS, read_interval_runs
 
 SUMMARY_FILE = "summary.md"
 TABLE_FILE = "summary.csv"
@@ -190,7 +190,7 @@ def plot_figure(summary: dict, path: Path) -> None:
 
 def write_report(out: Path) -> list[Path]:
     """``summary.md``, ``summary.csv`` and ``figure.png`` from ``out/runs.csv``."""
-    from ..store import RUNS_FILE
+    from .._store import RUNS_FILE
 
     summary = summarize(read_interval_runs(out / RUNS_FILE))
     (out / SUMMARY_FILE).write_text(format_summary(summary))

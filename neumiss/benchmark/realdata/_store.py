@@ -1,7 +1,7 @@
 """``runs.csv`` of the real-data suite: one row per (task, method, repeat, fold).
 
 Rows are appended and flushed as folds finish (with
-:class:`neumiss.benchmark.store.RunsWriter`); on start, the runs already there
+:class:`neumiss.benchmark._store.RunsWriter`); on start, the runs already there
 are skipped, so rerunning a command resumes it.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..store import read_rows
-from .protocol import METRICS
+from .._store import read_rows
+from ._protocol import METRICS
 
 
 class RealRun(NamedTuple):
@@ -45,6 +45,6 @@ RUNS_FILE = "runs.csv"
 
 
 def read_runs(path) -> list[dict]:
-    """Rows of a real-data ``runs.csv`` (see :func:`neumiss.benchmark.store.read_rows`):
+    """Rows of a real-data ``runs.csv`` (see :func:`neumiss.benchmark._store.read_rows`):
     a row's key must be valid."""
     return read_rows(path, COLUMNS, RealRun.from_row, "real-data suite")
