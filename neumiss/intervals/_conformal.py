@@ -111,8 +111,8 @@ class ConformalRegressor(RegressorMixin, BaseEstimator):
         otherwise, seeded from ``random_state``.
     method : {"split", "cqr", "cqr-mda-exact", "cqr-mda-nested", "cqr-mondrian"}, \
 default="cqr-mondrian"
-        See the module docstring and the method classes (:class:`~._methods.SplitMethod`,
-        ...). The ``"cqr-mda-*"`` methods keep the
+        See the module docstring, and for each method its class
+        (:data:`~neumiss.intervals.METHODS`). The ``"cqr-mda-*"`` methods keep the
         calibration rows (the model file too): they re-mask input columns (a
         categorical column as a whole).
     alpha : float in (0, 1), default=0.1
@@ -184,6 +184,10 @@ default="cqr-mondrian"
         check_params(type(self).__name__, {"method": self.method}, self._parameter_constraints)
         return METHODS[self.method]
 
+    def _confidence(self, method: IntervalMethod) -> float | None:
+        """``calibration_confidence`` where ``method`` uses it, else None."""
+        return self.calibration_confidence if method.confident else None
+
     def _base_estimator(self, seed: int):
         """A clone of ``estimator`` (checked for what the method needs), or the default."""
         method = self._method()
@@ -215,7 +219,7 @@ default="cqr-mondrian"
         method = self._method()
         n = y.shape[0]
         n_cal = int(math.ceil(self.calibration_fraction * n))
-        _check_alpha(self.alpha, n_cal, self.calibration_confidence if method.confident else None)
+        _check_alpha(self.alpha, n_cal, self._confidence(method))
         if n - n_cal < 2:
             raise ValueError(
                 f"ConformalRegressor: {n} rows leave {n - n_cal} to train the base model with "
@@ -243,7 +247,7 @@ default="cqr-mondrian"
         checked against the calibration rows, and the confidence the method uses."""
         check_is_fitted(self, "estimator_")
         method = self._method()
-        confidence = self.calibration_confidence if method.confident else None
+        confidence = self._confidence(method)
         alpha = _check_alpha(self.alpha if alpha is None else alpha,
                              self.calibration_scores_.shape[0], confidence)
         calibration = Calibration(

@@ -76,11 +76,11 @@ class MDANestedMethod(CQRMethod):
         _check_rows(self, calibration)
         base = calibration.estimator
         x_all, m_all, counts = _onnx_augmented_batch(g, calibration)
-        _onnx.split_rows(g, _onnx.network(g, base, x_all, m_all), counts,
-                         ["own_raw", "cal_raw", "test_raw"])
-        _, low, high = self.onnx_bounds(g, base, "own_raw")
+        own, cal, test = _onnx.split_rows(g, _onnx.network(g, base, x_all, m_all), counts,
+                                          ["own_raw", "cal_raw", "test_raw"])
+        _, low, high = self.onnx_bounds(g, base, own)
         return self._onnx_mask_bounds(g, calibration, alpha, (low, high),
-                                      _onnx_pair_scores(g, calibration))
+                                      _onnx_pair_scores(g, calibration, cal, test))
 
     def _onnx_mask_bounds(self, g, calibration: Calibration, alpha: float,
                           own: tuple[str, str], pairs: tuple[str, str, str]) -> tuple[str, str]:
@@ -132,6 +132,7 @@ class MDAExactMethod(MDANestedMethod):
 
 
 def _check_rows(method, calibration: Calibration) -> None:
+    """Refuse a calibration without rows (a fit with another method kept none)."""
     if calibration.rows is None:
         raise ValueError(
             f"ConformalRegressor: method={method.name!r} needs the calibration rows, which "
@@ -201,10 +202,11 @@ def _onnx_augmented_batch(g, calibration: Calibration) -> tuple[str, str, str]:
     return x_all, m_all, counts
 
 
-def _onnx_pair_scores(g, calibration: Calibration) -> tuple[str, str, str]:
+def _onnx_pair_scores(g, calibration: Calibration, cal: str, test: str) -> tuple[str, str, str]:
     """For each (input row, calibration row ``k``) pair, (N, n): the score ``s_k`` of row
     ``k`` under ``M ∪ m_k``, and the input row's bounds under that mask widened by it
-    (``q_lo - s_k``, ``q_hi + s_k``)."""
+    (``q_lo - s_k``, ``q_hi + s_k``); from ``cal`` and ``test``, the network outputs
+    (N n, n_outputs) of the re-masked calibration and input rows."""
     from . import _onnx  # loads onnx: only when exporting
 
     base = calibration.estimator
@@ -217,12 +219,11 @@ def _onnx_pair_scores(g, calibration: Calibration) -> tuple[str, str, str]:
                               f"{name}_flat")
         return g.op("Reshape", [values, grid], name)  # (N, n)
 
-    cal_low, cal_high = per_pair(0, "cal_raw", "cal_low"), per_pair(n_q - 1, "cal_raw", "cal_high")
+    cal_low, cal_high = per_pair(0, cal, "cal_low"), per_pair(n_q - 1, cal, "cal_high")
     y = g.constant("calibration_y", calibration.targets, np.float64)
     scores = g.op("Max", [g.op("Sub", [cal_low, y], "score_low"),
                           g.op("Sub", [y, cal_high], "score_high")], "scores")
-    test_low = per_pair(0, "test_raw", "test_low")
-    test_high = per_pair(n_q - 1, "test_raw", "test_high")
+    test_low, test_high = per_pair(0, test, "test_low"), per_pair(n_q - 1, test, "test_high")
     return (scores, g.op("Sub", [test_low, scores], "nested_lows"),
             g.op("Add", [test_high, scores], "nested_highs"))
 

@@ -19,6 +19,7 @@ computation as ONNX nodes (:meth:`IntervalMethod.onnx_interval`, which loads
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,7 +60,7 @@ class Calibration:
     targets: np.ndarray | None = None
 
 
-class IntervalMethod:
+class IntervalMethod(ABC):
     """A conformal interval method: the base model's bounds widened by a margin.
 
     Subclasses give the bounds (:meth:`bounds`, :meth:`onnx_bounds`) and the base
@@ -76,13 +77,13 @@ class IntervalMethod:
     #: rank ``ceil((1 - alpha)(n + 1))``, :func:`~neumiss.intervals.confident_rank`).
     confident = True
 
+    @abstractmethod
     def default_estimator(self, alpha: float, seed: int):
         """The base model used when none is given, unfitted."""
-        raise NotImplementedError
 
+    @abstractmethod
     def bounds(self, estimator, X) -> np.ndarray:
         """The bounds ``lo(x)``, ``hi(x)`` of a fitted base model, shape (n, 2)."""
-        raise NotImplementedError
 
     def scores(self, estimator, X, y) -> np.ndarray:
         """Conformity scores of rows ``(X, y)``, shape (n,): how far ``y`` lies outside
@@ -113,11 +114,11 @@ class IntervalMethod:
         q = self.onnx_margin(g, calibration, alpha, confidence)
         return g.op("Sub", [low, q], "raw_lower"), g.op("Add", [high, q], "raw_upper")
 
+    @abstractmethod
     def onnx_bounds(self, g, base, own: str) -> tuple[str, str, str]:
         """Add ``y`` (N,) to graph ``g``; return its name and those of the bounds (N,),
         from ``own``: the base model's network output (N, n_outputs), a quantile head's
         sorted per row."""
-        raise NotImplementedError
 
     def onnx_margin(self, g, calibration: Calibration, alpha: float,
                     confidence: float | None) -> str:
