@@ -1,17 +1,27 @@
 """Prediction intervals by conformal prediction, valid per missingness pattern.
 
 Owns :class:`ConformalRegressor`, the interval methods it selects (split, CQR, Mondrian
-cells of missingness patterns, the MDA methods), the cells and the conformal ranks, and
-each method's ONNX form. May import every layer below it, up to
-:mod:`neumiss.baselines`.
+cells of missingness patterns, the MDA methods: one class each, with its calibration,
+its intervals and its ONNX form), the cells and the conformal ranks. May import every
+layer below it, up to :mod:`neumiss.baselines`; loads ``onnx`` only when exporting.
 """
 
 from ._cells import assign_cells, mask_cells
-from ._conformal import ConformalRegressor
+from ._conformal import METHODS, ConformalRegressor
+from ._mda import MDAExactMethod, MDANestedMethod
+from ._methods import Calibration, CQRMethod, IntervalMethod, MondrianMethod, SplitMethod
 from ._ranks import confident_rank, required_calibration_rows, upper_rank
 
 __all__ = [
+    "METHODS",
+    "CQRMethod",
+    "Calibration",
     "ConformalRegressor",
+    "IntervalMethod",
+    "MDAExactMethod",
+    "MDANestedMethod",
+    "MondrianMethod",
+    "SplitMethod",
     "assign_cells",
     "confident_rank",
     "mask_cells",

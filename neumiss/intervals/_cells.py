@@ -21,10 +21,10 @@ import numpy as np
 from ..simulation import group_patterns
 
 #: Calibration rows a cell is expected to hold. Smaller cells follow the
-#: coverage of each count of missing entries more closely; 50 rows leave a
-#: finite margin at the default ``calibration_confidence`` (14 rows at
-#: alpha = 0.1, 28 at 0.05). Measured in results/intervals/README.md: cells of
-#: 100 rows pooled counts whose coverages differ (lowest group 0.85 at n = 1e4).
+#: coverage of each count of missing entries more closely (a cell pooling counts
+#: whose coverages differ under-covers the hardest: results/intervals/README.md);
+#: 50 rows leave a finite margin at the default ``calibration_confidence`` (14 rows
+#: at alpha = 0.1, 28 at 0.05).
 CELL_ROWS = 50
 
 

@@ -1,5 +1,5 @@
-"""The ranks of split conformal prediction (used by :mod:`neumiss.conformal` and its
-ONNX export, :mod:`neumiss.onnx_intervals`).
+"""The ranks of split conformal prediction (used by the interval methods, in numpy
+and in their ONNX form).
 
 With ``n`` exchangeable calibration scores, the ``ceil((1 - alpha)(n + 1))``-th
 smallest bounds a new score with probability at least ``1 - alpha``; a rank
