@@ -58,3 +58,18 @@ def test_scripts_hold_only_set_up_and_test_scripts():
     listed = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
     for script in (ROOT / "benchmarks").glob("*.py"):
         assert f"`{script.name}`" in listed and f"benchmarks/{script.name}" in listed, script
+
+
+def test_readme_snippets_import_public_names_that_exist():
+    import importlib
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    imports = [(module, name.strip())
+               for block in re.findall(r"```python\n(.*?)```", text, flags=re.S)
+               for module, names in re.findall(r"^from (neumiss[\w.]*) import ([\w, ]+)$",
+                                               block, flags=re.M)
+               for name in names.split(",")]
+    assert len(imports) > 5
+    for module, name in imports:
+        public = importlib.import_module(module).__all__
+        assert name in public, f"README: from {module} import {name}: not a public name"
