@@ -1,4 +1,5 @@
-"""Shared fixtures: Gaussian data with MCAR missing values and its exact Bayes predictor.
+"""Shared fixtures: Gaussian data with MCAR missing values and its exact Bayes predictor,
+small linear data sets, fitted models and their model file, and helpers for messages.
 
 The Bayes predictor here is written independently of the package (one explicit
 matrix inversion per missingness pattern, paper eq. 3) so that tests can
@@ -7,6 +8,7 @@ compare the package against it.
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, settings
 
 
 def gaussian_regression(d, n, rng, missing_rate=0.5, snr=10.0):
@@ -63,6 +65,53 @@ PAPER = {
 def paper(estimator_class, **params):
     """``estimator_class`` configured as :data:`PAPER`, with ``params`` on top."""
     return estimator_class(**{**PAPER, **params})
+
+
+#: Quick fits (one Neumann iteration, a few epochs) for tests of behaviour, not accuracy.
+FAST = {"depth": 1, "max_epochs": 4, "random_state": 0}
+
+#: Hypothesis settings of the property tests that refit or reuse module fixtures.
+PROPERTY = settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+def linear_data(n=200, d=3, seed=0, missing=0.2):
+    """(X, y): columns of different means and scales, y linear in X plus noise, MCAR NaN."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * np.arange(1, d + 1) + np.arange(d)
+    y = X @ np.linspace(1.0, -1.0, d) + 0.1 * rng.normal(size=n)
+    X[rng.random(X.shape) < missing] = np.nan
+    return X, y
+
+
+def one_line_error(text: str) -> str:
+    """The text of a one-line error message; fails on tracebacks and several lines."""
+    assert "Traceback" not in text, text
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert len(lines) == 1, text
+    return lines[0]
+
+
+@pytest.fixture(scope="session")
+def fitted():
+    """A :data:`FAST` regressor and binary classifier fitted on ``linear_data(300, 3)``."""
+    from neumiss import NeuMissClassifier, NeuMissRegressor
+
+    X, y = linear_data(300, 3)
+    regressor = paper(NeuMissRegressor, **FAST).fit(X, y)
+    classifier = paper(NeuMissClassifier, **FAST).fit(X, y > np.median(y))
+    return regressor, classifier
+
+
+@pytest.fixture(scope="session")
+def saved(tmp_path_factory, fitted):
+    """``(path, payload)``: the :func:`fitted` regressor's model file and its content."""
+    import torch
+
+    path = tmp_path_factory.mktemp("files") / "model.pt"
+    fitted[0].save(path)
+    return path, torch.load(path, weights_only=True)
 
 
 def interrupt_after_first_row(process, runs, what: str, timeout: float = 120.0) -> None:

@@ -1,4 +1,4 @@
-"""Tests of neumiss.network._analytic: NeuMiss weights set to the Neumann iterates (paper Prop. 3)."""
+"""The analytic NeuMiss weights (neumiss.network): the Neumann iterates of paper Prop. 3."""
 
 import numpy as np
 import pytest

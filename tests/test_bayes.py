@@ -1,4 +1,5 @@
-"""Tests of neumiss.simulation._bayes against a direct per-row implementation of the paper's formulas."""
+"""The Bayes predictors (neumiss.simulation) against a direct per-row implementation of the
+paper's formulas."""
 
 import itertools
 

@@ -12,7 +12,7 @@ import neumiss
 from neumiss import NeuMissClassifier, NeuMissRegressor
 from neumiss.tables import MAX_CATEGORIES, OTHER, TableEncoder
 
-from .conftest import paper
+from .conftest import FAST, linear_data, paper
 
 
 def mixed_table(n=400, seed=0):
@@ -100,6 +100,7 @@ def test_encoding_follows_the_column_order(order, seed):
     )
 
 
+@pytest.mark.slow  # two fits with the defaults (five networks, the searches)
 def test_regressor_learns_from_categorical_columns():
     frame, y = mixed_table(1500)
     train, test = slice(0, 1200), slice(1200, None)
@@ -151,3 +152,17 @@ def test_impute_returns_the_encoded_columns():
     observed = ~np.isnan(encoded)
     np.testing.assert_array_equal(imputed[observed], encoded[observed])
     assert np.isfinite(imputed).all()
+
+
+@pytest.mark.parametrize(
+    "column, kind",
+    [(pd.date_range("2020-01-01", periods=60), "dates"),
+     (pd.to_timedelta(np.arange(60), "D"), "durations|time"),
+     (np.arange(60) * (1 + 1j), "complex")],
+)
+def test_date_duration_and_complex_columns_are_refused_by_name(column, kind):
+    X, y = linear_data(60, 2)
+    frame = pd.DataFrame(X, columns=["a", "b"])
+    frame["odd"] = column
+    with pytest.raises(ValueError, match=rf"'odd'.*({kind})"):
+        paper(NeuMissRegressor, **FAST).fit(frame, y)

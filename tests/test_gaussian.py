@@ -1,4 +1,5 @@
-"""Tests of neumiss.simulation._gaussian against direct per-row computations with explicit inverses."""
+"""Gaussian conditioning (neumiss.simulation) against direct per-row computations with
+explicit inverses."""
 
 import numpy as np
 import pytest

@@ -16,7 +16,7 @@ from neumiss import NeuMissClassifier, NeuMissRegressor
 from neumiss.cli import main as cli_main
 from neumiss.export import DEFAULT_OPSET, MIN_OPSET, PRODUCER, export_onnx
 
-from .conftest import paper
+from .conftest import FAST, linear_data, paper
 
 D = 4
 FIT = dict(max_epochs=3, batch_size=200, random_state=0)
@@ -282,3 +282,11 @@ def test_cli_export_errors_are_messages(tmp_path, regressors, capsys, case):
     err = capsys.readouterr().err
     assert err.startswith("neumiss export: error:") and "Traceback" not in err
     assert not (tmp_path / "out.onnx").exists()
+
+
+def test_onnx_export_refuses_scales_float32_cannot_carry(tmp_path):
+    X, y = linear_data(150, 3)
+    X[:, 1] *= 1e100
+    model = paper(NeuMissRegressor, **FAST).fit(X, y)
+    with pytest.raises(ValueError, match=r"float32.*\['1'\]"):
+        model.to_onnx(tmp_path / "m.onnx")

@@ -1,7 +1,9 @@
-"""Properties for any input, with hypothesis: ONNX and save/load parity, unit invariance."""
+"""Properties for any input, with hypothesis: ONNX and save/load parity, unit invariance,
+predictions that follow the rows in any order, columns matched by name."""
 
 import numpy as np
 import onnxruntime as ort
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -10,7 +12,7 @@ from hypothesis.extra.numpy import arrays
 import neumiss
 from neumiss import NeuMissClassifier, NeuMissRegressor
 
-from .conftest import PAPER, gaussian_regression
+from .conftest import FAST, PAPER, PROPERTY, gaussian_regression, linear_data, paper
 
 D = 4
 
@@ -102,4 +104,41 @@ def test_fit_is_invariant_to_feature_units(scales, shift):
     moved = NeuMissRegressor(**kwargs).fit(X * scales + shift, y)
     np.testing.assert_allclose(
         moved.predict(X * scales + shift), base.predict(X), rtol=1e-3, atol=1e-3 * np.std(y)
+    )
+
+
+@PROPERTY
+@given(order=st.permutations(list(range(12))))
+def test_predictions_follow_the_rows_in_any_order(fitted, order):
+    X, _ = linear_data(12, 3, seed=4)
+    regressor, classifier = fitted
+    np.testing.assert_allclose(regressor.predict(X[order]), regressor.predict(X)[order],
+                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(classifier.predict_proba(X[order]),
+                               classifier.predict_proba(X)[order], rtol=1e-6, atol=1e-7)
+
+
+@pytest.fixture(scope="module")
+def frame_model():
+    X, y = linear_data(300, 4)
+    frame = pd.DataFrame(X, columns=["w", "x", "y", "z"])
+    return frame, paper(NeuMissRegressor, **FAST).fit(frame, y)
+
+
+@PROPERTY
+@given(columns=st.permutations(["w", "x", "y", "z"]))
+def test_a_dataframe_with_reordered_columns_is_refused_then_reordered_by_name(
+    frame_model, columns
+):
+    # Decision: as scikit-learn does, columns in another order are refused (a silent
+    # positional mix-up is the danger); selecting them by name gives the same predictions.
+    frame, model = frame_model
+    shuffled = frame[columns]
+    if columns == ["w", "x", "y", "z"]:
+        np.testing.assert_array_equal(model.predict(shuffled), model.predict(frame))
+        return
+    with pytest.raises(ValueError, match="same order"):
+        model.predict(shuffled)
+    np.testing.assert_array_equal(
+        model.predict(shuffled[list(model.feature_names_in_)]), model.predict(frame)
     )

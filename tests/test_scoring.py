@@ -19,8 +19,8 @@ from neumiss.export import export_onnx
 from neumiss.scoring import ScoringError
 from neumiss.scoring import _files as scoring
 
+from .conftest import one_line_error
 from .test_encoding import mixed_table
-from .test_hard_to_break import one_line_error
 from .test_score_cli import FIXTURES, _check_outputs, _table
 
 

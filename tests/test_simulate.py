@@ -1,4 +1,5 @@
-"""Tests of neumiss.simulation._datasets: the paper's Gaussian data and missingness mechanisms."""
+"""The paper's simulated data (neumiss.simulation): Gaussian covariates, missingness
+mechanisms, the ground truth and its further samples."""
 
 import dataclasses
 
@@ -11,12 +12,12 @@ from scipy.stats import norm
 from neumiss.simulation import (
     MAR,
     MCAR,
+    MECHANISM_NAMES,
     MECHANISMS,
     GaussianSelfMasking,
     ProbitSelfMasking,
     make_regression,
 )
-from neumiss.simulation import _bayes as bayes
 
 
 def _expected_rate(proba_of_x, mean, sd):
@@ -351,7 +352,7 @@ def test_numpy_scalars_and_infinite_snr_are_valid():
 
 def test_mechanism_names_are_those_of_bayes_in_order():
     # The benchmark relies on this order.
-    assert tuple(MECHANISMS) == bayes.MECHANISM_NAMES == ("MCAR", "MAR", "gaussian_sm", "probit_sm")
+    assert tuple(MECHANISMS) == MECHANISM_NAMES == ("MCAR", "MAR", "gaussian_sm", "probit_sm")
     assert [cls.__name__ for cls in MECHANISMS.values()] == [
         "MCAR", "MAR", "GaussianSelfMasking", "ProbitSelfMasking"
     ]

@@ -58,7 +58,7 @@ def check_features(estimator, X, *, reset: bool, tables: bool = False):
     Returns
     -------
     With ``tables=True`` and a DataFrame: the DataFrame itself, its names and
-    size checked (its columns may be of any type; :class:`neumiss.encoding.TableEncoder`
+    size checked (its columns may be of any type; :class:`neumiss.tables.TableEncoder`
     reads them). Otherwise a new float64 array of shape (n_samples, n_features);
     infinite values, complex or non-numeric data, 1-D or empty arrays raise ``ValueError``.
     """

@@ -1,7 +1,7 @@
 """Export fitted NeuMiss estimators to ONNX, with the missingness mask as a second input.
 
 The graph is written node by node with :mod:`onnx.helper` from the fitted
-weights, so it mirrors :class:`~neumiss.block.NeuMissBlock` line for line: the
+weights, so it mirrors :class:`~neumiss.network.NeuMissBlock` line for line: the
 estimator's standardization, the block (``MatMul`` by each weight matrix, then
 an ordinary ``Mul`` by ``1 - M`` or by ``M`` for every mask product), the head
 (``Gemm`` and ``Relu``) and the map back to targets, classes and probabilities.
@@ -165,7 +165,7 @@ def _head(g: Graph, head, h: str, prefix: str) -> str:
 
 
 def _member(g: Graph, network, x: str, obs: str, m: str, prefix: str) -> str:
-    """One :class:`~neumiss.block.NeuMissNetwork`'s raw output: block, head, plus the linear
+    """One :class:`~neumiss.network.NeuMissNetwork`'s raw output: block, head, plus the linear
     ``skip`` (``MatMul`` by its transposed weight) when the head has an MLP."""
     h = _block(g, network.block, x, obs, m, f"{prefix}block")
     out = _head(g, network.head, h, f"{prefix}head")
@@ -178,7 +178,7 @@ def _member(g: Graph, network, x: str, obs: str, m: str, prefix: str) -> str:
 
 def _network(g: Graph, network, x: str, obs: str, m: str) -> str:
     """The network's raw output (N, n_outputs): one network, or an ensemble combined as
-    :class:`~neumiss.ensemble.EnsembleNetwork` does (average of outputs or of probabilities,
+    :class:`~neumiss.network.EnsembleNetwork` does (average of outputs or of probabilities,
     then back to logits)."""
     if not isinstance(network, EnsembleNetwork):
         return _member(g, network, x, obs, m, "")
@@ -324,6 +324,8 @@ def _json_encoding(state: list[dict]) -> list[dict]:
 
 
 def metadata(estimator, task: str) -> dict[str, str]:
+    """The model's ``metadata_props``: all a scorer needs besides the graph (feature names,
+    encoding, classes) and the settings it was fitted with, as strings (JSON for lists)."""
     names = getattr(estimator, "feature_names_in_", None)
     classes = _json_labels(estimator.classes_) if task == "classification" else None
     return {

@@ -46,7 +46,7 @@ def auto_learning_rate(n_features: int) -> float:
     (independent steps) to ``n_features`` (aligned steps) times as much; every
     layer of a NeuMiss network has ``n_features`` inputs (the MLP head's width
     is ``n_features`` by default). Measured at n = 500, d = 2000 (the paper's
-    covariance design, ``scripts/divergence_check.py``): 1e-2 diverges (test
+    covariance design, ``benchmarks/divergence_check.py``): 1e-2 diverges (test
     R² 0.05 against ridge's 0.30), 1 / n_features scaling (3.2e-4) stops
     early, underfitted (0.16), and 1 / sqrt(n_features) scaling (1.8e-3)
     ends within 0.05 of ridge (0.256).

@@ -5,7 +5,15 @@ module), the table reader shared by every scoring path, and file scoring in cons
 memory. May import every layer below it.
 """
 
-from ._files import BATCH_ROWS, load_model, score_dask, score_file, score_frame
+from ._files import (
+    BATCH_ROWS,
+    load_model,
+    onnx_bytes,
+    score_dask,
+    score_file,
+    score_frame,
+    spark_schema,
+)
 from ._table_scorer import NeuMissOnnxModel, ScoringError
 
 __all__ = [
@@ -13,7 +21,9 @@ __all__ = [
     "NeuMissOnnxModel",
     "ScoringError",
     "load_model",
+    "onnx_bytes",
     "score_dask",
     "score_file",
     "score_frame",
+    "spark_schema",
 ]

@@ -35,14 +35,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._gaussian import conditional_mean, group_patterns
+from ._gaussian import _BATCH_ENTRIES, conditional_mean, group_patterns
 
 #: Names of the missingness mechanisms, defined here only: :data:`MECHANISMS`
 #: maps them, in this order, to their classes; :func:`bayes_predict` understands them.
 MECHANISM_NAMES = ("MCAR", "MAR", "gaussian_sm", "probit_sm")
-
-# Largest number of float64 matrix entries held in one stack (32 MB).
-_BATCH_ENTRIES = 2**22
 
 
 def conditional_expectation(X, mean, cov, mechanism="MCAR", **params):

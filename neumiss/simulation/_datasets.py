@@ -9,7 +9,7 @@ Two layers of API:
 
 * Missingness mechanisms usable on any complete array: :class:`MCAR`,
   :class:`MAR`, :class:`GaussianSelfMasking`, :class:`ProbitSelfMasking`
-  (defined in :mod:`neumiss.mechanisms`, importable from here)::
+  (from :mod:`neumiss.simulation`)::
 
       mask = MCAR(missing_rate=0.3).fit(X).sample_mask(X, random_state=0)
 

@@ -40,7 +40,8 @@ __all__ = [
     "group_patterns",
 ]
 
-# Largest number of float64 matrix entries held in one batch (about 32 MB).
+# Largest number of float64 matrix entries held in one batch (about 32 MB), here and in
+# the Bayes predictors: bounds the memory of a stack of per-pattern matrices.
 _BATCH_ENTRIES = 2**22
 
 # Relative pivot (and eigenvalue) threshold below which a covariance block is treated as

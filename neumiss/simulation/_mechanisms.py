@@ -44,6 +44,7 @@ RANDOM_STATE = AnyOf(
     ),
 )
 
+
 def check_complete(X, n_features: int | None = None) -> np.ndarray:
     """2-D float64 array without NaN or inf (a view when already so; never written to)."""
     X = np.asarray(X, dtype=np.float64)
@@ -72,11 +73,10 @@ def _moments(X: np.ndarray, mean, cov) -> tuple[np.ndarray, np.ndarray]:
     return mean, np.diag(cov).copy()
 
 
-
 class Mechanism(BaseEstimator):
     """Shared sampling logic: a mask entry is missing with probability ``missing_proba``."""
 
-    #: constructor parameter -> constraint, checked by ``fit`` (:mod:`neumiss.constraints`)
+    #: constructor parameter -> constraint, checked by ``fit`` (:func:`neumiss.checks.check_params`)
     _parameter_constraints = {"missing_rate": MISSING_RATE}
     #: calibrated attributes reported by ``fitted_params``
     _fitted_attributes: tuple[str, ...] = ()

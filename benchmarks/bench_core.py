@@ -10,7 +10,7 @@ ReduceLROnPlateau factor 0.2 patience 2, stop when lr < 5e-6, 100 epochs max).
 Each fit runs in a fresh child process, whose peak resident memory is read
 from ``getrusage``; the child also reports fit seconds and R² - Bayes rate.
 
-Usage: python scripts/bench_core.py [--paper] [--rows 10:10000:5 50:100000:4]
+Usage: python benchmarks/bench_core.py [--paper] [--rows 10:10000:5 50:100000:4]
 """
 
 from __future__ import annotations

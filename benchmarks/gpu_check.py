@@ -1,7 +1,7 @@
 """The GPU check of issue 15: one script, at most 4 minutes on an H100 / H200.
 
-    python scripts/gpu_check.py            # n = 1e6, d = 50, depth 4 (the issue's case)
-    python scripts/gpu_check.py --quick    # n = 2e4, d = 10: checks the script itself (CPU ok)
+    python benchmarks/gpu_check.py            # n = 1e6, d = 50, depth 4 (the issue's case)
+    python benchmarks/gpu_check.py --quick    # n = 2e4, d = 10: checks the script itself (CPU ok)
 
 Prints the card, then for ``NeuMissRegressor(depth=4)`` (its other parameters at
 their defaults, ``random_state=0``) on one MCAR data set (50% missing, SNR 10):

@@ -5,12 +5,12 @@ standard normal and eps ~ U[0.01, 0.1], mu ~ N(0, 1); y = 1 + sum(x) + noise wit
 signal-to-noise ratio 10; 50% of the entries of x missing completely at random. Reports the
 fit time (wall clock and CPU), the number of E-steps and the test R^2 minus the R^2 of the
 Bayes predictor E[y | x_obs] computed from the true parameters (the oracle),
-all from :func:`neumiss.simulate.make_regression`.
+all from :func:`neumiss.simulation.make_regression`.
 
 Usage::
 
-    python scripts/bench_em.py                      # d = 20, 50, 100; n = 1e5
-    python scripts/bench_em.py --d 20 --n 100000 --repeats 3
+    python benchmarks/bench_em.py                      # d = 20, 50, 100; n = 1e5
+    python benchmarks/bench_em.py --d 20 --n 100000 --repeats 3
 """
 
 import argparse

@@ -1,33 +1,21 @@
 """d >> n and absurd learning rates: does NeuMiss end near ridge and never below the mean?
 
-Issue 13's check of the training loop's divergence guard (neumiss.training.train):
+Checks the training loop's divergence guard (``neumiss.network.train``):
 n = 500 training rows, d = 2000 Gaussian features with 30% MCAR NaN, y linear in
 X. For each design it prints the test R² of RidgeCV on mean-imputed data, of the
 training mean, and of NeuMissRegressor (the defaults, then learning_rate=100),
 with the fit time and the DivergenceWarning, if any::
 
-    .venv/bin/python scripts/divergence_check.py            # both designs, d = 2000
-    .venv/bin/python scripts/divergence_check.py --d 300    # faster
-    .venv/bin/python scripts/divergence_check.py --params '{"depth": 3, "mlp_depth": 0}'
+    .venv/bin/python benchmarks/divergence_check.py            # both designs, d = 2000
+    .venv/bin/python benchmarks/divergence_check.py --d 300    # faster
+    .venv/bin/python benchmarks/divergence_check.py --params '{"depth": 3, "mlp_depth": 0}'
 
 Designs: ``isotropic`` (X ~ N(0, I), y = X beta + noise, beta ~ N(0, 1/d), noise
 sd 0.1) and ``paper`` (the paper's covariance B B^T + diag, y = 1 + sum(X) +
-noise at SNR 10, as tests/conftest.py draws it). Criteria of the issue: NeuMiss
+noise at SNR 10, as tests/conftest.py draws it). Criteria: NeuMiss
 at most 0.05 below ridge, and never below the training mean.
 
-Runs of 2026-11-26 (2-core VM shared with other jobs; the defaults: depth
-"auto", 2-layer MLP head, ensemble of 5), test R² (minus ridge; fit seconds):
-
-    before the linear skip around the MLP head, learning rate 1e-2:
-    isotropic  ridge 0.090  mean -0.009  default 0.066 (-0.025; 191 s)  lr=100 0.060 (-0.030)
-    paper      ridge 0.304  mean -0.006  default 0.220 (-0.085; 183 s)  lr=100 0.168 (-0.137)
-    with the skip (--learning-rates 0.01 0.001 0.00032 0.0018), paper design:
-    lr 1e-2 0.046 (-0.259; 517 s)  1e-3 0.248 (-0.056)  3.2e-4 0.155 (-0.149)
-    1.8e-3 = learning_rate="auto" at d = 2000: 0.256 (-0.049; 308 s)
-    isotropic design, learning_rate="auto": 0.067 (-0.023; 193 s)
-
-Before the divergence guard: default -1.9e9 (isotropic, d=2000, paper's network),
--16195 (paper design, these defaults, guard without the training-rows check).
+Measured runs: ``results/README.md`` (learning rate and divergence at d >> n).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Streaming training (``neumiss.streaming.fit_stream``) against the in-memory fit.
+"""Streaming training (``neumiss.estimators.fit_stream``) against the in-memory fit.
 
-    python scripts/stream_fit.py                 # 1e6 training rows, d = 50
-    python scripts/stream_fit.py --rows 1e5 --features 10
+    python benchmarks/stream_fit.py                 # 1e6 training rows, d = 50
+    python benchmarks/stream_fit.py --rows 1e5 --features 10
 
 Simulates one MCAR data set (50% missing, SNR 10), writes the training rows to a
 Parquet file (row groups of a tenth of the rows) and 1e5 test rows beside it, then, each in a

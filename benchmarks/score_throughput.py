@@ -1,7 +1,7 @@
 """Throughput and peak memory of ``neumiss score`` on a large simulated table.
 
-    python scripts/score_throughput.py                      # 10M rows x 50 features, Parquet
-    python scripts/score_throughput.py --rows 2e6 --format csv --ensemble-size 1
+    python benchmarks/score_throughput.py                      # 10M rows x 50 features, Parquet
+    python benchmarks/score_throughput.py --rows 2e6 --format csv --ensemble-size 1
 
 Fits a ``NeuMissRegressor(depth=4)`` on 20,000 simulated rows (MCAR, 50% missing;
 its accuracy does not matter here), exports it to ONNX, writes the input table

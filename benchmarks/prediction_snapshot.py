@@ -5,7 +5,7 @@ predictions to an ``.npz`` file; ``compare FILE`` fits them again and prints the
 largest absolute difference per configuration (exit status 1 if any exceeds
 ``--atol``). Run ``save`` before a change and ``compare`` after it.
 
-Usage: python scripts/prediction_snapshot.py {save,compare} FILE [--atol 0]
+Usage: python benchmarks/prediction_snapshot.py {save,compare} FILE [--atol 0]
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Benchmark: ONNX Runtime scoring vs the torch estimator's ``predict``, same machine, same run.
 
-    python scripts/bench_onnx.py [--features 50] [--depth 5] [--rows 100000]
+    python benchmarks/bench_onnx.py [--features 50] [--depth 5] [--rows 100000]
 
 Fits a NeuMissRegressor briefly (the weights' values do not change the cost),
 exports it, then times on the same table with 30% missing values:

@@ -1,0 +1,144 @@
+"""Model files: a damaged, crafted, truncated or foreign file is refused with a
+``ValueError`` naming the file and the problem; numpy-scalar parameters round-trip."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from sklearn.model_selection import GridSearchCV
+
+import neumiss
+from neumiss import NeuMissRegressor
+from neumiss.estimators import FORMAT_VERSION, payload_digest
+
+from .conftest import FAST, PROPERTY, linear_data, paper
+
+
+def _write(payload, path, rehash=True):
+    if rehash:
+        payload["sha256"] = payload_digest(payload)
+    torch.save(payload, path)
+    return path
+
+
+def _copy(payload):
+    return {k: dict(v) if isinstance(v, dict) else v for k, v in payload.items()}
+
+
+DAMAGES = {
+    "unknown parameter": (lambda p: p["params"].update(colour="red"),
+                          r"unknown parameters \['colour'\]"),
+    "missing parameter": (lambda p: p["params"].pop("ensemble_size"),
+                          r"lacks the parameters \['ensemble_size'\]"),
+    "invalid parameter": (lambda p: p["params"].update(residual="no"), "residual must be"),
+    "missing attributes": (lambda p: [p["attributes"].pop(k) for k in ("y_mean_", "encoder_")],
+                           r"lacks the fitted attributes \['encoder_', 'y_mean_'\]"),
+    "foreign attribute": (lambda p: p["attributes"].update(predict="x"),
+                          "attributes that save.. never writes"),
+    "wrong tensor shape": (lambda p: p["state_dict"].update({"block.W_mix": torch.zeros(2, 2)}),
+                           r"wrong shape: block.W_mix \(2, 2\) instead of \(3, 3\)"),
+    "missing tensor": (lambda p: p["state_dict"].pop("block.mu"), r"missing \['block.mu'\]"),
+    "non-finite weights": (lambda p: p["state_dict"].update(
+        {"block.mu": torch.full((3,), float("nan"))}), "non-finite weights"),
+    "format_version as a string": (lambda p: p.update(format_version="2"),
+                                   "format_version '2', not an integer"),
+    "no class key": (lambda p: p.pop("class"), "no estimator class"),
+    "unknown class": (lambda p: p.update({"class": "Pipeline"}), "unknown estimator class"),
+    "scaling of the wrong length": (
+        lambda p: p["attributes"]["preprocessor_"]["__standardizer__"].update(
+            scale={"__ndarray__": [1.0], "dtype": "<f8"}), "preprocessor_.scale_"),
+    "attributes not a table": (lambda p: p.update(attributes=[1, 2]), "no 'attributes' table"),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGES))
+def test_every_malformed_model_file_is_a_value_error_naming_file_and_problem(
+    saved, tmp_path, damage
+):
+    path, good = saved
+    change, message = DAMAGES[damage]
+    payload = _copy(good)
+    payload["attributes"] = {k: (dict(v) if isinstance(v, dict) else v)
+                             for k, v in payload["attributes"].items()}
+    if "preprocessor_" in payload["attributes"]:
+        inner = dict(payload["attributes"]["preprocessor_"]["__standardizer__"])
+        payload["attributes"]["preprocessor_"] = {"__standardizer__": inner}
+    change(payload)
+    for rehash in (True, False):  # a crafted file (digest recomputed), and a modified one
+        bad = _write(dict(payload), tmp_path / f"bad-{rehash}.pt", rehash=rehash)
+        with pytest.raises(ValueError) as error:
+            neumiss.load(bad)
+        text = str(error.value)
+        assert str(bad) in text
+        if rehash or "format_version" in damage:
+            assert re.search(message, text), text
+        else:
+            assert re.search("integrity check|no estimator class", text), text
+
+
+def test_older_and_newer_formats_are_refused_with_what_to_do(saved, tmp_path):
+    _, good = saved
+    for version, advice in ((FORMAT_VERSION - 1, "refit and save"), (FORMAT_VERSION + 1,
+                                                                        "upgrade neumiss")):
+        bad = _write({**_copy(good), "format_version": version}, tmp_path / "v.pt")
+        with pytest.raises(ValueError, match=advice):
+            neumiss.load(bad)
+
+
+def test_flipped_bytes_inside_a_tensor_fail_the_integrity_check(saved, tmp_path):
+    path, good = saved
+    raw = bytearray(path.read_bytes())
+    start = bytes(raw).find(good["state_dict"]["block.W_mix"].numpy().tobytes())
+    assert start > 0
+    raw[start + 6] ^= 0x40
+    (tmp_path / "flipped.pt").write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match="flipped.pt: damaged model file: it failed its "
+                                         "integrity check"):
+        neumiss.load(tmp_path / "flipped.pt")
+
+
+@PROPERTY
+@given(position=st.floats(0, 1, exclude_max=True), bit=st.integers(0, 7))
+def test_any_flipped_bit_is_refused_or_changes_nothing(fitted, saved, tmp_path_factory,
+                                                       position, bit):
+    path, _ = saved
+    raw = bytearray(path.read_bytes())
+    raw[int(position * len(raw))] ^= 1 << bit
+    damaged = tmp_path_factory.mktemp("flip") / "m.pt"
+    damaged.write_bytes(bytes(raw))
+    X, _ = linear_data(20, 3, seed=7)
+    try:
+        loaded = neumiss.load(damaged)
+    except ValueError as error:
+        assert str(damaged) in str(error)
+    else:  # a byte torch never reads (zip padding, a record's comment): same model
+        np.testing.assert_array_equal(loaded.predict(X), fitted[0].predict(X))
+
+
+def test_truncated_and_foreign_files_are_refused(saved, tmp_path):
+    path, _ = saved
+    (tmp_path / "cut.pt").write_bytes(path.read_bytes()[:200])
+    with pytest.raises(ValueError, match="not a neumiss model file"):
+        neumiss.load(tmp_path / "cut.pt")
+    with pytest.raises(FileNotFoundError):
+        neumiss.load(tmp_path / "absent.pt")
+
+
+def test_grid_search_best_estimator_with_numpy_scalars_round_trips(tmp_path):
+    X, y = linear_data(150, 3)
+    search = GridSearchCV(
+        paper(NeuMissRegressor, **FAST),
+        {"learning_rate": np.logspace(-3, -2, 2), "depth": np.array([0, 1])}, cv=2,
+    ).fit(X, y)
+    best = search.best_estimator_
+    assert isinstance(best.learning_rate, np.floating)
+    best.save(tmp_path / "best.pt")
+    loaded = neumiss.load(tmp_path / "best.pt")
+    assert type(loaded.learning_rate) is float and type(loaded.depth) is int
+    assert loaded.get_params() == best.get_params()
+    np.testing.assert_array_equal(loaded.predict(X), best.predict(X))
