@@ -28,14 +28,9 @@ from typing import NamedTuple
 import torch
 
 from ._block import NeuMissNetwork
-from ._training import (
-    DivergenceWarning,
-    TrainingConfig,
-    TrainingData,
-    TrainingResult,
-    row_losses,
-    train,
-)
+from ._data import TrainingData, row_losses
+from ._divergence import DivergenceWarning
+from ._training import TrainingConfig, TrainingResult, train
 
 #: Depths tried by ``depth="auto"``. Each doubles the previous one so that a
 #: warm start stays close (results/README.md, "Depth search").
