@@ -1,4 +1,12 @@
-"""Mini-batch training of a network on ``(x, mask) -> target`` with early stopping."""
+"""Mini-batch training of a network on ``(x, mask) -> target``.
+
+:func:`train` is a loop over epochs that hands each epoch's losses to small
+objects: the optimizer and its plateau learning-rate schedule
+(:class:`PlateauSchedule`), early stopping with the best weights
+(:class:`~._stopping.EarlyStopping`), the divergence guard with its back-off and
+constant fallback (:class:`~._divergence.DivergenceGuard`) and the progress bar
+(:class:`ProgressReport`).
+"""
 
 from __future__ import annotations
 
