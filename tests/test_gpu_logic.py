@@ -1,5 +1,5 @@
-"""The GPU path's logic, checked on the CPU: device standardization, device prediction,
-the automatic batch size on CUDA."""
+"""The GPU path's logic, checked on the CPU: device standardization, device prediction.
+(The automatic batch size on CUDA: tests/test_training.py.)"""
 
 from __future__ import annotations
 
@@ -11,13 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import neumiss
-from neumiss.network import (
-    AUTO_BATCH_SIZE,
-    GPU_AUTO_BATCH_SIZE,
-    apply_on_device,
-    auto_batch_size,
-    standardize,
-)
+from neumiss.network import apply_on_device, standardize
 from neumiss.tables import Standardizer
 
 CPU = torch.device("cpu")
@@ -52,12 +46,3 @@ def test_prediction_on_a_device_matches_the_host_path():
     device = apply_on_device(model.network_, model.preprocessor_, encoded, CPU, chunk=1000)
     assert device.dtype == np.float64 and device.shape == host.shape
     np.testing.assert_allclose(device, host, rtol=1e-6, atol=1e-6)
-
-
-@pytest.mark.parametrize("n_train, cpu, cuda", [
-    (100, 8, 8), (100_000, 1562, 1562), (1_000_000, AUTO_BATCH_SIZE, 15625),
-    (10_000_000, AUTO_BATCH_SIZE, GPU_AUTO_BATCH_SIZE),
-])
-def test_automatic_batch_size_is_larger_on_cuda(n_train, cpu, cuda):
-    assert auto_batch_size(n_train) == auto_batch_size(n_train, CPU) == cpu
-    assert auto_batch_size(n_train, torch.device("cuda")) == cuda

@@ -9,7 +9,9 @@ estimators. May import :mod:`neumiss.checks`, :mod:`neumiss.simulation` and
 
 from ._analytic import analytic_network, set_analytic_weights
 from ._block import NeuMissBlock, NeuMissNetwork
+from ._data import TrainingData
 from ._device import apply_on_device, standardize
+from ._divergence import DivergenceWarning, constant_output
 from ._ensemble import EPSILON, EnsembleNetwork
 from ._search import (
     AUTO_DEPTHS,
@@ -26,12 +28,9 @@ from ._training import (
     AUTO_BATCH_SIZE,
     GPU_AUTO_BATCH_SIZE,
     OPTIMIZERS,
-    DivergenceWarning,
     TrainingConfig,
-    TrainingData,
     auto_batch_size,
     auto_learning_rate,
-    constant_output,
     torch_threads,
     train,
 )

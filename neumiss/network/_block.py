@@ -58,7 +58,7 @@ class NeuMissBlock(nn.Module):
 
     With ``S0 = Id``, ``W_k = Id - Sigma``, ``residual=True`` and ``W_mix = Sigma``
     the output on missing entries is exactly the order-``depth - 1`` Neumann
-    approximation of ``E[X_mis | X_obs]`` (see :mod:`neumiss.analytic`).
+    approximation of ``E[X_mis | X_obs]`` (see :func:`~neumiss.network.analytic_network`).
 
     Parameters
     ----------
@@ -308,7 +308,7 @@ class NeuMissNetwork(nn.Module):
     def set_constant_output(self, value: torch.Tensor) -> None:
         """Predict ``value`` (n_outputs,) for every row: the head's last layer gets zero
         weights and ``value`` as bias (the training loop's fallback when no epoch beat
-        that constant, see :func:`neumiss.training.train`)."""
+        that constant, see :func:`~neumiss.network.train`)."""
         last = self.head[-1]
         last.weight.zero_()
         if self.skip is not None:

@@ -1,9 +1,9 @@
 """Prediction on an accelerator: the standardization on the device, one transfer each way.
 
-On a GPU, :meth:`BaseNeuMiss._apply <neumiss.base.BaseNeuMiss._apply>` sends the
+On a GPU, the estimators' prediction (``BaseNeuMiss._apply``) sends the
 encoded rows to the device once, as float64, and standardizes them there
 (:func:`standardize`, the same float64 arithmetic as
-:meth:`~neumiss.preprocessing.Standardizer.transform`, so a feature in units
+:meth:`~neumiss.tables.Standardizer.transform`, so a feature in units
 of 1e9 keeps its precision), runs the network in float32 over chunks of
 :data:`DEVICE_PREDICT_CHUNK` rows and brings back only the outputs: no float32
 inputs built on the host, no float64 round trip, one synchronization per chunk

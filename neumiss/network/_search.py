@@ -2,7 +2,7 @@
 
 Candidate depths are trained in increasing order on the same split, each
 warm-started from the previous one (an MLP head restarts its MLP part:
-:meth:`neumiss.block.NeuMissNetwork.warm_start_from`). A deeper depth
+:meth:`neumiss.network.NeuMissNetwork.warm_start_from`). A deeper depth
 replaces the best one only when it is clearly better on the validation rows
 (:func:`clearly_better`, the one-standard-error rule); the search stops when
 :data:`DEPTH_PATIENCE` depths in a row have not replaced it (one noisy training
@@ -28,14 +28,9 @@ from typing import NamedTuple
 import torch
 
 from ._block import NeuMissNetwork
-from ._training import (
-    DivergenceWarning,
-    TrainingConfig,
-    TrainingData,
-    TrainingResult,
-    row_losses,
-    train,
-)
+from ._data import TrainingData, row_losses
+from ._divergence import DivergenceWarning
+from ._training import TrainingConfig, TrainingResult, train
 
 #: Depths tried by ``depth="auto"``. Each doubles the previous one so that a
 #: warm start stays close (results/README.md, "Depth search").
@@ -141,6 +136,115 @@ def worth_untying(depth: int, n_features: int, n_train: int) -> bool:
     return depth >= 2 and n_train >= UNTIE_ROWS_PER_PARAMETER * (depth + 1) * n_features**2
 
 
+class DepthChoice:
+    """The chain's best depth so far, and whether to go deeper.
+
+    A candidate replaces the best one when it is clearly better on the
+    validation rows (:func:`clearly_better` on the per-row losses, weighted by
+    ``weight``) or, without validation rows, when its loss is lower. After
+    :data:`DEPTH_PATIENCE` candidates in a row that did not replace it, deeper
+    ones would start from depths that overfit: the chain stops.
+
+    Attributes
+    ----------
+    best : Candidate or None
+        The best candidate offered, None before the first.
+    predecessor : NeuMissNetwork or None
+        The network ``best`` was warm-started from.
+    """
+
+    def __init__(self, weight: torch.Tensor | None = None) -> None:
+        self.best: Candidate | None = None
+        self.predecessor: NeuMissNetwork | None = None
+        self._weight = weight
+        self._losses: torch.Tensor | None = None
+        self._worse = 0
+
+    def offer(self, candidate: Candidate, losses: torch.Tensor | None,
+              start: NeuMissNetwork | None) -> bool:
+        """Consider ``candidate``, warm-started from ``start``, with its per-row validation
+        losses ``losses`` (n,) (None without validation rows); whether to go deeper."""
+        if self.best is None or self._beats(candidate, losses):
+            self.best, self._losses, self.predecessor, self._worse = candidate, losses, start, 0
+            return True
+        self._worse += 1
+        return self._worse < DEPTH_PATIENCE
+
+    def _beats(self, candidate: Candidate, losses: torch.Tensor | None) -> bool:
+        if losses is None:
+            return candidate.val_loss < self.best.val_loss
+        return clearly_better(losses, self._losses, self._weight)
+
+
+class DepthSearch:
+    """Trains the candidates of one search on one split (parameters as
+    :func:`search_depths`): each from the same seed, on the device of ``train_data``."""
+
+    def __init__(
+        self,
+        build_network: Callable[[int, str, int], NeuMissNetwork],
+        train_data: TrainingData,
+        val_data: TrainingData | None,
+        objective: Objective,
+        seed: int,
+        verbose: int = 0,
+        label: str = "NeuMiss",
+    ) -> None:
+        self.build_network = build_network
+        self.train_data = train_data
+        self.val_data = val_data
+        self.objective = objective
+        self.seed = seed
+        self.verbose = verbose
+        self.label = label
+
+    def fit(self, depth: int, weight_sharing: str, mlp_depth: int,
+            start_from: NeuMissNetwork | None, config: TrainingConfig) -> Candidate:
+        """Train a new network, warm-started from ``start_from`` if given (an MLP head
+        keeps its hidden layers only from a network of the same depth)."""
+        start = time.perf_counter()
+        generator = torch.Generator().manual_seed(self.seed)
+        network = self.build_network(depth, weight_sharing, mlp_depth)
+        network.reset_parameters(generator)
+        if start_from is not None:
+            network.warm_start_from(start_from, keep_mlp=start_from.block.depth == depth)
+        network = network.to(self.train_data.x.device)
+        result = train(
+            network, self.train_data, self.val_data, self.objective.loss, config, generator,
+            score_fn=self.objective.score, verbose=self.verbose,
+            description=f"{self.label}(depth={depth})", warn=False,
+        )
+        return Candidate(depth, weight_sharing, mlp_depth, network, result,
+                         time.perf_counter() - start)
+
+    def chain(self, depths: Sequence[int], weight_sharing: str, mlp_depth: int,
+              config: TrainingConfig,
+              start_from: NeuMissNetwork | None) -> tuple[DepthChoice, dict[int, dict]]:
+        """Train ``depths`` in order, each warm-started from the previous one (the first
+        from ``start_from``), until :class:`DepthChoice` stops; returns the choice and the
+        summary of each depth trained."""
+        weight = None if self.val_data is None else self.val_data.weight
+        choice, summaries, start = DepthChoice(weight), {}, start_from
+        for depth in depths:
+            fitted = self.fit(depth, weight_sharing, mlp_depth, start, config)
+            summaries[depth] = fitted.summary()
+            losses = (None if self.val_data is None
+                      else row_losses(fitted.network, self.val_data, self.objective.loss))
+            if not choice.offer(fitted, losses, start):
+                break
+            start = fitted.network
+        return choice, summaries
+
+    def fine_tune(self, best: Candidate, weight_sharing: str, mlp_depth: int,
+                  config: TrainingConfig, follow: bool) -> tuple[Candidate, dict[str, float]]:
+        """Train a copy of ``best`` with ``weight_sharing`` and ``mlp_depth``; returns the
+        candidate kept (the copy if ``follow`` or if it lowers the validation loss, else
+        ``best``) and the copy's summary."""
+        tuned = self.fit(best.depth, weight_sharing, mlp_depth, best.network, config)
+        kept = tuned if follow or tuned.val_loss < best.val_loss else best
+        return kept, tuned.summary()
+
+
 def search_depths(
     build_network: Callable[[int, str, int], NeuMissNetwork],
     depths: Sequence[int],
@@ -197,63 +301,25 @@ def search_depths(
     -----
     DivergenceWarning
         When the kept network's training diverged (its learning rate was
-        lowered) or it predicts a constant (:func:`neumiss.training.train`);
+        lowered) or it predicts a constant (:func:`~neumiss.network.train`);
         candidates not kept do not warn.
     """
-
-    def fit_one(depth: int, mode: str, mlp_depth: int, start_from, fit_config) -> Candidate:
-        start = time.perf_counter()
-        generator = torch.Generator().manual_seed(seed)
-        network = build_network(depth, mode, mlp_depth)
-        network.reset_parameters(generator)
-        if start_from is not None:
-            network.warm_start_from(start_from, keep_mlp=start_from.block.depth == depth)
-        network = network.to(train_data.x.device)
-        result = train(
-            network, train_data, val_data, objective.loss, fit_config, generator,
-            score_fn=objective.score, verbose=verbose, description=f"{label}(depth={depth})",
-            warn=False,
-        )
-        return Candidate(depth, mode, mlp_depth, network, result, time.perf_counter() - start)
-
+    search = DepthSearch(build_network, train_data, val_data, objective, seed, verbose, label)
     chain_weights = "shared" if weight_sharing == "auto" else weight_sharing
-    best, best_losses, depth_results = None, None, {}
-    predecessor, start, worse = None, start_from, 0
-    for depth in depths:
-        fitted = fit_one(depth, chain_weights, mlp_depths[0], start, config)
-        depth_results[depth] = fitted.summary()
-        # The one-standard-error rule on the validation rows (without them, the
-        # training loss decides).
-        losses = None if val_data is None else row_losses(fitted.network, val_data,
-                                                          objective.loss)
-        replaces = best is None or (
-            fitted.val_loss < best.val_loss if val_data is None
-            else clearly_better(losses, best_losses, val_data.weight)
-        )
-        if replaces:
-            best, best_losses, predecessor, worse = fitted, losses, start, 0
-        else:
-            worse += 1
-            if worse == DEPTH_PATIENCE:
-                break  # deeper candidates would start from depths that overfit
-        start = fitted.network
+    choice, depth_results = search.chain(depths, chain_weights, mlp_depths[0], config,
+                                         start_from)
+    best = choice.best
     # A fine-tune's gains come in small steps, so every improvement counts.
     fine_tune_config = dataclasses.replace(config, tol=0.0)
-
-    def fine_tune(mode: str, mlp_depth: int) -> dict[str, float]:
-        """Train a copy of ``best`` with ``mode`` and ``mlp_depth``, keep it if it is better,
-        and return its summary."""
-        nonlocal best
-        tuned = fit_one(best.depth, mode, mlp_depth, best.network, fine_tune_config)
-        if follow or tuned.val_loss < best.val_loss:
-            best = tuned
-        return tuned.summary()
-
-    untied_summary = None
+    untied = None
     if weight_sharing == "auto" and worth_untying(best.depth, train_data.x.shape[1],
                                                   len(train_data)):
-        untied_summary = fine_tune("independent", best.mlp_depth)
-    heads = {mlp_depth: fine_tune(best.weight_sharing, mlp_depth) for mlp_depth in mlp_depths[1:]}
+        best, untied = search.fine_tune(best, "independent", best.mlp_depth, fine_tune_config,
+                                        follow)
+    heads = {}
+    for mlp_depth in mlp_depths[1:]:
+        best, heads[mlp_depth] = search.fine_tune(best, best.weight_sharing, mlp_depth,
+                                                  fine_tune_config, follow)
     if best.result.warning is not None:  # the kept network diverged, or is a constant
         warnings.warn(best.result.warning, DivergenceWarning, stacklevel=2)
-    return SearchResult(best, depth_results, untied_summary, heads, predecessor)
+    return SearchResult(best, depth_results, untied, heads, choice.predecessor)

@@ -1,25 +1,36 @@
-"""Mini-batch training of a network on ``(x, mask) -> target`` with early stopping."""
+"""Mini-batch training of a network on ``(x, mask) -> target``.
+
+:func:`train` is a loop over epochs that hands each epoch's losses to small
+objects: the optimizer and its plateau learning-rate schedule
+(:class:`PlateauSchedule`), early stopping with the best weights
+(:class:`~._stopping.EarlyStopping`), the divergence guard with its back-off and
+constant fallback (:class:`~._divergence.DivergenceGuard`) and the progress bar
+(:class:`ProgressReport`).
+"""
 
 from __future__ import annotations
 
 import contextlib
-import copy
 import math
 import os
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from ._data import LossFunction, ScoreFunction, TrainingData, evaluate_loss, mean_loss
+from ._divergence import EXACT_LOSS, DivergenceGuard, DivergenceWarning
+from ._stopping import EarlyStopping
+
 OPTIMIZERS = ("adam", "sgd")
 
 #: Largest mini-batch of the automatic batch size (:func:`auto_batch_size`).
 AUTO_BATCH_SIZE = 2048
-#: The same on a GPU, where steps of 2048 rows are bound by kernel launches (an H200:
-#: 0.9 s per epoch of 1e6 rows at 2048, 0.13 s at 16384, same gap to the Bayes rate).
+#: The same on a CUDA device, where batches of :data:`AUTO_BATCH_SIZE` rows leave the card
+#: waiting on kernel launches (results/README.md, "Measurements behind the network defaults"; the script is benchmarks/divergence_check.py).
 GPU_AUTO_BATCH_SIZE = 16384
 
 
@@ -45,11 +56,10 @@ def auto_learning_rate(n_features: int) -> float:
     with ``n_features`` inputs changes its outputs by ``sqrt(n_features)``
     (independent steps) to ``n_features`` (aligned steps) times as much; every
     layer of a NeuMiss network has ``n_features`` inputs (the MLP head's width
-    is ``n_features`` by default). Measured at n = 500, d = 2000 (the paper's
-    covariance design, ``benchmarks/divergence_check.py``): 1e-2 diverges (test
-    R² 0.05 against ridge's 0.30), 1 / n_features scaling (3.2e-4) stops
-    early, underfitted (0.16), and 1 / sqrt(n_features) scaling (1.8e-3)
-    ends within 0.05 of ridge (0.256).
+    is ``n_features`` by default). Scaling by ``1 / sqrt(n_features)`` keeps the
+    step of a layer's outputs about constant without the underfitting of a
+    ``1 / n_features`` scaling (results/README.md, "Measurements behind the
+    network defaults"; the script is benchmarks/divergence_check.py).
     """
     return AUTO_LEARNING_RATE * min(1.0, math.sqrt(AUTO_LEARNING_RATE_FEATURES / n_features))
 
@@ -66,48 +76,6 @@ def torch_threads(n_jobs: int | None) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(previous)
-
-
-@dataclass
-class TrainingData:
-    """Tensors of one split, all on the training device.
-
-    x : (n, d) float32, missing entries 0; mask : (n, d) float32, 1 = missing;
-    target : (n,) float32 (regression, binary) or int64 (multiclass);
-    weight : (n,) float32 case weights, or None (every row counts once); training
-        weights have a mean of 1.
-    """
-
-    x: torch.Tensor
-    mask: torch.Tensor
-    target: torch.Tensor
-    weight: torch.Tensor | None = None
-
-    def __len__(self) -> int:
-        return self.x.shape[0]
-
-    def subset(self, index: torch.Tensor) -> TrainingData:
-        """The rows ``index`` (a 1-D integer tensor on the data's device), copied."""
-        weight = None if self.weight is None else self.weight[index]
-        return TrainingData(self.x[index], self.mask[index], self.target[index], weight)
-
-    def rows(self, start: int, stop: int) -> TrainingData:
-        """Rows ``start:stop``, as views (no copy)."""
-        weight = None if self.weight is None else self.weight[start:stop]
-        return TrainingData(self.x[start:stop], self.mask[start:stop], self.target[start:stop],
-                            weight)
-
-    @property
-    def device(self) -> torch.device:
-        return self.x.device
-
-    def batches(self, batch_size: int, generator: torch.Generator) -> Iterator[TrainingData]:
-        """One epoch's mini-batches: the rows shuffled with ``generator`` (one gather),
-        then cut into views of ``batch_size`` rows."""
-        order = torch.randperm(len(self), generator=generator).to(self.device)
-        shuffled = self.subset(order)
-        for start in range(0, len(self), batch_size):
-            yield shuffled.rows(start, start + batch_size)
 
 
 @dataclass(frozen=True)
@@ -129,19 +97,8 @@ class TrainingConfig:
     tol: float = 2e-3
 
 
-#: An epoch *explodes* when its validation loss is above this many times the loss of
-#: the constant predictor (the best constant output on the training rows).
-EXPLOSION_FACTOR = 10.0
-#: Consecutive epochs whose validation loss is above the constant predictor's, none
-#: of them lower than every earlier epoch's, that count as a divergence.
-DIVERGENCE_EPOCHS = 3
-#: After a divergence the best weights are restored and the learning rate is
-#: multiplied by this factor (while it stays at or above ``min_learning_rate``).
-BACKOFF_FACTOR = 0.1
-
-
-class DivergenceWarning(UserWarning):
-    """Training diverged (its learning rate was lowered), or never beat a constant prediction."""
+#: The curves of :attr:`TrainingResult.history`, one value per epoch.
+HISTORY = ("train_loss", "val_loss", "val_score", "lr")
 
 
 @dataclass
@@ -170,148 +127,68 @@ class TrainingResult:
     rejected: str | None = None
     warning: str | None = None
 
+    def record(self, epoch: int, train_loss: float, val_loss: float, val_score: float,
+               lr: float) -> None:
+        """Append epoch ``epoch``'s losses, score and learning rate to :attr:`history`."""
+        for key, value in zip(HISTORY, (train_loss, val_loss, val_score, lr)):
+            self.history[key].append(value)
+        self.n_epochs = epoch
+
 
 def _make_optimizer(
-    network: nn.Module, config: TrainingConfig, learning_rate: float | None = None
+    network: nn.Module, config: TrainingConfig, learning_rate: float
 ) -> torch.optim.Optimizer:
     params = network.parameters()
-    lr = config.learning_rate if learning_rate is None else learning_rate
     if config.optimizer == "adam":
-        # The fused step (one kernel for all parameters) is about 0.3 ms faster per
-        # step on a CPU: most of a small network's step time.
-        return torch.optim.Adam(params, lr=lr, weight_decay=config.weight_decay, fused=True)
+        # The fused step updates every parameter in one kernel: a small network's step
+        # time is mostly per-parameter overhead.
+        return torch.optim.Adam(params, lr=learning_rate, weight_decay=config.weight_decay,
+                                fused=True)
     if config.optimizer == "sgd":
-        return torch.optim.SGD(params, lr=lr, weight_decay=config.weight_decay)
+        return torch.optim.SGD(params, lr=learning_rate, weight_decay=config.weight_decay)
     raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {config.optimizer!r}")
 
 
-def _make_scheduler(optimizer: torch.optim.Optimizer, config: TrainingConfig):
-    return torch.optim.lr_scheduler.ReduceLROnPlateau(
-        optimizer, mode="min", factor=config.lr_factor, patience=config.lr_patience,
-        threshold=config.tol, threshold_mode="rel",
-    )
+class PlateauSchedule:
+    """The optimizer of a training and its plateau learning-rate schedule.
 
+    The learning rate is multiplied by ``config.lr_factor`` after
+    ``config.lr_patience`` epochs whose loss is not ``config.tol`` (relative)
+    below the best (:class:`torch.optim.lr_scheduler.ReduceLROnPlateau`).
 
-def _mean(losses: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
-    """Mean of per-row ``losses`` (n,) times ``weight`` (n,) when given.
-
-    Training weights are scaled to a mean of 1 over the training rows, so that
-    a batch of zero-weight rows simply contributes no gradient.
+    Parameters
+    ----------
+    network : nn.Module
+        Its parameters are optimised.
+    config : TrainingConfig
+        The optimizer, the starting learning rate and the schedule's settings.
     """
-    return losses.mean() if weight is None else (losses * weight).mean()
 
+    def __init__(self, network: nn.Module, config: TrainingConfig) -> None:
+        self.network = network
+        self.config = config
+        self.restart(config.learning_rate)
 
-def _chunk_losses(
-    network: nn.Module,
-    data: TrainingData,
-    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-    chunk: int,
-) -> Iterator[tuple[slice, torch.Tensor]]:
-    """``(rows, losses)`` of ``network`` (in eval mode) per chunk of ``chunk`` rows of
-    ``data``: the rows' slice and their losses, shape (rows,). Callers disable grad."""
-    network.eval()
-    for start in range(0, len(data), chunk):
-        rows = slice(start, start + chunk)
-        yield rows, loss_fn(network(data.x[rows], data.mask[rows]), data.target[rows])
+    def restart(self, learning_rate: float) -> None:
+        """A new optimizer (no moments) and schedule, starting at ``learning_rate``."""
+        self.optimizer = _make_optimizer(self.network, self.config, learning_rate)
+        self._plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(
+            self.optimizer, mode="min", factor=self.config.lr_factor,
+            patience=self.config.lr_patience, threshold=self.config.tol, threshold_mode="rel",
+        )
 
+    @property
+    def learning_rate(self) -> float:
+        return self.optimizer.param_groups[0]["lr"]
 
-@torch.no_grad()
-def evaluate_loss(
-    network: nn.Module,
-    data: TrainingData,
-    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-    chunk: int = 65536,
-) -> float:
-    """Mean (case-weighted) loss of ``network`` over ``data``, evaluated in chunks of rows."""
-    total = 0.0
-    for rows, losses in _chunk_losses(network, data, loss_fn, chunk):
-        if data.weight is None:
-            total += float(losses.mean()) * losses.shape[0]
-        else:
-            total += float((losses * data.weight[rows]).sum())
-    size = len(data) if data.weight is None else float(data.weight.sum())
-    return total / max(size, 1e-300)
+    @property
+    def exhausted(self) -> bool:
+        """Whether the learning rate fell below ``config.min_learning_rate``."""
+        return self.learning_rate < self.config.min_learning_rate
 
-
-@torch.no_grad()
-def row_losses(
-    network: nn.Module,
-    data: TrainingData,
-    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-    chunk: int = 65536,
-) -> torch.Tensor:
-    """The loss of ``network`` on each row of ``data``, shape (n,), evaluated in chunks."""
-    return torch.cat([losses for _, losses in _chunk_losses(network, data, loss_fn, chunk)])
-
-
-class _Constant(nn.Module):
-    """A network that outputs ``value`` (n_outputs,) for every row."""
-
-    def __init__(self, value: torch.Tensor) -> None:
-        super().__init__()
-        self.value = value
-
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        return self.value.expand(x.shape[0], -1)
-
-
-def constant_output(
-    network: nn.Module,
-    data: TrainingData,
-    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-) -> torch.Tensor:
-    """The constant output, shape (n_outputs,), of lowest mean (case-weighted) loss on ``data``.
-
-    The mean of the targets for a squared loss, the log-odds or log-frequencies
-    of the classes for a logistic or cross-entropy loss: found by L-BFGS on
-    ``loss_fn`` (convex in a constant output), so any loss works.
-    """
-    with torch.no_grad():
-        network.eval()
-        n_outputs = network(data.x[:1], data.mask[:1]).shape[1]
-    value = torch.zeros(n_outputs, device=data.x.device, requires_grad=True)
-    optimizer = torch.optim.LBFGS(
-        [value], lr=1.0, max_iter=100, line_search_fn="strong_wolfe",
-        tolerance_grad=1e-9, tolerance_change=1e-12,
-    )
-
-    def closure():
-        optimizer.zero_grad()
-        loss = _mean(loss_fn(value.expand(len(data), -1), data.target), data.weight)
-        loss.backward()
-        return loss
-
-    optimizer.step(closure)
-    return value.detach().clamp(-1e4, 1e4)
-
-
-#: A constant predictor whose loss is at most this is exact (a constant target):
-#: the divergence rules, which compare losses with it, are then off.
-EXACT_LOSS = 1e-10
-
-
-def _divergence(
-    train_loss: float, val_loss: float, ceilings: tuple[float, float] | None
-) -> str | None:
-    """Why an epoch diverged at once (non-finite or exploding loss), or None.
-
-    ``ceilings`` are :data:`EXPLOSION_FACTOR` times the larger of the constant
-    predictor's and the initial network's loss, on the training and on the
-    validation rows (None: no such rule). The training loss is the epoch's
-    running mean: an epoch that exploded on its way is caught even if its last
-    weights happen to look fine on the few validation rows.
-    """
-    if not (math.isfinite(train_loss) and math.isfinite(val_loss)):
-        return f"non-finite loss (training {train_loss:.3g}, validation {val_loss:.3g})"
-    if ceilings is not None:
-        for name, loss, ceiling in zip(("training", "validation"), (train_loss, val_loss),
-                                       ceilings):
-            if loss > ceiling:
-                return (
-                    f"exploding loss: {name} {loss:.3g}, over {EXPLOSION_FACTOR:g} times the "
-                    "constant predictor's and the initial network's"
-                )
-    return None
+    def step(self, loss: float) -> None:
+        """Record an epoch's monitored loss (the schedule may lower the learning rate)."""
+        self._plateau.step(loss)
 
 
 def divergence_report(
@@ -346,14 +223,104 @@ def divergence_report(
     return f"{description}: {'; '.join(parts)}; {hint}"
 
 
+class ProgressReport:
+    """The progress bar of a training: one step per epoch, its losses and score shown.
+
+    Hidden with ``verbose <= 0``, left on screen when done with ``verbose > 1``.
+    Iterating it gives the epochs ``1 .. max_epochs``.
+    """
+
+    def __init__(self, max_epochs: int, description: str, verbose: int) -> None:
+        self._bar = tqdm(range(1, max_epochs + 1), desc=description, disable=verbose <= 0,
+                         leave=verbose > 1, unit="epoch")
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._bar)
+
+    def show(self, train_loss: float, val_loss: float, val_score: float) -> None:
+        self._bar.set_postfix(train_loss=f"{train_loss:.4g}", val_loss=f"{val_loss:.4g}",
+                              val_score=f"{val_score:.4g}")
+
+    def close(self) -> None:
+        self._bar.close()
+
+
+def _train_epoch(network: nn.Module, data, optimizer: torch.optim.Optimizer,
+                 loss_fn: LossFunction, batch_size: int, generator: torch.Generator) -> float:
+    """One pass of mini-batch steps over ``data`` (shuffled with ``generator``); returns
+    the mean of the batches' losses, weighted by their number of rows."""
+    network.train()
+    running = torch.zeros((), device=data.device)  # summed on the device: no host sync per step
+    for batch in data.batches(batch_size, generator):
+        optimizer.zero_grad(set_to_none=True)
+        loss = mean_loss(loss_fn(network(batch.x, batch.mask), batch.target), batch.weight)
+        loss.backward()
+        optimizer.step()
+        running += loss.detach() * len(batch)
+    return float(running) / len(data)
+
+
+def _check_finite(epoch: int, train_loss: float) -> None:
+    """Without the guard nothing diverges (so no cause is returned): a non-finite
+    training loss is an error."""
+    if not math.isfinite(train_loss):
+        raise FloatingPointError(
+            f"training diverged at epoch {epoch} (loss {train_loss}); "
+            "lower learning_rate or use optimizer='adam'"
+        )
+
+
+def _negated(loss: float) -> float:
+    """The default score: minus the loss."""
+    return -loss
+
+
+def _batch_size(batch_size: int | None, data) -> int:
+    """``batch_size``, at most the number of rows; None: :func:`auto_batch_size`."""
+    if batch_size is None:
+        return auto_batch_size(len(data), data.device)
+    return min(batch_size, len(data))
+
+
+def _back_off(divergence: DivergenceGuard, stopping: EarlyStopping, schedule: PlateauSchedule,
+              epoch: int, cause: str) -> bool:
+    """After a divergence at ``epoch``: restore the best weights, restart the optimizer at a
+    lower learning rate and count improvements anew; False when training stops instead."""
+    stopping.restore()
+    learning_rate = divergence.back_off(epoch, cause, schedule.learning_rate,
+                                        schedule.config.min_learning_rate)
+    if learning_rate is None:
+        return False
+    schedule.restart(learning_rate)
+    stopping.restart(epoch)
+    return True
+
+
+def _kept(result: TrainingResult, stopping: EarlyStopping, divergence: DivergenceGuard | None,
+          train_data: TrainingData) -> None:
+    """Record in ``result`` the weights kept (restored in the network) and the guard's
+    outcome; with the guard, replace weights that fit the training rows worse than the
+    constant predictor by it."""
+    stopping.restore()
+    result.best_epoch, result.best_val_loss = stopping.best_epoch, stopping.best_loss
+    result.best_val_score = stopping.best_score
+    if divergence is None:
+        return
+    result.constant = stopping.best_epoch == 0 and divergence.can_predict_constant
+    result.backoffs, result.constant_loss = divergence.backoffs, divergence.loss
+    result.rejected = divergence.reject(train_data, result.best_epoch)
+    if result.rejected is not None:
+        result.constant, result.best_epoch = True, 0
+
+
 def train(
     network: nn.Module,
     train_data: TrainingData,
     val_data: TrainingData | None,
-    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    loss_fn: LossFunction,
     config: TrainingConfig,
     generator: torch.Generator,
-    score_fn: Callable[[float], float] | None = None,
+    score_fn: ScoreFunction | None = None,
     verbose: int = 0,
     description: str = "NeuMiss",
     guard: bool = True,
@@ -364,7 +331,7 @@ def train(
     ``train_data`` is a :class:`TrainingData`, or, with ``guard=False``, any
     source of rows with ``len`` (the number of rows), ``device`` and
     ``batches(batch_size, generator)`` (one epoch's mini-batches), such as the
-    chunks read from disk by :func:`neumiss.streaming.fit_stream`.
+    chunks read from disk by :func:`neumiss.estimators.fit_stream`.
 
     Each epoch shuffles the training rows with ``generator`` (repeatable on
     CPU), takes mini-batch steps, then evaluates the validation loss.
@@ -387,7 +354,7 @@ def train(
     predictor's loss that each fail to lower the lowest loss of the earlier
     epochs (a network still improving from a poor start is left alone). Then
     the best weights so far are restored (with a
-    :class:`~neumiss.block.NeuMissNetwork`, ``set_constant_output`` makes the
+    :class:`~neumiss.network.NeuMissNetwork`, ``set_constant_output`` makes the
     constant predictor of the initial weights), the optimizer restarts with
     the learning rate times :data:`BACKOFF_FACTOR`, and training goes on;
     when that rate would fall below ``min_learning_rate`` training stops. If
@@ -404,150 +371,41 @@ def train(
     """
     if guard and not isinstance(train_data, TrainingData):
         raise TypeError("the divergence guard needs the training rows in memory (TrainingData)")
-    monitor = val_data if val_data is not None else train_data
-    constant = constant_loss = constant_train_loss = ceilings = None
-    if guard:
-        constant = constant_output(network, train_data, loss_fn)
-        constant_loss = evaluate_loss(_Constant(constant), monitor, loss_fn)
-        constant_train_loss = (
-            constant_loss if val_data is None
-            else evaluate_loss(_Constant(constant), train_data, loss_fn)
-        )
-        if constant_loss > EXACT_LOSS and constant_train_loss > EXACT_LOSS:
-            initial_loss = evaluate_loss(network, monitor, loss_fn)
-            initial_loss = initial_loss if math.isfinite(initial_loss) else 0.0
-            ceilings = (EXPLOSION_FACTOR * max(constant_train_loss, initial_loss),
-                        EXPLOSION_FACTOR * max(constant_loss, initial_loss))
-    optimizer = _make_optimizer(network, config)
-    scheduler = _make_scheduler(optimizer, config)
-    result = TrainingResult(history={"train_loss": [], "val_loss": [], "val_score": [], "lr": []})
-    result.constant_loss = math.nan if constant_loss is None else constant_loss
-    best_state = copy.deepcopy(network.state_dict())
-    setter = getattr(network, "set_constant_output", None)
-    if constant_loss is not None and setter is not None:
-        # The constant predictor is the first candidate: the initial weights with the
-        # head set to the constant. An epoch is kept only if it beats it, and a
-        # divergence before that restarts from it.
-        setter(constant)
-        best_state, initial = copy.deepcopy(network.state_dict()), best_state
-        network.load_state_dict(initial)
-        result.best_val_loss = constant_loss
-        result.best_val_score = score_fn(constant_loss) if score_fn is not None else -constant_loss
-        result.constant = True
-    reference_loss, last_improving_epoch, above_constant = math.inf, 0, 0
-    network_best = math.inf  # the lowest validation loss of an epoch (not the constant's)
-    stopped = None
-    n = len(train_data)
-    batch_size = (auto_batch_size(n, train_data.device) if config.batch_size is None
-                  else min(config.batch_size, n))
-    bar = tqdm(
-        range(1, config.max_epochs + 1),
-        desc=description,
-        disable=verbose <= 0,
-        leave=verbose > 1,
-        unit="epoch",
-    )
-    for epoch in bar:
-        network.train()
-        running = torch.zeros((), device=train_data.device)  # no host sync per step
-        for batch in train_data.batches(batch_size, generator):
-            optimizer.zero_grad(set_to_none=True)
-            loss = _mean(loss_fn(network(batch.x, batch.mask), batch.target), batch.weight)
-            loss.backward()
-            optimizer.step()
-            running += loss.detach() * len(batch)
-        train_loss = float(running) / n
-        if val_data is None:
-            val_loss = train_loss
-        else:
-            val_loss = evaluate_loss(network, val_data, loss_fn)
-        lr = optimizer.param_groups[0]["lr"]
-        history = result.history
-        history["train_loss"].append(train_loss)
-        history["val_loss"].append(val_loss)
-        score = score_fn(val_loss) if score_fn is not None else -val_loss
-        history["val_score"].append(score)
-        history["lr"].append(lr)
-        result.n_epochs = epoch
-        cause = _divergence(train_loss, val_loss, ceilings) if guard else None
-        if cause is None and not math.isfinite(train_loss):
-            raise FloatingPointError(
-                f"training diverged at epoch {epoch} (loss {train_loss}); "
-                "lower learning_rate or use optimizer='adam'"
-            )
+    score_fn = _negated if score_fn is None else score_fn
+    divergence = DivergenceGuard(network, train_data, val_data, loss_fn) if guard else None
+    schedule = PlateauSchedule(network, config)
+    stopping = EarlyStopping(network, config.patience, config.tol,
+                             None if divergence is None else divergence.candidate(score_fn))
+    progress = ProgressReport(config.max_epochs, description, verbose)
+    result = TrainingResult(history={key: [] for key in HISTORY})
+    batch_size = _batch_size(config.batch_size, train_data)
+    for epoch in progress:
+        train_loss = _train_epoch(network, train_data, schedule.optimizer, loss_fn, batch_size,
+                                  generator)
+        val_loss = train_loss if val_data is None else evaluate_loss(network, val_data, loss_fn)
+        score = score_fn(val_loss)
+        result.record(epoch, train_loss, val_loss, score, schedule.learning_rate)
+        cause = (_check_finite(epoch, train_loss) if divergence is None
+                 else divergence.check(train_loss, val_loss))
+        progress.show(train_loss, val_loss, score)
         if cause is None:
-            improved_best = val_loss < result.best_val_loss
-            if improved_best:
-                result.best_val_loss, result.best_val_score = val_loss, score
-                result.best_epoch, result.constant = epoch, False
-                best_state = copy.deepcopy(network.state_dict())
-            if val_loss < reference_loss * (1.0 - config.tol):
-                reference_loss, last_improving_epoch = val_loss, epoch
-            stalled = val_loss >= network_best
-            network_best = min(network_best, val_loss)
-            if ceilings is not None and val_loss > constant_loss and stalled:
-                above_constant += 1
-                if above_constant >= DIVERGENCE_EPOCHS:
-                    cause = (
-                        f"validation loss above the constant predictor's ({constant_loss:.3g}) "
-                        f"for {above_constant} epochs"
-                    )
-            else:
-                above_constant = 0
-        bar.set_postfix(
-            train_loss=f"{train_loss:.4g}", val_loss=f"{val_loss:.4g}",
-            val_score=f"{score:.4g}",
-        )
-        if cause is not None:
-            network.load_state_dict(best_state)
-            lr = optimizer.param_groups[0]["lr"] * BACKOFF_FACTOR
-            if lr < config.min_learning_rate:
-                result.backoffs.append(
-                    {"epoch": epoch, "cause": cause, "lr": optimizer.param_groups[0]["lr"]}
-                )
-                stopped = (
-                    f"the learning rate would fall below min_learning_rate "
-                    f"({config.min_learning_rate:g})"
-                )
+            stopping.update(epoch, val_loss, score)
+            schedule.step(val_loss)
+            if stopping.should_stop(epoch) or schedule.exhausted:
                 break
-            result.backoffs.append({"epoch": epoch, "cause": cause, "lr": lr})
-            optimizer = _make_optimizer(network, config, lr)
-            scheduler = _make_scheduler(optimizer, config)
-            reference_loss = result.best_val_loss
-            last_improving_epoch, above_constant = epoch, 0
-            continue
-        scheduler.step(val_loss)
-        if epoch - last_improving_epoch >= config.patience:
+        elif not _back_off(divergence, stopping, schedule, epoch, cause):
             break
-        if optimizer.param_groups[0]["lr"] < config.min_learning_rate:
-            break
-    bar.close()
-    network.load_state_dict(best_state)
-    if result.best_epoch == 0 and not result.constant:  # every epoch diverged: initial weights
-        result.best_val_loss = evaluate_loss(network, monitor, loss_fn)
-        result.best_val_score = (
-            score_fn(result.best_val_loss) if score_fn is not None else -result.best_val_loss
-        )
-    if (ceilings is not None and not result.constant and setter is not None
-            and result.best_epoch > 0):
-        # Kept for its validation loss, yet worse than the constant on the rows it was
-        # trained on: weights blown up that happen to spare the few validation rows.
-        kept_train_loss = evaluate_loss(network, train_data, loss_fn)
-        if not kept_train_loss <= constant_train_loss:
-            result.rejected = (
-                f"the weights of epoch {result.best_epoch} fit the training rows worse than "
-                f"the constant predictor (loss {kept_train_loss:.4g} against "
-                f"{constant_train_loss:.4g}), although they beat it on validation"
-            )
-            setter(constant)
-            result.constant, result.best_epoch = True, 0
-            result.best_val_loss = evaluate_loss(network, monitor, loss_fn)
-            result.best_val_score = (
-                score_fn(result.best_val_loss) if score_fn is not None else -result.best_val_loss
-            )
+    progress.close()
+    _kept(result, stopping, divergence, train_data)
+    if result.best_epoch == 0 and (result.rejected is not None or not result.constant):
+        # The weights kept are no epoch's (every epoch diverged, or the constant replaced
+        # them): their loss is measured anew.
+        result.best_val_loss = evaluate_loss(
+            network, train_data if val_data is None else val_data, loss_fn)
+        result.best_val_score = score_fn(result.best_val_loss)
     network.eval()
-    if guard:
-        result.warning = divergence_report(description, result, config, stopped)
+    if divergence is not None:
+        result.warning = divergence_report(description, result, config, divergence.stopped)
         if warn and result.warning is not None:
             warnings.warn(result.warning, DivergenceWarning, stacklevel=2)
     return result

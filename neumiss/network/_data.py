@@ -1,0 +1,108 @@
+"""The rows of a training split on their device, and the losses of a network on them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+#: ``loss_fn(output, target)``: the loss of each row, shape (n,).
+LossFunction = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+#: ``score_fn(loss)``: the score shown for a mean loss (e.g. R²), larger is better.
+ScoreFunction = Callable[[float], float]
+
+
+@dataclass
+class TrainingData:
+    """Tensors of one split, all on the training device.
+
+    x : (n, d) float32, missing entries 0; mask : (n, d) float32, 1 = missing;
+    target : (n,) float32 (regression, binary) or int64 (multiclass);
+    weight : (n,) float32 case weights, or None (every row counts once); training
+        weights have a mean of 1.
+    """
+
+    x: torch.Tensor
+    mask: torch.Tensor
+    target: torch.Tensor
+    weight: torch.Tensor | None = None
+
+    def __len__(self) -> int:
+        return self.x.shape[0]
+
+    def subset(self, index: torch.Tensor) -> TrainingData:
+        """The rows ``index`` (a 1-D integer tensor on the data's device), copied."""
+        weight = None if self.weight is None else self.weight[index]
+        return TrainingData(self.x[index], self.mask[index], self.target[index], weight)
+
+    def rows(self, start: int, stop: int) -> TrainingData:
+        """Rows ``start:stop``, as views (no copy)."""
+        weight = None if self.weight is None else self.weight[start:stop]
+        return TrainingData(self.x[start:stop], self.mask[start:stop], self.target[start:stop],
+                            weight)
+
+    @property
+    def device(self) -> torch.device:
+        return self.x.device
+
+    def batches(self, batch_size: int, generator: torch.Generator) -> Iterator[TrainingData]:
+        """One epoch's mini-batches: the rows shuffled with ``generator`` (one gather),
+        then cut into views of ``batch_size`` rows."""
+        order = torch.randperm(len(self), generator=generator).to(self.device)
+        shuffled = self.subset(order)
+        for start in range(0, len(self), batch_size):
+            yield shuffled.rows(start, start + batch_size)
+
+
+def mean_loss(losses: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
+    """Mean of per-row ``losses`` (n,) times ``weight`` (n,) when given.
+
+    Training weights are scaled to a mean of 1 over the training rows, so that
+    a batch of zero-weight rows simply contributes no gradient.
+    """
+    return losses.mean() if weight is None else (losses * weight).mean()
+
+
+def _chunk_losses(
+    network: nn.Module,
+    data: TrainingData,
+    loss_fn: LossFunction,
+    chunk: int,
+) -> Iterator[tuple[slice, torch.Tensor]]:
+    """``(rows, losses)`` of ``network`` (in eval mode) per chunk of ``chunk`` rows of
+    ``data``: the rows' slice and their losses, shape (rows,). Callers disable grad."""
+    network.eval()
+    for start in range(0, len(data), chunk):
+        rows = slice(start, start + chunk)
+        yield rows, loss_fn(network(data.x[rows], data.mask[rows]), data.target[rows])
+
+
+@torch.no_grad()
+def evaluate_loss(
+    network: nn.Module,
+    data: TrainingData,
+    loss_fn: LossFunction,
+    chunk: int = 65536,
+) -> float:
+    """Mean (case-weighted) loss of ``network`` over ``data``, evaluated in chunks of rows."""
+    total = 0.0
+    for rows, losses in _chunk_losses(network, data, loss_fn, chunk):
+        if data.weight is None:
+            total += float(losses.mean()) * losses.shape[0]
+        else:
+            total += float((losses * data.weight[rows]).sum())
+    size = len(data) if data.weight is None else float(data.weight.sum())
+    return total / max(size, 1e-300)
+
+
+@torch.no_grad()
+def row_losses(
+    network: nn.Module,
+    data: TrainingData,
+    loss_fn: LossFunction,
+    chunk: int = 65536,
+) -> torch.Tensor:
+    """The loss of ``network`` on each row of ``data``, shape (n,), evaluated in chunks."""
+    return torch.cat([losses for _, losses in _chunk_losses(network, data, loss_fn, chunk)])

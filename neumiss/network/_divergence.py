@@ -1,0 +1,225 @@
+"""The divergence guard of a training: the constant predictor, the rules that say an epoch
+diverged, the back-off of the learning rate and the fallback to the constant."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import torch
+from torch import nn
+
+from ._data import LossFunction, ScoreFunction, TrainingData, evaluate_loss, mean_loss
+from ._stopping import Checkpoint
+
+#: An epoch *explodes* when its validation loss is above this many times the loss of
+#: the constant predictor (the best constant output on the training rows).
+EXPLOSION_FACTOR = 10.0
+#: Consecutive epochs whose validation loss is above the constant predictor's, none
+#: of them lower than every earlier epoch's, that count as a divergence.
+DIVERGENCE_EPOCHS = 3
+#: After a divergence the best weights are restored and the learning rate is
+#: multiplied by this factor (while it stays at or above ``min_learning_rate``).
+BACKOFF_FACTOR = 0.1
+
+
+class DivergenceWarning(UserWarning):
+    """Training diverged (its learning rate was lowered), or never beat a constant prediction."""
+
+
+class _Constant(nn.Module):
+    """A network that outputs ``value`` (n_outputs,) for every row."""
+
+    def __init__(self, value: torch.Tensor) -> None:
+        super().__init__()
+        self.value = value
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.value.expand(x.shape[0], -1)
+
+
+def constant_output(
+    network: nn.Module,
+    data: TrainingData,
+    loss_fn: LossFunction,
+) -> torch.Tensor:
+    """The constant output, shape (n_outputs,), of lowest mean (case-weighted) loss on ``data``.
+
+    The mean of the targets for a squared loss, the log-odds or log-frequencies
+    of the classes for a logistic or cross-entropy loss: found by L-BFGS on
+    ``loss_fn`` (convex in a constant output), so any loss works.
+    """
+    with torch.no_grad():
+        network.eval()
+        n_outputs = network(data.x[:1], data.mask[:1]).shape[1]
+    value = torch.zeros(n_outputs, device=data.x.device, requires_grad=True)
+    optimizer = torch.optim.LBFGS(
+        [value], lr=1.0, max_iter=100, line_search_fn="strong_wolfe",
+        tolerance_grad=1e-9, tolerance_change=1e-12,
+    )
+
+    def closure():
+        optimizer.zero_grad()
+        loss = mean_loss(loss_fn(value.expand(len(data), -1), data.target), data.weight)
+        loss.backward()
+        return loss
+
+    optimizer.step(closure)
+    return value.detach().clamp(-1e4, 1e4)
+
+
+#: A constant predictor whose loss is at most this is exact (a constant target):
+#: the divergence rules, which compare losses with it, are then off.
+EXACT_LOSS = 1e-10
+
+
+def _divergence(
+    train_loss: float, val_loss: float, ceilings: tuple[float, float] | None
+) -> str | None:
+    """Why an epoch diverged at once (non-finite or exploding loss), or None.
+
+    ``ceilings`` are :data:`EXPLOSION_FACTOR` times the larger of the constant
+    predictor's and the initial network's loss, on the training and on the
+    validation rows (None: no such rule). The training loss is the epoch's
+    running mean: an epoch that exploded on its way is caught even if its last
+    weights happen to look fine on the few validation rows.
+    """
+    if not (math.isfinite(train_loss) and math.isfinite(val_loss)):
+        return f"non-finite loss (training {train_loss:.3g}, validation {val_loss:.3g})"
+    if ceilings is not None:
+        for name, loss, ceiling in zip(("training", "validation"), (train_loss, val_loss),
+                                       ceilings):
+            if loss > ceiling:
+                return (
+                    f"exploding loss: {name} {loss:.3g}, over {EXPLOSION_FACTOR:g} times the "
+                    "constant predictor's and the initial network's"
+                )
+    return None
+
+
+class DivergenceGuard:
+    """The divergence rules of :func:`train`, its back-off and its constant fallback.
+
+    The *constant predictor* is the constant output of lowest training loss
+    (:func:`constant_output`). An epoch diverges when a loss is not finite,
+    when a loss exceeds its ceiling (:data:`EXPLOSION_FACTOR` times the larger
+    of the constant predictor's and the initial network's loss, on the
+    training and on the monitored rows), or after :data:`DIVERGENCE_EPOCHS`
+    consecutive epochs above the constant predictor's loss that each fail to
+    lower the lowest loss of the earlier epochs (a network still improving from
+    a poor start is left alone). When the constant predictor is exact (loss at
+    most :data:`EXACT_LOSS`), only non-finite losses diverge.
+
+    Parameters
+    ----------
+    network : nn.Module
+        The network about to be trained (its initial weights set the ceilings).
+    train_data : TrainingData
+    val_data : TrainingData or None
+        The monitored rows; None: the training rows.
+    loss_fn : callable ``(output, target) -> (n,) losses``
+
+    Attributes
+    ----------
+    constant : Tensor of shape (n_outputs,)
+        The constant predictor's output.
+    loss, train_loss : float
+        Its loss on the monitored and on the training rows.
+    backoffs : list of dict
+        Each divergence: its ``epoch``, ``cause`` and the learning rate ``lr`` after it.
+    stopped : str or None
+        Why training stopped at a divergence (the learning rate would fall
+        below the minimum), or None.
+    """
+
+    def __init__(self, network: nn.Module, train_data: TrainingData,
+                 val_data: TrainingData | None, loss_fn: LossFunction) -> None:
+        monitor = train_data if val_data is None else val_data
+        self.network = network
+        self.loss_fn = loss_fn
+        self._setter = getattr(network, "set_constant_output", None)
+        self.constant = constant_output(network, train_data, loss_fn)
+        self.loss = evaluate_loss(_Constant(self.constant), monitor, loss_fn)
+        self.train_loss = (self.loss if val_data is None
+                           else evaluate_loss(_Constant(self.constant), train_data, loss_fn))
+        self._ceilings = self._explosion_ceilings(monitor)
+        self.backoffs: list[dict] = []
+        self.stopped: str | None = None
+        self._lowest = math.inf  # the lowest monitored loss of an epoch (not the constant's)
+        self._above = 0  # consecutive stalled epochs above the constant predictor's loss
+
+    def _explosion_ceilings(self, monitor: TrainingData) -> tuple[float, float] | None:
+        """The ceilings of the training and monitored losses, or None (exact constant)."""
+        if not (self.loss > EXACT_LOSS and self.train_loss > EXACT_LOSS):
+            return None
+        initial = evaluate_loss(self.network, monitor, self.loss_fn)
+        initial = initial if math.isfinite(initial) else 0.0
+        return (EXPLOSION_FACTOR * max(self.train_loss, initial),
+                EXPLOSION_FACTOR * max(self.loss, initial))
+
+    @property
+    def can_predict_constant(self) -> bool:
+        """Whether the network has ``set_constant_output`` (a
+        :class:`~neumiss.network.NeuMissNetwork` does): then the constant predictor is
+        the first candidate and the fallback."""
+        return self._setter is not None
+
+    def candidate(self, score_fn: ScoreFunction) -> Checkpoint | None:
+        """The constant predictor as weights of the network (its initial weights with
+        ``set_constant_output``), the first candidate an epoch must beat, or None when the
+        network cannot predict a constant. The network is left unchanged."""
+        if self._setter is None:
+            return None
+        initial = copy.deepcopy(self.network.state_dict())
+        self._setter(self.constant)
+        state = copy.deepcopy(self.network.state_dict())
+        self.network.load_state_dict(initial)
+        return Checkpoint(state, self.loss, score_fn(self.loss))
+
+    def check(self, train_loss: float, val_loss: float) -> str | None:
+        """Why an epoch with these losses (the training one its running mean) diverged, or
+        None. Counts the epochs in a row above the constant predictor's loss."""
+        cause = _divergence(train_loss, val_loss, self._ceilings)
+        if cause is not None:
+            return cause
+        stalled = val_loss >= self._lowest
+        self._lowest = min(self._lowest, val_loss)
+        if self._ceilings is None or not (val_loss > self.loss and stalled):
+            self._above = 0
+            return None
+        self._above += 1
+        if self._above < DIVERGENCE_EPOCHS:
+            return None
+        return (f"validation loss above the constant predictor's ({self.loss:.3g}) "
+                f"for {self._above} epochs")
+
+    def back_off(self, epoch: int, cause: str, learning_rate: float,
+                 min_learning_rate: float) -> float | None:
+        """Record a divergence at ``epoch`` and return the learning rate to restart from,
+        ``learning_rate`` times :data:`BACKOFF_FACTOR`; None when that would fall below
+        ``min_learning_rate`` (training stops, :attr:`stopped` says why)."""
+        lowered = learning_rate * BACKOFF_FACTOR
+        if lowered < min_learning_rate:
+            self.backoffs.append({"epoch": epoch, "cause": cause, "lr": learning_rate})
+            self.stopped = (f"the learning rate would fall below min_learning_rate "
+                            f"({min_learning_rate:g})")
+            return None
+        self.backoffs.append({"epoch": epoch, "cause": cause, "lr": lowered})
+        self._above = 0
+        return lowered
+
+    def reject(self, train_data: TrainingData, best_epoch: int) -> str | None:
+        """Why the network's weights, those of ``best_epoch``, were replaced by the constant
+        predictor (set in the network), or None when they are kept. They are replaced when
+        they fit the training rows worse than the constant: weights blown up that happen
+        to spare the few validation rows. Only with the exploding-loss rules (the
+        constant is not exact) and a network that can predict the constant."""
+        if self._ceilings is None or self._setter is None or best_epoch == 0:
+            return None
+        kept_train_loss = evaluate_loss(self.network, train_data, self.loss_fn)
+        if kept_train_loss <= self.train_loss:
+            return None
+        self._setter(self.constant)
+        return (f"the weights of epoch {best_epoch} fit the training rows worse than "
+                f"the constant predictor (loss {kept_train_loss:.4g} against "
+                f"{self.train_loss:.4g}), although they beat it on validation")

@@ -1,0 +1,210 @@
+"""The depth and head search (neumiss.network._search): the one-standard-error rule, the
+chain's choice and its patience, the fine-tunes, and search_depths end to end."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from neumiss import NeuMissRegressor
+from neumiss.network import (
+    DEPTH_PATIENCE,
+    UNTIE_ROWS_PER_PARAMETER,
+    Candidate,
+    NeuMissNetwork,
+    Objective,
+    TrainingConfig,
+    TrainingData,
+    clearly_better,
+    search_depths,
+)
+from neumiss.network._search import DepthChoice, DepthSearch, worth_untying
+from neumiss.network._training import TrainingResult
+
+from .conftest import paper
+
+
+def _mse(output, target):
+    return (output[:, 0] - target) ** 2
+
+
+OBJECTIVE = Objective(_mse, lambda loss: -loss)
+
+
+def _data(n, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = X @ [1.0, -1.0, 0.5] + 0.1 * rng.normal(size=n)
+    mask = rng.random(X.shape) < 0.2
+    return TrainingData(torch.as_tensor(np.where(mask, 0.0, X), dtype=torch.float32),
+                        torch.as_tensor(mask, dtype=torch.float32),
+                        torch.as_tensor(y, dtype=torch.float32))
+
+
+def _build(depth, weight_sharing, mlp_depth):
+    return NeuMissNetwork(3, depth=depth, weight_sharing=weight_sharing, residual=True,
+                          mlp_depth=mlp_depth)
+
+
+def _candidate(depth, val_loss=1.0):
+    """A candidate that was not trained: only its depth and validation loss matter."""
+    return Candidate(depth, "shared", 0, None, TrainingResult(best_val_loss=val_loss), 0.0)
+
+
+# ------------------------------------------------------------------ one-standard-error rule
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(3, 300), shift=st.floats(-0.5, 0.5))
+def test_clearly_better_is_the_one_standard_error_rule(seed, n, shift):
+    # Independent check: the paired t statistic of the per-row differences below -1.
+    rng = np.random.default_rng(seed)
+    reference = rng.gamma(2.0, size=n)
+    losses = reference + shift + rng.normal(scale=0.5, size=n)
+    t = stats.ttest_rel(losses, reference).statistic
+    if abs(abs(t) - 1.0) > 1e-6:
+        expected = bool(t < -1.0)
+        as_tensors = torch.as_tensor(losses), torch.as_tensor(reference)
+        assert clearly_better(*as_tensors) == expected
+        # Equal case weights of any scale change nothing.
+        assert clearly_better(*as_tensors, torch.full((n,), 3.5)) == expected
+
+
+def test_clearly_better_needs_more_than_a_chance_gain():
+    rng = np.random.default_rng(0)
+    reference = torch.as_tensor(rng.gamma(2.0, size=40))
+    noise = torch.as_tensor(rng.normal(scale=1.0, size=40))
+    noisy_gain = reference - 0.02 + noise - noise.mean()  # 0.02 lower on average
+    assert noisy_gain.mean() < reference.mean() and not clearly_better(noisy_gain, reference)
+    assert clearly_better(reference - 0.02, reference)  # the same gain on every row
+    # A zero-weight row does not count.
+    worse_on_one = reference - 0.1
+    worse_on_one[0] += 100.0
+    weight = torch.ones(40)
+    assert not clearly_better(worse_on_one, reference)
+    weight[0] = 0.0
+    assert clearly_better(worse_on_one, reference, weight)
+
+
+# ------------------------------------------------------------------ the chain's choice
+
+
+def test_a_deeper_depth_replaces_the_best_only_when_clearly_better():
+    rng = np.random.default_rng(0)
+    reference = torch.as_tensor(rng.gamma(2.0, size=50))
+    noise = torch.as_tensor(rng.normal(scale=1.0, size=50))
+    starts = [object() for _ in range(3)]
+    choice = DepthChoice()
+    assert choice.offer(_candidate(0), reference, starts[0])
+    assert choice.best.depth == 0 and choice.predecessor is starts[0]
+    assert choice.offer(_candidate(1), reference - 0.02 + noise - noise.mean(), starts[1])
+    assert choice.best.depth == 0 and choice.predecessor is starts[0]  # a chance gain
+    assert choice.offer(_candidate(2), reference - 0.5, starts[2])
+    assert choice.best.depth == 2 and choice.predecessor is starts[2]
+
+
+def test_the_chain_stops_after_patience_depths_that_do_not_replace_the_best():
+    losses = torch.linspace(1.0, 2.0, 30)
+    choice = DepthChoice()
+    choice.offer(_candidate(0), losses, None)
+    assert all(choice.offer(_candidate(k), losses + 1.0, None)
+               for k in range(1, DEPTH_PATIENCE))
+    assert choice.offer(_candidate(8), losses - 1.0, None)  # a replacement counts anew
+    verdicts = [choice.offer(_candidate(9 + k), losses, None) for k in range(DEPTH_PATIENCE)]
+    assert verdicts == [True] * (DEPTH_PATIENCE - 1) + [False]
+    assert choice.best.depth == 8
+
+
+def test_without_validation_rows_a_lower_loss_replaces_the_best():
+    choice = DepthChoice()
+    choice.offer(_candidate(0, val_loss=1.0), None, None)
+    choice.offer(_candidate(1, val_loss=0.999), None, None)
+    assert choice.best.depth == 1
+    choice.offer(_candidate(2, val_loss=0.999), None, None)
+    assert choice.best.depth == 1
+
+
+def test_zero_weight_validation_rows_do_not_count_in_the_choice():
+    reference = torch.linspace(1.0, 2.0, 40).double()
+    worse_on_one = reference - 0.1
+    worse_on_one[0] += 100.0
+    weight = torch.ones(40)
+    weight[0] = 0.0
+    for weights, replaced in ((None, False), (weight, True)):
+        choice = DepthChoice(weights)
+        choice.offer(_candidate(0), reference, None)
+        choice.offer(_candidate(1), worse_on_one, None)
+        assert (choice.best.depth == 1) == replaced
+
+
+def test_untying_needs_an_iteration_and_enough_rows_per_parameter():
+    needed = UNTIE_ROWS_PER_PARAMETER * (2 + 1) * 4**2
+    assert worth_untying(2, 4, needed) and not worth_untying(2, 4, needed - 1)
+    assert not worth_untying(1, 4, 10**9)
+
+
+# ------------------------------------------------------------------ training the candidates
+
+
+@pytest.mark.parametrize("follow", [False, True])
+def test_a_fine_tune_is_kept_when_it_is_better_or_followed(follow):
+    search = DepthSearch(_build, _data(160, 0), _data(60, 1), OBJECTIVE, seed=0)
+    config = TrainingConfig(max_epochs=3)
+    best = search.fit(1, "shared", 2, None, config)
+    kept, summary = search.fine_tune(best, "shared", 0, config, follow)
+    assert summary["epochs"] >= 1
+    tuned_is_better = summary["val_loss"] < best.val_loss
+    assert (kept is not best) == (follow or tuned_is_better)
+    assert kept.mlp_depth == (0 if kept is not best else 2)
+    if kept is not best:
+        assert kept.result.best_val_loss == summary["val_loss"] and kept.network.skip is None
+
+
+def test_candidates_start_from_the_same_seed():
+    search = DepthSearch(_build, _data(160, 0), _data(60, 1), OBJECTIVE, seed=3)
+    config = TrainingConfig(max_epochs=2)
+    first, again = (search.fit(2, "shared", 0, None, config) for _ in range(2))
+    for (name, value), other in zip(first.network.state_dict().items(),
+                                    again.network.state_dict().values()):
+        torch.testing.assert_close(value, other, rtol=0, atol=0, msg=name)
+    assert first.result.history == again.result.history
+
+
+@pytest.mark.parametrize("better", [False, True])
+def test_search_depths_trains_deeper_while_depths_replace_the_best(monkeypatch, better):
+    monkeypatch.setattr("neumiss.network._search.clearly_better", lambda *args: better)
+    depths = [0, 1, 2, 3, 4]
+    result = search_depths(_build, depths, "shared", [0], _data(160, 0), _data(60, 1),
+                           OBJECTIVE, TrainingConfig(max_epochs=3, learning_rate=0.05), seed=0)
+    trained = depths if better else depths[: 1 + DEPTH_PATIENCE]
+    assert list(result.depth_results) == trained
+    assert result.best.depth == trained[-1 if better else 0]
+    # The kept depth was warm-started from the previous one (the first from scratch).
+    if better:
+        assert result.predecessor.block.depth == depths[-2]
+    else:
+        assert result.predecessor is None
+    assert result.untied is None and result.heads == {}
+
+
+def test_a_search_warm_started_from_a_network_starts_from_its_weights(small_regression):
+    # Ensemble members start where member 0's chain started its chosen depth.
+    X, y = small_regression
+    model = paper(NeuMissRegressor, depth=[1, 2], max_epochs=3, random_state=0).fit(X, y)
+    start = model.network_
+    x, mask = model.preprocessor_.transform(model.encoder_.transform(X))
+    data = TrainingData(torch.as_tensor(x, dtype=torch.float32),
+                        torch.as_tensor(mask, dtype=torch.float32),
+                        torch.as_tensor(model._encode_target(y), dtype=torch.float32))
+    still = TrainingConfig(learning_rate=1e-30, max_epochs=1)
+    objective = Objective(model._loss, lambda loss: -loss)
+    result = search_depths(model._build_network, [model.best_depth_], "independent", [0], data,
+                           data, objective, still, seed=1, start_from=start)
+    started = dict(start.block.named_parameters())
+    for name, value in result.best.network.block.named_parameters():
+        torch.testing.assert_close(value, started[name])
+    assert result.predecessor is start  # its chosen depth started from that network

@@ -1,0 +1,363 @@
+"""Mini-batch training (neumiss.network._training) and its parts, each on its own: early
+stopping with its best-weights restore, the plateau learning-rate schedule, the divergence
+guard with its back-off and constant fallback, the progress report, the automatic batch
+size and learning rate."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from neumiss.network import (
+    AUTO_BATCH_SIZE,
+    GPU_AUTO_BATCH_SIZE,
+    NeuMissNetwork,
+    TrainingConfig,
+    TrainingData,
+    auto_batch_size,
+    auto_learning_rate,
+    train,
+)
+from neumiss.network._divergence import (
+    BACKOFF_FACTOR,
+    DIVERGENCE_EPOCHS,
+    EXPLOSION_FACTOR,
+    DivergenceGuard,
+)
+from neumiss.network._stopping import Checkpoint, EarlyStopping
+from neumiss.network._training import PlateauSchedule, ProgressReport
+
+CPU = torch.device("cpu")
+
+
+def _mse(output, target):
+    return (output[:, 0] - target) ** 2
+
+
+def _data(n=120, d=3, seed=0, constant=None):
+    """Rows with 20% of the entries missing; a linear target, or ``constant``."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = X @ np.linspace(1.0, -1.0, d) + 0.1 * rng.normal(size=n)
+    y = y if constant is None else np.full(n, constant)
+    mask = rng.random((n, d)) < 0.2
+    return TrainingData(torch.as_tensor(np.where(mask, 0.0, X), dtype=torch.float32),
+                        torch.as_tensor(mask, dtype=torch.float32),
+                        torch.as_tensor(y, dtype=torch.float32))
+
+
+def _weights(module: nn.Module) -> dict[str, torch.Tensor]:
+    return {name: value.clone() for name, value in module.state_dict().items()}
+
+
+def _shift(module: nn.Module, by: float) -> None:
+    with torch.no_grad():
+        for parameter in module.parameters():
+            parameter.add_(by)
+
+
+def _assert_weights(module: nn.Module, expected: dict[str, torch.Tensor]) -> None:
+    for name, value in module.state_dict().items():
+        torch.testing.assert_close(value, expected[name], rtol=0, atol=0)
+
+
+# ------------------------------------------------------------------ early stopping
+
+
+def test_early_stopping_restores_the_weights_of_the_lowest_loss():
+    network = nn.Linear(2, 1)
+    stopping = EarlyStopping(network, patience=5, tol=0.0)
+    initial = _weights(network)
+    assert (stopping.best_epoch, stopping.best_loss) == (0, math.inf)
+    assert math.isnan(stopping.best_score)
+    for epoch, loss in enumerate([1.0, 0.5, 0.7], start=1):
+        _shift(network, 1.0)
+        if epoch == 2:
+            best = _weights(network)
+        stopping.update(epoch, loss, -loss)
+    assert (stopping.best_epoch, stopping.best_loss, stopping.best_score) == (2, 0.5, -0.5)
+    stopping.restore()
+    _assert_weights(network, best)
+    assert not torch.equal(network.weight, initial["weight"])
+
+
+def test_early_stopping_without_a_finite_epoch_keeps_the_initial_weights():
+    network = nn.Linear(2, 1)
+    initial = _weights(network)
+    stopping = EarlyStopping(network, patience=1, tol=0.0)
+    _shift(network, 3.0)
+    stopping.update(1, math.nan, math.nan)
+    stopping.restore()
+    assert stopping.best_epoch == 0
+    _assert_weights(network, initial)
+
+
+def test_early_stopping_counts_only_relative_improvements():
+    # tol = 0.1: 0.95 and 0.92 are new lows, yet not 10% below 1.0.
+    stopping = EarlyStopping(nn.Linear(2, 1), patience=2, tol=0.1)
+    stopping.update(1, 1.0, 0.0)
+    stopping.update(2, 0.95, 0.0)
+    assert not stopping.should_stop(2)
+    stopping.update(3, 0.92, 0.0)
+    assert stopping.should_stop(3) and stopping.best_epoch == 3
+    loose = EarlyStopping(nn.Linear(2, 1), patience=2, tol=0.0)
+    for epoch, loss in enumerate([1.0, 0.95, 0.92], start=1):
+        loose.update(epoch, loss, 0.0)
+    assert not loose.should_stop(3)
+
+
+def test_a_candidate_is_kept_until_an_epoch_beats_it():
+    network = nn.Linear(2, 1)
+    candidate = _weights(network)
+    stopping = EarlyStopping(network, patience=3, tol=0.0,
+                             candidate=Checkpoint(candidate, 0.5, 0.75))
+    _shift(network, 1.0)
+    stopping.update(1, 0.6, 0.7)  # worse than the candidate: not kept, but an improvement
+    assert (stopping.best_epoch, stopping.best_loss, stopping.best_score) == (0, 0.5, 0.75)
+    assert not stopping.should_stop(3)
+    stopping.restore()
+    _assert_weights(network, candidate)
+    _shift(network, 1.0)
+    stopping.update(2, 0.4, 0.8)
+    assert stopping.best_epoch == 2
+
+
+def test_a_restart_counts_improvements_anew_from_the_best_loss():
+    stopping = EarlyStopping(nn.Linear(2, 1), patience=2, tol=0.1)
+    stopping.update(1, 1.0, 0.0)
+    stopping.update(2, 0.5, 0.0)
+    stopping.restart(5)
+    assert not stopping.should_stop(6) and stopping.should_stop(7)
+    stopping.update(6, 0.46, 0.0)  # below the best, not 10% below it
+    assert stopping.should_stop(7)
+    stopping.update(7, 0.44, 0.0)
+    assert not stopping.should_stop(8)
+
+
+# ------------------------------------------------------------------ learning-rate schedule
+
+
+def test_plateau_schedule_lowers_the_rate_after_lr_patience_flat_epochs():
+    config = TrainingConfig(learning_rate=0.1, lr_patience=1, lr_factor=0.5, tol=0.01,
+                            min_learning_rate=0.03)
+    schedule = PlateauSchedule(nn.Linear(2, 1), config)
+    assert schedule.learning_rate == 0.1 and not schedule.exhausted
+    schedule.step(1.0)
+    schedule.step(0.995)  # less than 1% lower: a flat epoch, within lr_patience
+    assert schedule.learning_rate == 0.1
+    schedule.step(0.994)  # the second flat epoch
+    assert schedule.learning_rate == pytest.approx(0.05)
+    schedule.step(0.5)
+    schedule.step(0.5)
+    schedule.step(0.5)
+    assert schedule.learning_rate == pytest.approx(0.025) and schedule.exhausted
+
+
+@pytest.mark.parametrize("optimizer, kind", [("adam", torch.optim.Adam),
+                                             ("sgd", torch.optim.SGD)])
+def test_plateau_schedule_restarts_a_fresh_optimizer_at_a_given_rate(optimizer, kind):
+    network = nn.Linear(2, 1)
+    schedule = PlateauSchedule(network, TrainingConfig(optimizer=optimizer, learning_rate=0.1,
+                                                       weight_decay=0.01))
+    first = schedule.optimizer
+    assert isinstance(first, kind) and first.param_groups[0]["weight_decay"] == 0.01
+    network(torch.ones(4, 2)).sum().backward()
+    first.step()
+    schedule.restart(0.001)
+    assert schedule.optimizer is not first and schedule.optimizer.state_dict()["state"] == {}
+    assert schedule.learning_rate == 0.001
+
+
+def test_an_unknown_optimizer_is_refused():
+    with pytest.raises(ValueError, match="optimizer must be one of"):
+        PlateauSchedule(nn.Linear(2, 1), TrainingConfig(optimizer="rmsprop"))
+
+
+# ------------------------------------------------------------------ divergence guard
+
+
+def _guard(network=None, constant=None):
+    network = NeuMissNetwork(3, depth=1) if network is None else network
+    train_data, val_data = _data(constant=constant), _data(60, seed=1, constant=constant)
+    return DivergenceGuard(network, train_data, val_data, _mse), network, train_data, val_data
+
+
+def test_the_constant_predictor_is_the_training_mean():
+    guard, _, train_data, val_data = _guard()
+    mean = float(train_data.target.mean())
+    assert float(guard.constant[0]) == pytest.approx(mean, abs=1e-5)
+    assert guard.train_loss == pytest.approx(float(((train_data.target - mean) ** 2).mean()))
+    assert guard.loss == pytest.approx(float(((val_data.target - mean) ** 2).mean()))
+
+
+def test_non_finite_and_exploding_losses_diverge_at_once():
+    guard, *_ = _guard()
+    assert "non-finite" in guard.check(math.nan, 1.0)
+    assert "non-finite" in guard.check(1.0, math.inf)
+    # The ceiling is at least EXPLOSION_FACTOR times the constant predictor's loss.
+    assert guard.check(0.5 * guard.train_loss, 0.5 * guard.loss) is None
+    cause = guard.check(0.5 * guard.train_loss, 1e6 * EXPLOSION_FACTOR * guard.loss)
+    assert cause.startswith("exploding loss: validation")
+
+
+def test_stalled_epochs_above_the_constant_diverge_unless_one_is_a_new_low():
+    guard, *_ = _guard()
+    above = 2.0 * guard.loss
+    # The first epoch sets the lowest loss; the stalled epochs after it count.
+    assert all(guard.check(1.0, above) is None for _ in range(DIVERGENCE_EPOCHS))
+    assert f"for {DIVERGENCE_EPOCHS} epochs" in guard.check(1.0, above)
+    improving, *_ = _guard()
+    assert all(improving.check(1.0, above * (1 - 0.01 * k)) is None for k in range(10))
+
+
+def test_with_an_exact_constant_only_non_finite_losses_diverge():
+    guard, network, train_data, _ = _guard(constant=3.0)
+    assert guard.loss < 1e-10
+    assert all(guard.check(1e9, 1e9) is None for _ in range(2 * DIVERGENCE_EPOCHS))
+    assert guard.check(math.nan, 1.0) is not None
+    _shift(network, 1.0)
+    assert guard.reject(train_data, best_epoch=3) is None
+
+
+def test_back_off_lowers_the_rate_then_stops_below_the_minimum():
+    guard, *_ = _guard()
+    assert guard.back_off(4, "cause", 0.1, 1e-3) == pytest.approx(0.1 * BACKOFF_FACTOR)
+    assert guard.backoffs == [{"epoch": 4, "cause": "cause", "lr": 0.1 * BACKOFF_FACTOR}]
+    assert guard.stopped is None
+    assert guard.back_off(9, "again", 0.005, 1e-3) is None
+    assert guard.backoffs[-1] == {"epoch": 9, "cause": "again", "lr": 0.005}
+    assert "min_learning_rate (0.001)" in guard.stopped
+
+
+def test_back_off_counts_the_stalled_epochs_anew():
+    guard, *_ = _guard()
+    above = 2.0 * guard.loss
+    for _ in range(DIVERGENCE_EPOCHS):
+        guard.check(1.0, above)
+    guard.back_off(3, "cause", 0.1, 1e-6)
+    assert all(guard.check(1.0, above) is None for _ in range(DIVERGENCE_EPOCHS - 1))
+    assert guard.check(1.0, above) is not None
+
+
+def test_the_constant_candidate_leaves_the_network_unchanged():
+    guard, network, _, val_data = _guard()
+    initial = _weights(network)
+    candidate = guard.candidate(lambda loss: 1.0 - loss)
+    _assert_weights(network, initial)
+    assert guard.can_predict_constant
+    assert (candidate.loss, candidate.score) == (guard.loss, 1.0 - guard.loss)
+    network.load_state_dict(candidate.state)
+    with torch.no_grad():
+        output = network(val_data.x, val_data.mask)[:, 0]
+    torch.testing.assert_close(output, guard.constant.expand_as(output))
+
+
+class _Plain(nn.Module):
+    """A network without ``set_constant_output``."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(3, 1)
+
+    def forward(self, x, mask):
+        return self.linear(x)
+
+
+def test_a_network_that_cannot_predict_a_constant_has_no_candidate_nor_fallback():
+    guard, network, train_data, _ = _guard(_Plain())
+    assert not guard.can_predict_constant and guard.candidate(lambda loss: -loss) is None
+    with torch.no_grad():
+        network.linear.weight.mul_(1e3)
+    assert guard.reject(train_data, best_epoch=2) is None
+
+
+def test_weights_worse_than_the_constant_on_the_training_rows_are_replaced_by_it():
+    guard, network, train_data, val_data = _guard()
+    assert guard.reject(train_data, best_epoch=0) is None  # the constant is kept already
+    with torch.no_grad():
+        network.head[-1].weight.mul_(100.0)
+    reason = guard.reject(train_data, best_epoch=2)
+    assert reason.startswith("the weights of epoch 2 fit the training rows worse")
+    with torch.no_grad():
+        output = network(val_data.x, val_data.mask)[:, 0]
+    torch.testing.assert_close(output, guard.constant.expand_as(output))
+
+
+# ------------------------------------------------------------------ progress report
+
+
+def test_progress_report_shows_each_epoch_when_verbose(capsys):
+    for verbose in (1, 0):
+        progress, epochs = ProgressReport(3, "Net", verbose=verbose), []
+        for epoch in progress:
+            epochs.append(epoch)
+            progress.show(0.5, 0.25, 0.75)
+        progress.close()
+        assert epochs == [1, 2, 3]
+        shown = capsys.readouterr().err
+        if verbose:
+            assert "Net" in shown and "train_loss=0.5" in shown and "val_score=0.75" in shown
+        else:
+            assert shown == ""
+
+
+# ------------------------------------------------------------------ train
+
+
+def test_train_records_every_epoch_and_keeps_the_best():
+    network = NeuMissNetwork(3, depth=1)
+    generator = torch.Generator().manual_seed(0)
+    network.reset_parameters(generator)
+    config = TrainingConfig(max_epochs=6, patience=100, learning_rate=0.05)
+    val_data = _data(60, seed=1)
+    result = train(network, _data(), val_data, _mse, config, generator)
+    assert result.n_epochs == 6
+    assert all(len(curve) == 6 for curve in result.history.values())
+    losses = result.history["val_loss"]
+    assert result.best_epoch == 1 + int(np.argmin(losses)) and not result.constant
+    assert result.history["val_score"] == [-loss for loss in losses]
+    with torch.no_grad():  # the network holds the best epoch's weights
+        kept_loss = float(_mse(network(val_data.x, val_data.mask), val_data.target).mean())
+    assert result.best_val_loss == pytest.approx(kept_loss, rel=1e-5)
+    assert not network.training
+
+
+def test_train_without_the_guard_raises_on_a_non_finite_loss():
+    network = NeuMissNetwork(3, depth=1)
+    with pytest.raises(FloatingPointError, match="training diverged at epoch 1"):
+        train(network, _data(constant=np.inf), None, _mse,
+              TrainingConfig(max_epochs=3), torch.Generator(), guard=False)
+
+
+def test_the_guard_needs_the_training_rows_in_memory():
+    class Stream:
+        device = CPU
+
+        def __len__(self):
+            return 10
+
+    with pytest.raises(TypeError, match="in memory"):
+        train(NeuMissNetwork(3, depth=1), Stream(), None, _mse, TrainingConfig(),
+              torch.Generator())
+
+
+# ------------------------------------------------------------------ automatic settings
+
+
+@pytest.mark.parametrize("n_train, cpu, cuda", [
+    (100, 8, 8), (100_000, 1562, 1562), (1_000_000, AUTO_BATCH_SIZE, 15625),
+    (10_000_000, AUTO_BATCH_SIZE, GPU_AUTO_BATCH_SIZE),
+])
+def test_automatic_batch_size_is_larger_on_cuda(n_train, cpu, cuda):
+    assert auto_batch_size(n_train) == auto_batch_size(n_train, CPU) == cpu
+    assert auto_batch_size(n_train, torch.device("cuda")) == cuda
+
+
+def test_automatic_learning_rate_falls_as_one_over_the_root_of_the_columns():
+    assert auto_learning_rate(1) == auto_learning_rate(64) == 1e-2
+    assert auto_learning_rate(256) == pytest.approx(5e-3)
+    assert auto_learning_rate(2000) ** 2 * 2000 == pytest.approx(auto_learning_rate(64) ** 2 * 64)
