@@ -30,7 +30,7 @@ OPTIMIZERS = ("adam", "sgd")
 #: Largest mini-batch of the automatic batch size (:func:`auto_batch_size`).
 AUTO_BATCH_SIZE = 2048
 #: The same on a CUDA device, where batches of :data:`AUTO_BATCH_SIZE` rows leave the card
-#: waiting on kernel launches (results/README.md, "Measurements behind the network defaults"; the script is benchmarks/divergence_check.py).
+#: waiting on kernel launches (results/README.md, "Measurements behind the network defaults").
 GPU_AUTO_BATCH_SIZE = 16384
 
 
