@@ -26,15 +26,15 @@ from ._grid import (
     PAPER_REPEATS,
     grid,
 )
-from .intervals import _runner as interval_runner
 from ._methods import DEFAULT_METHODS, METHODS, MLP_WIDTHS, RunSettings
+from ._report import FIGURE_FILE, SUMMARY_FILE, write_report
+from ._runner import run_benchmark
+from ._store import RUNS_FILE, read_runs
+from .intervals import _runner as interval_runner
 from .realdata import _methods as real_methods
 from .realdata._cache import DEFAULT_CACHE
 from .realdata._protocol import DEFAULT_REPEATS as REAL_REPEATS
 from .realdata._tasks import TASKS
-from ._report import FIGURE_FILE, SUMMARY_FILE, write_report
-from ._runner import run_benchmark
-from ._store import RUNS_FILE, read_runs
 
 SUITES = ("simulated", "real", "intervals")
 #: Default output folders of the suites.
