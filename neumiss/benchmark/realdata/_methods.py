@@ -20,8 +20,8 @@ first (:class:`DummyEncoder`):
 * ``neumiss``: ``NeuMissRegressor()`` / ``NeuMissClassifier()`` with the
   package's defaults, given the DataFrame itself.
 * ``neumiss_mlp``: depth and weight sharing chosen on validation, residual, 2
-  hidden layers, one network with the earlier training settings (patience 8,
-  ``tol=0``) (:data:`NEUMISS_MLP`): the defaults without the ensemble.
+  hidden layers, one network trained with patience 8 and ``tol=0``
+  (:data:`NEUMISS_MLP`).
 * More NeuMiss configurations by label: :func:`neumiss_method`.
 
 Estimators are imported when built, so that listing methods imports no torch.
@@ -41,7 +41,8 @@ from sklearn.base import BaseEstimator, TransformerMixin
 
 from ._tasks import KINDS
 
-#: The NeuMiss + MLP variant of /work/shared/reference/real_data_anchors.md.
+#: NeuMiss with a two-layer MLP head, one network: the defaults without the ensemble
+#: (results/realdata/README.md, "Protocol and methods").
 NEUMISS_MLP = {
     "depth": "auto", "weight_sharing": "auto", "residual": True, "mlp_depth": 2,
     "ensemble_size": 1, "patience": 8, "lr_patience": 2, "tol": 0.0,
