@@ -1,6 +1,9 @@
-"""Tests of the baseline regressors (neumiss.baselines._baselines)."""
+"""Tests of the baseline regressors (neumiss.baselines._baselines) and of the registry of
+baselines (neumiss.baselines._registry) that the benchmark suites and the R adapter use."""
 
+import importlib.util
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -10,10 +13,14 @@ from sklearn.metrics import r2_score
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from neumiss.baselines import (
+    BASELINES,
+    TASKS,
     EMRegressor,
     ImputeMaskLinearRegressor,
     ImputeMaskMLPRegressor,
     MICERegressor,
+    NormEMRegressor,
+    make_baseline,
 )
 from neumiss.simulation import conditional_mean
 
@@ -346,3 +353,94 @@ def test_em_rejects_a_feature_never_observed():
     X[:, 1] = np.nan
     with pytest.raises(ValueError, match=r"no observed value: \[1\]"):
         EMRegressor().fit(X, X[:, 0])
+
+
+# ------------------------------------------------------------------ the registry
+def _small_task(task, seed=0, n=120, d=3):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = X.sum(axis=1) + 0.1 * rng.standard_normal(n)
+    X[rng.random(X.shape) < 0.2] = np.nan
+    return X, (y if task == "regression" else (y > 0).astype(int))
+
+
+@pytest.mark.parametrize("name, task", [(name, task) for name, baseline in BASELINES.items()
+                                        for task in baseline.tasks if name != "norm_em"])
+def test_every_baseline_builds_unfitted_and_fits_data_with_nan(name, task):
+    model = make_baseline(name, task, random_state=0)
+    assert not hasattr(model, "n_features_in_")
+    X, y = _small_task(task)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        predictions = model.fit(X[:90], y[:90]).predict(X[90:])
+    assert predictions.shape == (30,) and np.isfinite(predictions).all()
+    if task == "classification":
+        assert set(predictions) <= {0, 1}
+
+
+def test_registry_names_tasks_and_classes():
+    assert set(TASKS) == {"regression", "classification"}
+    assert all(baseline.name == name and set(baseline.tasks) <= set(TASKS)
+               for name, baseline in BASELINES.items())
+    assert isinstance(make_baseline("norm_em"), NormEMRegressor)  # R loads only when fitted
+    assert isinstance(make_baseline("em"), EMRegressor)
+    assert type(make_baseline("hgb", "classification")).__name__ == \
+        "HistGradientBoostingClassifier"
+
+
+def test_random_state_reaches_the_seeded_baselines():
+    assert make_baseline("mice_lr", random_state=3).random_state == 3
+    assert make_baseline("mlp", random_state=4).random_state == 4
+    assert make_baseline("hgb", random_state=5).random_state == 5
+    imputer = make_baseline("mice_linear", "classification", random_state=6).steps[0][1]
+    assert imputer.random_state == 6
+    assert make_baseline("em", random_state=7).get_params() == EMRegressor().get_params()
+
+
+def test_make_baseline_refuses_unknown_names_and_tasks():
+    with pytest.raises(ValueError, match=r"unknown baseline 'svm'; known: em, norm_em"):
+        make_baseline("svm")
+    with pytest.raises(ValueError, match=r"baseline 'em' takes regression, not 'classification'"):
+        make_baseline("em", "classification")
+
+
+def test_mean_mask_linear_takes_arrays_and_frames_alike():
+    X, y = _small_task("classification", seed=1)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    from_array = make_baseline("mean_mask_linear", "classification").fit(X, y)
+    from_frame = make_baseline("mean_mask_linear", "classification").fit(frame, y)
+    np.testing.assert_array_equal(from_array.predict_proba(X), from_frame.predict_proba(frame))
+    # a category column is one-hot encoded, its missing values as their own category
+    frame["g"] = pd.Categorical(np.where(np.arange(len(y)) % 3 == 0, None, "u"))
+    model = make_baseline("mean_mask_linear", "regression").fit(frame, y.astype(float))
+    assert model[-1].coef_.shape == (3 + 3 + 2,)  # numbers, their indicators, 'u' and missing
+
+
+def _r_adapter():
+    path = Path(__file__).resolve().parent.parent / "r_wrapper" / "inst" / "python" / "neumiss_r.py"
+    spec = importlib.util.spec_from_file_location("neumiss_r", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def columns(A):
+    """A matrix as the R side sends it: its values column by column."""
+    return list(A.T.ravel())
+
+
+def test_r_adapter_builds_its_baselines_from_the_registry():
+    adapter = _r_adapter()
+    X, y = _small_task("regression", seed=2)
+    result = adapter.baseline_r2("EMRegressor", columns(X[:90]), 90, list(y[:90]),
+                                 columns(X[90:]), 30, 3, list(y[90:]))
+    expected = r2_score(y[90:], make_baseline("em").fit(X[:90], y[:90]).predict(X[90:]))
+    assert result == {"r2": expected, "warnings": []}
+    labels = np.where(y > 0, "yes", "no")
+    result = adapter.baseline_classification("MeanMaskLogistic", columns(X[:90]), 90,
+                                             list(labels[:90]), columns(X[90:]), 30, 3)
+    model = make_baseline("mean_mask_linear", "classification", 0).fit(X[:90], labels[:90])
+    assert result["classes"] == ["no", "yes"]
+    np.testing.assert_array_equal(result["proba"], model.predict_proba(X[90:]).ravel())
+    with pytest.raises(ValueError, match=r"unknown regression baseline 'MICELogistic'"):
+        adapter.baseline_r2("MICELogistic", [], 0, [], [], 0, 3, [])

@@ -12,6 +12,7 @@ import pytest
 from sklearn.linear_model import LinearRegression
 from sklearn.metrics import r2_score
 
+from neumiss.baselines import BASELINES, make_baseline
 from neumiss.benchmark import (
     COLUMNS,
     MECHANISMS,
@@ -19,6 +20,7 @@ from neumiss.benchmark import (
     NEUMISS_PARAMS,
     PAPER_MEDIANS,
     Method,
+    RunSettings,
     RunSpec,
     add_gaps,
     format_summary,
@@ -323,6 +325,23 @@ def test_malformed_runs_file_names_the_line(tmp_path):
 
 
 @pytest.mark.slow
+def test_baseline_methods_fit_the_registry_models():
+    data = simulate_run(RunSpec("em", "MCAR", 3, 200, 60, 60, 0, 0))
+    baselines = [name for name in METHODS if not name.startswith("neumiss")]
+    assert set(baselines) <= set(BASELINES)
+    for name in set(baselines) - {"norm_em", "mlp"}:
+        model, _ = METHODS[name].fit(data, RunSettings())
+        expected = make_baseline(name, random_state=data.random_state)
+        np.testing.assert_array_equal(
+            model.predict(data.X_test),
+            expected.fit(data.X_train, data.y_train).predict(data.X_test), err_msg=name)
+    model, params = METHODS["mlp"].fit(data, RunSettings(mlp_widths=(2,)))
+    expected = make_baseline("mlp", random_state=data.random_state).set_params(width=6)
+    np.testing.assert_array_equal(
+        model.predict(data.X_test), expected.fit(data.X_train, data.y_train).predict(data.X_test))
+    assert params["width"] == 6
+
+
 def test_neumiss_settings_are_accepted_by_the_estimator():
     """The benchmark's NeuMiss settings, with depth="auto", fit and stay as given."""
     from neumiss.estimators import NeuMissRegressor

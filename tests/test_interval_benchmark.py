@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from neumiss.benchmark._store import RUNS_FILE, RunsWriter
 from neumiss.benchmark.intervals import (
     METHODS,
     IntervalRun,
@@ -16,7 +17,6 @@ from neumiss.benchmark.intervals import (
     write_report,
 )
 from neumiss.benchmark.intervals._runner import COLUMNS
-from neumiss.benchmark._store import RUNS_FILE, RunsWriter
 from neumiss.cli import main as cli_main
 
 SCORER = Path(__file__).resolve().parents[1] / "export" / "score.py"

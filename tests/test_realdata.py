@@ -6,12 +6,14 @@ others write a tiny cache of their own, so they run without R.
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from neumiss.baselines import make_baseline
 from neumiss.benchmark.realdata import (
     COLUMNS,
     METHODS,
@@ -185,6 +187,25 @@ def _synthetic_cache(cache: Path, n: int = 240) -> list[Task]:
         Task("synth_reg", "synthetic", "mixed", "y", "regression", drop=("label",)),
         Task("synth_bin", "synthetic", "mixed", "label", "binary", positive="hi", drop=("y",)),
     ]
+
+
+def _without_addresses(estimator) -> str:
+    """The estimator's repr, the addresses of objects in it (column selectors) left out."""
+    return re.sub(r" at 0x[0-9a-f]+", "", repr(estimator))
+
+
+def test_baseline_methods_are_the_registry_models():
+    """hgb and mean_mask_linear take the table; mice_linear and em take it dummy-coded."""
+    task = {"regression": "regression", "binary": "classification"}
+    for name in ("hgb", "mean_mask_linear", "mice_linear", "em"):
+        for kind in METHODS[name].kinds:
+            built, expected = METHODS[name].build(kind, 3), make_baseline(name, task[kind], 3)
+            if name in ("mice_linear", "em"):
+                assert type(built.steps[0][1]).__name__ == "DummyEncoder"
+                built = built[1:] if len(built.steps) > 2 else built.steps[1][1]
+            assert _without_addresses(built) == _without_addresses(expected)
+    assert METHODS["em"].kinds == ("regression",)
+    assert METHODS["hgb"].kinds == ("regression", "binary")
 
 
 def test_every_method_sees_the_same_folds(tmp_path):

@@ -341,3 +341,57 @@ def test_chunked_predict_matches_one_call_and_numbers_errors_over_all_rows(score
     with pytest.raises(score.ScoringError, match=r"infinite .* at row 23, column 1 where M says "
                                                  r"observed \(2 such entries\)"):
         model.predict(X, M)
+
+
+# ------------------------------------------------------------------ the table rules
+@pytest.fixture(scope="module")
+def regressor(score):
+    """The regressor fixture's model: columns age, income, score, tenure."""
+    return score.NeuMissOnnxModel(str(FIXTURES / "regressor" / "model.onnx"))
+
+
+def test_missing_spellings_are_the_tokens_in_every_case(score):
+    spellings = score.missing_spellings()
+    assert spellings == sorted(spellings) and len(spellings) == 1 + 4 + 8
+    assert {"", "NA", "na", "nA", "NaN", "NAN", "nan"} <= set(spellings)
+    assert all(np.isnan(score._parse_cell(text)) for text in spellings)
+    assert score._parse_cell(" NA ") != score._parse_cell(" NA ")  # NaN: stripped first
+
+
+def test_locate_columns_reads_a_header_or_a_data_line(score, regressor):
+    names = ["tenure", " age", "score", "id", "income"]
+    assert score.locate_columns(names, regressor) == (
+        [1, 4, 2, 0], ["tenure", "age", "score", "id", "income"])
+    assert score.locate_columns(["1", "NA", "", "4"], regressor) == ([0, 1, 2, 3], None)
+    assert score.locate_columns(["a", "b", "c", "d"], regressor, header="no")[1] is None
+    with pytest.raises(score.ScoringError, match=r"^f.csv, line 1 \(header\): missing \["):
+        score.locate_columns(["1", "2", "3", "4"], regressor, header="yes", where="f.csv, line 1")
+    with pytest.raises(score.ScoringError, match=r"^line 1: expected 4 columns, got 3 \(and no "
+                                                 r"header naming them\)$"):
+        score.locate_columns(["1", "2", "3"], regressor)
+
+
+def test_messages_name_the_place_the_column_and_the_rule(score):
+    flag = {"name": "flag", "kind": "boolean", "categories": [], "other": False}
+    assert str(score.cell_error("line 3", 3, flag, "maybe")) == (
+        "line 3, column 4 (flag): 'maybe' is not true or false (missing values are empty "
+        "cells, NA or nan)")
+    age = {"name": "age", "kind": "numeric", "categories": [], "other": False}
+    assert "column 1 (age): 'x' is not a number" in str(score.cell_error("f.csv", 0, age, "x"))
+    assert str(score.width_error("line 2", 4, 5)) == "line 2: expected 4 columns, got 5"
+    assert score.unused_note(["id"]) == "columns the model does not use, ignored: ['id']"
+    assert score.unseen_note("size", set("gfedcba")) == (
+        "column 'size' has categories not seen at fit, scored as missing: "
+        "['a', 'b', 'c', 'd', 'e']")
+
+
+def test_open_text_skips_the_byte_order_mark_and_names_other_encodings(score, tmp_path):
+    (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbfage\n")
+    with score.open_text(str(tmp_path / "bom.csv")) as handle:
+        assert handle.read() == "age\n"
+    (tmp_path / "latin.csv").write_bytes(b"\xe9t\xe9\n")
+    with pytest.raises(UnicodeDecodeError) as caught, \
+            score.open_text(str(tmp_path / "latin.csv")) as handle:
+        handle.read()
+    assert str(score.not_text_error("latin.csv", caught.value)) == (
+        "latin.csv is not UTF-8 text (invalid continuation byte at byte 0)")

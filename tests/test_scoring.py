@@ -1,4 +1,5 @@
-"""``neumiss score`` and neumiss.scoring._files: files in row batches, pandas and Dask, bad input."""
+"""``neumiss score`` (neumiss.scoring._files): files in row batches, pandas, Dask, bad input;
+the table rules it shares with export/score.py."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from neumiss.scoring import _files as scoring
 
 from .conftest import one_line_error
 from .test_encoding import mixed_table
-from .test_score_cli import FIXTURES, _check_outputs, _table
+from .test_score_cli import FIXTURES, SCORER, _check_outputs, _import, _table
 
 
 @pytest.fixture(scope="module")
@@ -152,12 +153,15 @@ def test_text_columns_the_model_takes_as_numbers_are_named(tmp_path, fixtures, c
 BAD_FILES = {
     "missing column": ("id,age,score,tenure\n1,2,3,4\n", "missing ['income']"),
     "text, column ignored": ("id,age,income,score,tenure\n1,2,x,3,4\n",
-                             "column 'income': 'x' is not a number"),
+                             "in.csv, column 2 (income): 'x' is not a number (missing values"),
     "text, columns reordered": ("score,tenure,income,age\n1,2,3,4\n1,2,3,x\n",
-                                "column 'age': 'x' is not a number"),
+                                "in.csv, column 1 (age): 'x' is not a number"),
     "text in a number column": ("age,income,score,tenure\n1,2,3,4\n1,two,3,4\n",
-                                "column 'income': 'two' is not a number"),
-    "ragged row": ("age,income,score,tenure\n1,2,3,4\n1,2,3\n", "Expected 4 columns, got 3"),
+                                "column 2 (income): 'two' is not a number"),
+    "ragged row": ("age,income,score,tenure\n1,2,3,4\n1,2,3\n",
+                   "in.csv, the row '1,2,3': expected 4 columns, got 3"),
+    "no header, wrong width": ("1,2,3\n", "in.csv, line 1: expected 4 columns, got 3 (and no "
+                                           "header naming them)"),
     "empty": ("age,income,score,tenure\n", "no data rows"),
     "infinite value": ("age,income,score,tenure\n1,2,inf,4\n", "infinite"),
 }
@@ -171,6 +175,52 @@ def test_bad_csv_inputs_are_one_line_errors(tmp_path, fixtures, capsys, case):
                         tmp_path / "out.csv")
     assert line.startswith("neumiss score: error:") and message in line
     assert not list(tmp_path.iterdir()) or sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]
+
+
+#: Tables both scorers refuse, and the words both use (export/score.py names the line,
+#: ``neumiss score`` the file when pyarrow gives no line).
+BOTH_REFUSE = {
+    "bad cell": ("age,income,score,tenure\n1,2,3,4\n1,two,3,4\n",
+                 "column 2 (income): 'two' is not a number (missing values are empty cells, "
+                 "NA or nan)"),
+    "header without a column": ("age,income,score\n1,2,3\n",
+                                "line 1 (header): missing ['tenure'], unexpected []"),
+    "short data line 1": ("1,2,3\n",
+                          "line 1: expected 4 columns, got 3 (and no header naming them)"),
+    "short row": ("age,income,score,tenure\n1,2,3,4\n1,2,3\n", ": expected 4 columns, got 3"),
+    "empty": ("age,income,score,tenure\n", "in.csv: no data rows"),
+    "not UTF-8": (b"\xff\xfe1,2,3,4\n", "in.csv is not UTF-8 text (invalid start byte at byte 0)"),
+}
+
+
+@pytest.mark.parametrize("case", BOTH_REFUSE)
+def test_both_scorers_refuse_a_table_in_the_same_words(tmp_path, fixtures, capsys, case):
+    content, words = BOTH_REFUSE[case]
+    path = tmp_path / "in.csv"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    model = fixtures["regressor"][1]
+    assert _import(SCORER, "score_parity").main([str(model), str(path)]) == 1
+    standalone = one_line_error(capsys.readouterr().err)
+    command = _run_failing(capsys, model, path, tmp_path / "out.csv")
+    assert words in standalone and words in command, (standalone, command)
+
+
+def test_both_scorers_read_every_spelling_of_a_missing_value(tmp_path, fixtures, capsys):
+    estimator, model, _ = fixtures["regressor"]
+    spellings = ["", "NA", "na", "nA", "nan", "NaN", "NAN", "nAn"]
+    X = _table(estimator, len(spellings), seed=5)
+    cells = pd.DataFrame(X, columns=estimator.feature_names_in_).astype(object)
+    cells.iloc[:, 1] = spellings  # the second column missing in every spelling
+    cells.to_csv(tmp_path / "in.csv", index=False, na_rep="NA")
+    assert _import(SCORER, "score_tokens").main(
+        [str(model), str(tmp_path / "in.csv"), "-o", str(tmp_path / "standalone.csv")]) == 0
+    assert neumiss_cli.main(["score", str(model), str(tmp_path / "in.csv"),
+                             str(tmp_path / "command.csv")]) == 0, capsys.readouterr().err
+    standalone = pd.read_csv(tmp_path / "standalone.csv")["prediction"]
+    np.testing.assert_array_equal(pd.read_csv(tmp_path / "command.csv")["prediction"],
+                                  standalone)
+    X[:, 1] = np.nan
+    _check_outputs(pd.read_csv(tmp_path / "command.csv"), estimator, X)
 
 
 def test_bad_arguments_are_one_line_errors(tmp_path, fixtures, capsys):

@@ -1,9 +1,10 @@
 """The methods NeuMiss is compared with: EM, MICE, imputation + mask + linear model or MLP.
 
 Owns the baseline regressors of the paper (Section 5.4), the bridge to R's ``norm`` EM
-through rpy2, and the one registry of baselines (name -> factory) used by every benchmark
-suite and the R adapter. May import :mod:`neumiss.checks`, :mod:`neumiss.simulation`,
-:mod:`neumiss.tables` and, for the registry, :mod:`neumiss.estimators`.
+through rpy2, and the one registry of baselines (:data:`BASELINES`, name -> factory,
+:func:`make_baseline`) that every benchmark suite and the R adapter build their baselines
+from. May import :mod:`neumiss.checks`, :mod:`neumiss.simulation` and :mod:`neumiss.tables`;
+importing it loads neither torch nor rpy2 (R starts when ``norm`` is first used).
 """
 
 from ._baselines import (
@@ -13,13 +14,18 @@ from ._baselines import (
     MICERegressor,
 )
 from ._rbridge import NormEMRegressor, em_norm, load_norm
+from ._registry import BASELINES, TASKS, Baseline, make_baseline
 
 __all__ = [
+    "BASELINES",
+    "Baseline",
     "EMRegressor",
     "ImputeMaskLinearRegressor",
     "ImputeMaskMLPRegressor",
     "MICERegressor",
     "NormEMRegressor",
+    "TASKS",
     "em_norm",
     "load_norm",
+    "make_baseline",
 ]

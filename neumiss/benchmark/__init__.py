@@ -22,10 +22,10 @@ from . import realdata
 from ._data import MECHANISMS, RunSpec, SimulatedData, simulate_run
 from ._grid import PAPER_MEDIANS, grid
 from ._methods import DEFAULT_METHODS, METHODS, NEUMISS_PARAMS, Method, RunSettings
-from .realdata import TASKS, Task, run_suite
 from ._report import add_gaps, format_summary, load_runs, plot_figure, summarize, write_report
 from ._runner import BenchmarkResult, execute_run, run_benchmark
 from ._store import COLUMNS, read_runs
+from .realdata import TASKS, Task, run_suite
 
 __all__ = [
     "BenchmarkResult",

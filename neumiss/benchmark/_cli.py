@@ -26,15 +26,15 @@ from ._grid import (
     PAPER_REPEATS,
     grid,
 )
-from .intervals import _runner as interval_runner
 from ._methods import DEFAULT_METHODS, METHODS, MLP_WIDTHS, RunSettings
+from ._report import FIGURE_FILE, SUMMARY_FILE, write_report
+from ._runner import run_benchmark
+from ._store import RUNS_FILE, read_runs
+from .intervals import _runner as interval_runner
 from .realdata import _methods as real_methods
 from .realdata._cache import DEFAULT_CACHE
 from .realdata._protocol import DEFAULT_REPEATS as REAL_REPEATS
 from .realdata._tasks import TASKS
-from ._report import FIGURE_FILE, SUMMARY_FILE, write_report
-from ._runner import run_benchmark
-from ._store import RUNS_FILE, read_runs
 
 SUITES = ("simulated", "real", "intervals")
 #: Default output folders of the suites.
@@ -48,7 +48,7 @@ SUITE_OPTIONS = {
     "intervals": ("mechanisms", "n_train", "n_test", "missing_rates"),
 }
 
-#: The ``--quick`` preset: a few minutes on two cores.
+#: The ``--quick`` preset: a small grid, to try the command or check a change.
 QUICK = {
     "mechanisms": ("MCAR", "gaussian_sm"),
     "n_features": (10,),
@@ -124,6 +124,14 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="simulated: the paper's grid (default); real: the real-data suite; "
         "intervals: conformal prediction intervals against the oracle",
     )
+    _add_grid_options(parser)
+    _add_run_options(parser)
+    _add_interval_options(parser.add_argument_group("interval suite (--suite intervals)"))
+    _add_real_options(parser.add_argument_group("real suite (--suite real)"))
+
+
+def _add_grid_options(parser: argparse.ArgumentParser) -> None:
+    """The options of the simulated grid (the interval suite takes some of them)."""
     parser.add_argument(
         "--mechanisms", nargs="+", choices=MECHANISMS, metavar="MECHANISM",
         help=f"missingness mechanisms, among {', '.join(MECHANISMS)} (default: all)",
@@ -159,6 +167,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help=f"folder of runs.csv, summary.md and figure.png (default: {OUT['simulated']}; "
         f"real suite: {OUT['real']})",
     )
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The options of how runs execute, and of the simulated methods' searches."""
     parser.add_argument("--quick", action="store_true", help="small preset, a few minutes")
     parser.add_argument(
         "--jobs", type=_positive_int, default=1,
@@ -185,7 +197,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="only rebuild summary.md and figure.png from OUT/runs.csv",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    intervals = parser.add_argument_group("interval suite (--suite intervals)")
+
+
+def _add_interval_options(intervals) -> None:
+    """The options of the interval suite only, added to the argument group ``intervals``."""
     intervals.add_argument(
         "--missing-rates", nargs="+", type=float, metavar="RATE",
         help="missing rates (default: "
@@ -194,7 +209,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         f"--n-train {' '.join(map(str, interval_runner.N_TRAIN))}, "
         f"--n-test {interval_runner.N_TEST}, 1 repeat, alpha={interval_runner.ALPHA}",
     )
-    real = parser.add_argument_group("real suite (--suite real)")
+
+
+def _add_real_options(real) -> None:
+    """The options of the real-data suite only, added to the argument group ``real``."""
     real.add_argument(
         "--tasks", nargs="+", choices=tuple(TASKS), metavar="TASK",
         help=f"tasks, among {', '.join(TASKS)} (default: all)",

@@ -14,6 +14,9 @@
 * The other methods are fitted on the training set and do not see the
   validation set.
 
+The baselines (every method but NeuMiss) are the models of the same names in the
+registry of :mod:`neumiss.baselines` (:func:`~neumiss.baselines.make_baseline`).
+
 Estimators are imported inside the functions that fit them, so that the
 command line (``--help``, option checks) imports neither torch nor R.
 """
@@ -139,23 +142,26 @@ def _fit_neumiss_with(params: dict, data: SimulatedData) -> tuple[object, dict]:
 def _fit_mlp(data: SimulatedData, settings: RunSettings) -> tuple[object, dict]:
     """The MLP of the best width on validation, and its search (``width``,
     ``val_r2`` and ``seconds`` of each width)."""
-    from ..baselines import ImputeMaskMLPRegressor
+    from ..baselines import make_baseline
 
     d = data.X_train.shape[1]
     candidates = {
-        q * d: ImputeMaskMLPRegressor(width=q * d, random_state=data.random_state)
+        q * d: make_baseline("mlp", random_state=data.random_state).set_params(width=q * d)
         for q in settings.mlp_widths
     }
     model, params = _select_on_validation(candidates, data)
     return model, {"width": params.pop("choice"), **params}
 
 
-def _fit_plain(make_estimator: Callable[[int], object]) -> Callable:
-    """A method fitting ``make_estimator(random_state)`` on the training set, without
+def _fit_baseline(name: str) -> Callable:
+    """A method fitting the registry's baseline ``name`` on the training set, without
     hyperparameter search; its params record EM's or boosting's iterations and convergence."""
 
     def fit(data: SimulatedData, settings: RunSettings) -> tuple[object, dict]:
-        model = make_estimator(data.random_state).fit(data.X_train, data.y_train)
+        from ..baselines import make_baseline
+
+        model = make_baseline(name, random_state=data.random_state)
+        model.fit(data.X_train, data.y_train)
         params = {}
         if getattr(model, "n_iter_", None) is not None:  # EM: E-steps; boosting: trees
             params["n_iter"] = int(np.max(model.n_iter_))
@@ -164,41 +170,6 @@ def _fit_plain(make_estimator: Callable[[int], object]) -> Callable:
         return model, params
 
     return fit
-
-
-def _em(random_state):
-    """An unfitted EMRegressor, this package's EM (deterministic: no random_state)."""
-    from ..baselines import EMRegressor
-
-    return EMRegressor()
-
-
-def _norm_em(random_state):
-    """An unfitted NormEMRegressor, R's ``norm`` EM as in the paper (deterministic)."""
-    from ..baselines import NormEMRegressor
-
-    return NormEMRegressor()
-
-
-def _mice_lr(random_state):
-    """An unfitted MICERegressor: iterative imputation, then a linear regression."""
-    from ..baselines import MICERegressor
-
-    return MICERegressor(random_state=random_state)
-
-
-def _impute_mask_lr(random_state):
-    """An unfitted ImputeMaskLinearRegressor: linear regression on [X with 0 for NaN, mask]."""
-    from ..baselines import ImputeMaskLinearRegressor
-
-    return ImputeMaskLinearRegressor()
-
-
-def _hgb(random_state):
-    """An unfitted HistGradientBoostingRegressor (it handles NaN natively)."""
-    from sklearn.ensemble import HistGradientBoostingRegressor
-
-    return HistGradientBoostingRegressor(random_state=random_state)
 
 
 def _norm_unavailable() -> str | None:
@@ -249,12 +220,12 @@ class Method:
 
 #: Methods by command-line name, in the order of tables and figures.
 METHODS = {
-    "em": Method("EM", _fit_plain(_em)),
-    "norm_em": Method("EM (R norm)", _fit_plain(_norm_em), _norm_unavailable, _warm_up_r),
-    "mice_lr": Method("MICE+LR", _fit_plain(_mice_lr)),
-    "impute_mask_lr": Method("0-impute+mask LR", _fit_plain(_impute_mask_lr)),
+    "em": Method("EM", _fit_baseline("em")),
+    "norm_em": Method("EM (R norm)", _fit_baseline("norm_em"), _norm_unavailable, _warm_up_r),
+    "mice_lr": Method("MICE+LR", _fit_baseline("mice_lr")),
+    "impute_mask_lr": Method("0-impute+mask LR", _fit_baseline("impute_mask_lr")),
     "mlp": Method("MLP", _fit_mlp),
-    "hgb": Method("HistGradientBoosting", _fit_plain(_hgb)),
+    "hgb": Method("HistGradientBoosting", _fit_baseline("hgb")),
     "neumiss": Method("NeuMiss", _fit_neumiss, warm_up=_warm_up_torch),
     "neumiss_default": Method("NeuMiss (defaults)", _fit_neumiss_default, warm_up=_warm_up_torch),
 }

@@ -90,7 +90,6 @@ def _label(method: str) -> str:
 
 def format_summary(summary: pd.DataFrame) -> str:
     """Markdown tables of :func:`summarize`: gaps per mechanism beside the paper's, then costs."""
-    paper = {(p.mechanism, p.n_features, p.n_train): p for p in PAPER_MEDIANS}
     methods = _ordered(summary["method"], tuple(METHODS))
     lines = [
         "# neumiss benchmark: medians",
@@ -101,25 +100,8 @@ def format_summary(summary: pd.DataFrame) -> str:
         "depth chosen on the validation set, one per repeat.",
     ]
     for mechanism in _ordered(summary["mechanism"], MECHANISMS):
-        part = summary[summary["mechanism"] == mechanism]
-        header = ["d", "n_train", "runs"] + [_label(m) for m in methods]
-        header += ["NeuMiss depth"] * ("neumiss" in methods)
-        header += ["paper EM", "paper NeuMiss (depth)"]
         lines += ["", f"## {MECHANISM_TITLES.get(mechanism, mechanism)}", ""]
-        lines += _table_head(header)
-        for (d, n), rows in part.groupby(["n_features", "n_train"], sort=True):
-            by_method = rows.set_index("method")
-            cells = [str(d), _fmt_count(n), str(int(by_method["n_runs"].max()))]
-            cells += [_fmt(by_method["gap"].get(m)) for m in methods]
-            if "neumiss" in methods:
-                cells.append(by_method["choices"].get("neumiss", ""))
-            published = paper.get((mechanism, d, n))
-            if published is None:
-                cells += ["", ""]
-            else:
-                neumiss = f"{_fmt(published.neumiss)} ({published.neumiss_depth})"
-                cells += [_fmt(published.em), neumiss]
-            lines.append("| " + " | ".join(cells) + " |")
+        lines += _gap_table(summary[summary["mechanism"] == mechanism], mechanism, methods)
     lines += [
         "",
         "## Fit seconds and peak memory (medians)",
@@ -128,7 +110,36 @@ def format_summary(summary: pd.DataFrame) -> str:
         "validation predictions); MB: peak resident memory added by the fit.",
         "",
     ]
-    lines += _table_head(["mechanism", "d", "n_train"] + [_label(m) for m in methods])
+    lines += _cost_table(summary, methods)
+    return "\n".join(lines) + "\n"
+
+
+def _gap_table(part: pd.DataFrame, mechanism: str, methods: list[str]) -> list[str]:
+    """The markdown table of one mechanism's median gaps, the paper's beside them."""
+    paper = {(p.mechanism, p.n_features, p.n_train): p for p in PAPER_MEDIANS}
+    header = ["d", "n_train", "runs"] + [_label(m) for m in methods]
+    header += ["NeuMiss depth"] * ("neumiss" in methods)
+    header += ["paper EM", "paper NeuMiss (depth)"]
+    lines = _table_head(header)
+    for (d, n), rows in part.groupby(["n_features", "n_train"], sort=True):
+        by_method = rows.set_index("method")
+        cells = [str(d), _fmt_count(n), str(int(by_method["n_runs"].max()))]
+        cells += [_fmt(by_method["gap"].get(m)) for m in methods]
+        if "neumiss" in methods:
+            cells.append(by_method["choices"].get("neumiss", ""))
+        published = paper.get((mechanism, d, n))
+        if published is None:
+            cells += ["", ""]
+        else:
+            neumiss = f"{_fmt(published.neumiss)} ({published.neumiss_depth})"
+            cells += [_fmt(published.em), neumiss]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _cost_table(summary: pd.DataFrame, methods: list[str]) -> list[str]:
+    """The markdown table of median fit seconds and peak memory per cell and method."""
+    lines = _table_head(["mechanism", "d", "n_train"] + [_label(m) for m in methods])
     order = {m: i for i, m in enumerate(MECHANISMS)}
     keys = sorted(
         summary.groupby(["mechanism", "n_features", "n_train"]).groups,
@@ -149,7 +160,7 @@ def format_summary(summary: pd.DataFrame) -> str:
             else:
                 cells.append("")
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _ordered(values: Iterable[str], order: Sequence[str]) -> list[str]:
@@ -205,37 +216,8 @@ def plot_figure(runs: pd.DataFrame, path) -> None:
         squeeze=False,
     )
     for ax, mechanism in zip(axes[0], mechanisms):
-        part = runs[runs["mechanism"] == mechanism]
-        for g, (d, n) in enumerate(groups):
-            for j, method in enumerate(methods):
-                values = part.loc[
-                    (part["n_features"] == d) & (part["n_train"] == n) & (part["method"] == method),
-                    "gap",
-                ].to_numpy()
-                if values.size == 0:
-                    continue
-                box = ax.boxplot(
-                    values, positions=[g * step + j], widths=0.7, **horizontal,
-                    patch_artist=True, manage_ticks=False,
-                    flierprops={"markersize": 2},
-                    medianprops={"color": "black"},
-                )
-                color = colors[j % len(colors)]
-                box["boxes"][0].set_facecolor(color)
-                # The runs themselves: with few repeats a box is a mere line.
-                ax.scatter(
-                    values, np.full(values.size, g * step + j), s=10, color=color,
-                    edgecolors="black", linewidths=0.3, zorder=3,
-                )
-            if g:
-                ax.axhline(g * step - 1, color="0.85", linewidth=0.8)
-        ax.axvline(0.0, color="0.4", linewidth=0.8, linestyle="--")
-        ax.set_xscale("symlog", linthresh=1e-3)
-        ax.set_xlim(right=max(5e-4, 2.0 * part["gap"].max()))
-        reference = "best method" if mechanism in NO_BAYES_PREDICTOR else "Bayes rate"
-        ax.set_xlabel(f"R² − {reference}")
-        ax.set_title(MECHANISM_TITLES.get(mechanism, mechanism))
-        ax.grid(axis="x", color="0.9")
+        _draw_panel(ax, runs[runs["mechanism"] == mechanism], mechanism, groups, methods,
+                    colors, horizontal)
     axes[0][0].set_yticks(
         [g * step + (len(methods) - 1) / 2 for g in range(len(groups))],
         [f"d={d}\nn={_fmt_count(n)}" for d, n in groups],
@@ -249,6 +231,43 @@ def plot_figure(runs: pd.DataFrame, path) -> None:
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def _draw_panel(ax, part: pd.DataFrame, mechanism: str, groups: list, methods: list[str],
+                colors, horizontal: dict) -> None:
+    """One mechanism's panel of :func:`plot_figure`: a group of boxes per (d, n_train),
+    one box per method with the runs as dots, x the gap on a symmetric log scale."""
+    step = len(methods) + 1
+    for g, (d, n) in enumerate(groups):
+        for j, method in enumerate(methods):
+            values = part.loc[
+                (part["n_features"] == d) & (part["n_train"] == n) & (part["method"] == method),
+                "gap",
+            ].to_numpy()
+            if values.size == 0:
+                continue
+            box = ax.boxplot(
+                values, positions=[g * step + j], widths=0.7, **horizontal,
+                patch_artist=True, manage_ticks=False,
+                flierprops={"markersize": 2},
+                medianprops={"color": "black"},
+            )
+            color = colors[j % len(colors)]
+            box["boxes"][0].set_facecolor(color)
+            # The runs themselves: with few repeats a box is a mere line.
+            ax.scatter(
+                values, np.full(values.size, g * step + j), s=10, color=color,
+                edgecolors="black", linewidths=0.3, zorder=3,
+            )
+        if g:
+            ax.axhline(g * step - 1, color="0.85", linewidth=0.8)
+    ax.axvline(0.0, color="0.4", linewidth=0.8, linestyle="--")
+    ax.set_xscale("symlog", linthresh=1e-3)
+    ax.set_xlim(right=max(5e-4, 2.0 * part["gap"].max()))
+    reference = "best method" if mechanism in NO_BAYES_PREDICTOR else "Bayes rate"
+    ax.set_xlabel(f"R² − {reference}")
+    ax.set_title(MECHANISM_TITLES.get(mechanism, mechanism))
+    ax.grid(axis="x", color="0.9")
 
 
 def write_report(out) -> tuple[Path, Path]:

@@ -1,10 +1,11 @@
 """Scoring at any scale with an exported model: files in row batches, pandas, Dask, Spark.
 
 Every path runs the ONNX graph with ONNX Runtime (no torch at scoring time) and
-reuses the torch-free scorer :mod:`neumiss.onnx_scorer` (``export/score.py``) for
-what the model's metadata says: columns matched by name (:func:`match_columns`),
+reuses the torch-free scorer ``export/score.py`` (:mod:`._table_scorer`) for what
+the model's metadata says: columns matched by name (:func:`match_columns`),
 categories and booleans encoded (:func:`encode_columns`), outputs named
-(:func:`output_columns`).
+(:func:`output_columns`), and for the rules of CSV tables: missing-value tokens,
+header detection and the messages naming a bad line, cell or column.
 
 * :func:`score_file`: a CSV or Parquet file to a CSV or Parquet file, read and
   written in row batches (the ``neumiss score`` command), in memory that does not
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import csv
 import functools
-import itertools
 import os
 import re
 import sys
@@ -43,25 +43,29 @@ from ._table_scorer import (
     CHUNK_ROWS,
     NeuMissOnnxModel,
     ScoringError,
-    _is_header,
+    cell_error,
     encode_columns,
+    locate_columns,
     match_columns,
+    missing_spellings,
+    not_text_error,
+    open_text,
     output_columns,
+    unseen_note,
     unused_columns,
+    unused_note,
+    width_error,
 )
 
 #: File formats by name ending.
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 #: Rows per batch read, scored and written (Parquet): Parquet decodes large batches
-#: faster; ONNX Runtime scores them in chunks of ``onnx_scorer.CHUNK_ROWS`` rows.
+#: faster; ONNX Runtime scores them in chunks of ``CHUNK_ROWS`` rows.
 BATCH_ROWS = 65536
 #: Bytes of CSV text per batch (about 16k rows of 50 numbers).
 CSV_BLOCK_BYTES = 1 << 23
-#: Cells of numeric CSV columns read as missing: empty, ``NA`` and ``nan`` in any case.
-NULL_TOKENS = sorted({""} | {
-    "".join(letters) for word in ("na", "nan")
-    for letters in itertools.product(*zip(word, word.upper()))
-})
+#: Cells of numeric CSV columns read as missing (pyarrow compares them as they are).
+NULL_TOKENS = missing_spellings()
 _SAVED_MODEL_MAGIC = b"PK\x03\x04"  # save() writes a torch.save zip archive
 
 
@@ -88,7 +92,7 @@ def load_model(model, threads: int | None = None) -> NeuMissOnnxModel:
     """
     options = ort.SessionOptions()
     # Idle threads sleep instead of spinning: on a machine shared with other work (or
-    # with the reader thread), spinning threads halve the throughput.
+    # with the reader thread), spinning threads take the processors the work needs.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     if threads is not None:
         options.intra_op_num_threads = int(threads)
@@ -357,26 +361,40 @@ def _parquet_source(path: str, model: NeuMissOnnxModel, keep: list[str],
                    unused_columns(names, positions + [names.index(k) for k in keep]))
 
 
-_CSV_ERROR = re.compile(r"column #(\d+).*invalid value '(.*)'", re.S)
+#: pyarrow's messages for a cell that is not a number, and for a row of the wrong width.
+_CSV_CELL_ERROR = re.compile(r"column #(\d+).*invalid value '(.*)'", re.S)
+_CSV_WIDTH_ERROR = re.compile(r"Expected (\d+) columns, got (\d+): (.*)", re.S)
+
+
+def _csv_error(path: str, error: pa.ArrowInvalid, positions: list[int],
+               model: NeuMissOnnxModel) -> ScoringError:
+    """pyarrow's error on a CSV file, in the words of ``export/score.py``.
+
+    ``positions``: the file's column of each of the model's columns. pyarrow names
+    neither the line nor (for a row of the wrong width) the column: the message names the
+    file, and the row's text.
+    """
+    cell = _CSV_CELL_ERROR.search(str(error))
+    if cell and int(cell[1]) in positions:
+        position = positions.index(int(cell[1]))
+        return cell_error(path, position, model.encoding[position], cell[2])
+    width = _CSV_WIDTH_ERROR.search(str(error))
+    if width:
+        return width_error(f"{path}, the row {width[3].strip()!r}", int(width[1]), int(width[2]))
+    return ScoringError(f"{path}: {' '.join(str(error).split())}")
 
 
 def _csv_source(path: str, model: NeuMissOnnxModel, keep: list[str], header: str) -> _Source:
     try:
-        with open(path, newline="", encoding="utf-8-sig") as handle:
+        with open_text(path) as handle:
             first = next(csv.reader(handle), None)
     except UnicodeDecodeError as exc:
-        raise ScoringError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        raise not_text_error(path, exc) from None
     if not first:
         raise ScoringError(f"{path}: no data rows")
-    has_header = header == "yes" or (header == "auto" and _is_header(first, model))
-    names = [c.strip() for c in first] if has_header else [str(i) for i in range(len(first))]
-    if has_header:
-        positions = match_columns(names, model, where=f"{path}, line 1 (header)")
-    elif len(first) != model.n_features:
-        raise ScoringError(f"{path}, line 1: expected {model.n_features} columns, got "
-                           f"{len(first)} (and no header naming them)")
-    else:
-        positions = list(range(model.n_features))
+    positions, names = locate_columns(first, model, header, where=f"{path}, line 1")
+    has_header = names is not None
+    names = names or [str(i) for i in range(len(first))]
     absent = [k for k in keep if k not in names]
     if absent:
         raise ScoringError(f"{path}: --keep columns {absent} are not in the header")
@@ -385,14 +403,6 @@ def _csv_source(path: str, model: NeuMissOnnxModel, keep: list[str], header: str
              for p, column in zip(positions, model.encoding, strict=True)}
     kept = [slots[names.index(k)] for k in keep]
     types.update({k: pa.string() for k in kept if k not in types})
-    def translated(error: pa.ArrowInvalid) -> ScoringError:
-        found = _CSV_ERROR.search(str(error))
-        if found and int(found[1]) < len(names):
-            return ScoringError(
-                f"{path}: column {names[int(found[1])]!r}: {found[2]!r} is not a number "
-                "(missing values are empty cells, NA or nan)"
-            )
-        return ScoringError(f"{path}: {' '.join(str(error).split())}")
 
     def batches():
         try:
@@ -406,7 +416,7 @@ def _csv_source(path: str, model: NeuMissOnnxModel, keep: list[str], header: str
                     null_values=NULL_TOKENS, strings_can_be_null=False),
             )
         except pa.ArrowInvalid as error:
-            raise translated(error) from None
+            raise _csv_error(path, error, positions, model) from None
 
     return _Source(batches(), [slots[p] for p in positions], dict(zip(keep, kept)), None,
                    unused_columns(names, positions + [names.index(k) for k in keep]))
@@ -457,6 +467,14 @@ class _Sink:
             self.writer.close()
 
 
+def _source(path: str, kind: str, model: NeuMissOnnxModel, keep: list[str], header: str,
+            batch_rows: int) -> _Source:
+    """The :class:`_Source` of the input file ``path`` of format ``kind``."""
+    if kind == "parquet":
+        return _parquet_source(path, model, keep, batch_rows)
+    return _csv_source(path, model, keep, header)
+
+
 def score_file(model, input_path: str, output_path: str, *, keep: list[str] = (),
                header: str = "auto", batch_rows: int = BATCH_ROWS, threads: int | None = None,
                progress: bool = False, note: Callable[[str], None] | None = None) -> Scored:
@@ -497,11 +515,7 @@ def score_file(model, input_path: str, output_path: str, *, keep: list[str] = ()
     if input_path == "-":
         raise ScoringError("the input must be a file (standard input is not read)")
     kind_in, kind_out = file_format(input_path), file_format(output_path)
-    keep = list(keep)
-    if kind_in == "parquet":
-        source = _parquet_source(input_path, model, keep, batch_rows)
-    else:
-        source = _csv_source(input_path, model, keep, header)
+    source = _source(input_path, kind_in, model, list(keep), header, batch_rows)
     partial = output_path if output_path == "-" else f"{output_path}.partial"
     sink, result = _Sink(partial, kind_out), Scored(unseen={})
     from tqdm.auto import tqdm
@@ -541,9 +555,8 @@ def score_file(model, input_path: str, output_path: str, *, keep: list[str] = ()
     finally:
         bar.close()
     # Notes come after success, so that a failure stays one line.
-    notes = [f"columns the model does not use, ignored: {source.ignored}"] if source.ignored else []
-    notes += [f"column {name!r} has categories not seen at fit, scored as missing: "
-              f"{sorted(values)[:5]!r}" for name, values in result.unseen.items()]
+    notes = [unused_note(source.ignored)] if source.ignored else []
+    notes += [unseen_note(name, values) for name, values in result.unseen.items()]
     for message in notes if note is not None else ():
         note(message)
     result.seconds = time.perf_counter() - started

@@ -5,13 +5,17 @@ Usage::
 
     python export/score.py model.onnx input.csv > predictions.csv
 
-(``export/score.py`` is this file: it is also the module ``neumiss.onnx_scorer``,
-whose column matching and encoding ``neumiss score`` reuses; it imports neither
-torch nor neumiss, so it can be copied alone next to a model.)
+(``export/score.py`` is this file: it is also the module
+``neumiss.scoring._table_scorer``, whose table rules ``neumiss score`` reuses; it
+imports neither torch nor neumiss, so it can be copied alone next to a model.)
 
-Empty cells, ``NA`` and ``nan`` (any case) are missing values. The first line is
-a header when it spells the model's feature names, or when none of its cells is
-a number (``--header yes/no`` forces it). With a header, and a model that carries
+The table rules, defined here once for both scorers: empty cells, ``NA`` and ``nan``
+(any case) are missing values (:data:`MISSING_TOKENS`), cells are compared with the
+spaces around them stripped (``neumiss score`` does not strip missing tokens:
+:func:`missing_spellings`), and the first line is a header when it spells the model's
+feature names, or when none of its cells is a number (``--header yes/no`` forces it;
+:func:`locate_columns`). Errors name the line (or file) and the column
+(:func:`cell_error`, :func:`width_error`). With a header, and a model that carries
 feature names, columns are matched by name: their order does not matter,
 columns the model does not use are ignored (and reported on standard error),
 and a missing one is an error naming it. Categorical and boolean columns are
@@ -25,9 +29,9 @@ for an interval model, whose ONNX outputs are ``y``, ``lower``, ``upper``); ``la
 As a library (``importlib`` on this file): :class:`NeuMissOnnxModel` scores
 encoded arrays, :func:`build_inputs` turns an array with NaN, or an explicit
 ``(X, M)`` pair, into the model's float32 inputs and rejects NaN in observed
-entries, :func:`match_columns` finds the model's columns in a header,
-:func:`encode_columns` encodes columns (numbers, or text cells for boolean and
-categorical columns) and :func:`encode_rows` rows of text cells,
+entries, :func:`locate_columns` reads the first line and :func:`match_columns` a
+header, :func:`encode_columns` encodes columns (numbers, or text cells for boolean
+and categorical columns) and :func:`encode_rows` rows of text cells,
 :func:`output_columns` names the outputs. Errors are :class:`ScoringError`; the
 command prints them and exits with 1.
 """
@@ -36,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import itertools
 import json
 import os
 import sys
@@ -52,14 +57,55 @@ BOOLEAN_TOKENS = {"true": 1.0, "false": 0.0, "1": 1.0, "0": 0.0}
 
 #: Rows times calibration rows scored at once by an interval model that embeds them.
 CHUNK_PAIRS = 2**20
-#: Rows per ONNX Runtime call: the graph's intermediate arrays (a few per layer, each
-#: rows x width floats) then stay in the processor's cache (about 1.3x the throughput
-#: of 64k-row calls on a 50-column model).
+#: Rows per ONNX Runtime call: few enough for the graph's intermediate arrays (a few per
+#: layer, each rows x width floats) to stay in the processor's cache.
 CHUNK_ROWS = 4096
 
 
 class ScoringError(ValueError):
     """A model or input the scorer cannot use; the message says what and where."""
+
+
+def missing_spellings() -> list[str]:
+    """Every spelling of :data:`MISSING_TOKENS` in upper and lower case, sorted: for readers
+    that compare cells with null markers as they are (pyarrow's ``null_values``), which
+    therefore do not read a token with spaces around it as missing."""
+    return sorted({"".join(letters) for token in MISSING_TOKENS
+                   for letters in itertools.product(*zip(token, token.upper()))})
+
+
+def cell_error(where: str, position: int, column: dict, text) -> ScoringError:
+    """A cell that does not fit its column: ``where`` (a line, or a file), the column's
+    1-based position among the model's columns and its name."""
+    expected = "true or false" if column["kind"] == "boolean" else "a number"
+    return ScoringError(f"{where}, column {position + 1} ({column['name']}): {text!r} is not "
+                        f"{expected} (missing values are empty cells, NA or nan)")
+
+
+def width_error(where: str, expected: int, got: int) -> ScoringError:
+    """A line with the wrong number of cells."""
+    return ScoringError(f"{where}: expected {expected} columns, got {got}")
+
+
+def unused_note(names: list[str]) -> str:
+    """The note on columns the model does not use."""
+    return f"columns the model does not use, ignored: {names}"
+
+
+def unseen_note(name: str, values: set) -> str:
+    """The note on a column's categories not seen at fit (a few of them)."""
+    return (f"column {name!r} has categories not seen at fit, scored as missing: "
+            f"{sorted(values)[:5]!r}")
+
+
+def open_text(path: str):
+    """The CSV file ``path`` (``-``: standard input) as text for :mod:`csv`, without BOM."""
+    return sys.stdin if path == "-" else open(path, newline="", encoding="utf-8-sig")
+
+
+def not_text_error(path: str, error: UnicodeDecodeError) -> ScoringError:
+    """A file that is not UTF-8 text."""
+    return ScoringError(f"{path} is not UTF-8 text ({error.reason} at byte {error.start})")
 
 
 def _parse_cell(text: str) -> float | None:
@@ -116,9 +162,8 @@ class NeuMissOnnxModel:
         else:
             content = path
         try:
-            self.session = ort.InferenceSession(
-                content, sess_options=session_options, providers=["CPUExecutionProvider"]
-            )
+            self.session = ort.InferenceSession(content, sess_options=session_options,
+                                                providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own classes for bad files
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ScoringError(f"{path} is not a readable ONNX model ({reason})") from None
@@ -126,10 +171,8 @@ class NeuMissOnnxModel:
         props = meta.custom_metadata_map
         inputs = [i.name for i in self.session.get_inputs()]
         if meta.producer_name != PRODUCER or "task" not in props or inputs != ["X", "M"]:
-            raise ScoringError(
-                f"{path} is an ONNX model but not one exported by neumiss "
-                f"(producer {meta.producer_name!r}, inputs {inputs})"
-            )
+            raise ScoringError(f"{path} is an ONNX model but not one exported by neumiss "
+                               f"(producer {meta.producer_name!r}, inputs {inputs})")
         self.task = props["task"]
         self.n_features = int(props["n_features"])
         self.feature_names = json.loads(props["feature_names"])
@@ -255,7 +298,9 @@ def _filled(X: np.ndarray, M: np.ndarray | None, overwrite: bool):
     return x, missing.astype(np.float32)
 
 
-def _is_header(cells: list[str], model: NeuMissOnnxModel) -> bool:
+def is_header(cells: list[str], model: NeuMissOnnxModel) -> bool:
+    """Whether a first line is a header: it spells the model's feature names, or none of
+    its cells is a number and at least one is not a missing token."""
     names = model.feature_names
     if names is not None and [c.strip() for c in cells] == [str(n) for n in names]:
         return True
@@ -264,17 +309,10 @@ def _is_header(cells: list[str], model: NeuMissOnnxModel) -> bool:
 
 
 def _width(column: dict) -> int:
+    """Encoded columns of an input column: one per category (and a shared last one)."""
     if column["kind"] != "categorical":
         return 1
     return len(column["categories"]) + bool(column["other"])
-
-
-def _bad_cell(where: str, position: int, column: dict, text) -> ScoringError:
-    expected = "true or false" if column["kind"] == "boolean" else "a number"
-    return ScoringError(
-        f"{where}, column {position + 1} ({column['name']}): {text!r} is not {expected} "
-        "(missing values are empty cells, NA or nan)"
-    )
 
 
 def _text_codes(texts: np.ndarray, column: dict, unseen: dict | None) -> np.ndarray:
@@ -337,7 +375,7 @@ def encode_columns(columns: list, model: NeuMissOnnxModel, *, unseen: dict | Non
         codes = _text_codes(np.asarray(values, dtype=object), column, unseen)
         if (codes == -2).any():
             row = int(np.flatnonzero(codes == -2)[0])
-            raise _bad_cell(where(row), position, column, values[row])
+            raise cell_error(where(row), position, column, values[row])
         if column["kind"] == "boolean":
             block[:, 0] = np.where(codes < 0, np.nan, codes)
             continue
@@ -375,7 +413,7 @@ def encode_rows(rows: list[list[str]], model: NeuMissOnnxModel, lines: list[int]
             numbers = [_parse_cell(text) for text in cells]
             if None in numbers:
                 row = numbers.index(None)
-                raise _bad_cell(f"line {lines[row]}", position, column, cells[row])
+                raise cell_error(f"line {lines[row]}", position, column, cells[row])
             cells = np.array(numbers, dtype=np.float64)
         columns.append(cells)
     return encode_columns(columns, model, unseen=unseen, where=lambda row: f"line {lines[row]}")
@@ -398,9 +436,7 @@ def match_columns(names: list[str], model: NeuMissOnnxModel, *,
     names = [str(n).strip() for n in names]
     if model.feature_names is None:
         if len(names) != model.n_features:
-            raise ScoringError(
-                f"{where}: expected {model.n_features} columns, got {len(names)}"
-            )
+            raise width_error(where, model.n_features, len(names))
         return list(range(model.n_features))
     expected = [str(e) for e in model.feature_names]
     missing = [e for e in expected if e not in names]
@@ -422,6 +458,25 @@ def unused_columns(names: list[str], positions: list[int]) -> list[str]:
     return [str(n).strip() for i, n in enumerate(names) if i not in kept]
 
 
+def locate_columns(first: list[str], model: NeuMissOnnxModel, header: str = "auto",
+                   where: str = "line 1") -> tuple[list[int], list[str] | None]:
+    """Where the model's columns are in a table whose first line has the cells ``first``.
+
+    ``header`` ("auto", "yes" or "no") says whether ``first`` holds column names; "auto":
+    :func:`is_header`. ``where`` names the line in error messages. Returns the position
+    of each of the model's columns in the table's lines, and the header's names (stripped;
+    None when ``first`` is a data line). Raises :class:`ScoringError` for a header without
+    the model's columns (:func:`match_columns`) or a data line of another width.
+    """
+    if header == "yes" or (header == "auto" and is_header(first, model)):
+        names = [c.strip() for c in first]
+        return match_columns(names, model, where=f"{where} (header)"), names
+    if len(first) != model.n_features:
+        error = width_error(where, model.n_features, len(first))
+        raise ScoringError(f"{error} (and no header naming them)")
+    return list(range(model.n_features)), None
+
+
 def read_table(path: str, model: NeuMissOnnxModel, header: str = "auto") -> np.ndarray:
     """Read a CSV file into the model's encoded features, float64 (n, n_encoded), NaN = missing.
 
@@ -431,9 +486,8 @@ def read_table(path: str, model: NeuMissOnnxModel, header: str = "auto") -> np.n
     model : NeuMissOnnxModel
         Gives the expected columns, their encoding and, if any, the feature names.
     header : {"auto", "yes", "no"}
-        Whether the first line holds column names; "auto": when it spells the
-        model's feature names, or none of its cells is a number. With a header,
-        columns are matched by name (:func:`match_columns`).
+        Whether the first line holds column names (:func:`locate_columns`). With a
+        header, columns are matched by name (:func:`match_columns`).
 
     Raises
     ------
@@ -445,40 +499,31 @@ def read_table(path: str, model: NeuMissOnnxModel, header: str = "auto") -> np.n
     """
     positions, width = list(range(model.n_features)), model.n_features
     rows, lines = [], []
-    handle = sys.stdin if path == "-" else open(path, newline="", encoding="utf-8-sig")
     try:
-        with handle:
+        with open_text(path) as handle:
             for line_number, cells in enumerate(csv.reader(handle), start=1):
                 if not cells:  # blank line
                     continue
-                if line_number == 1 and (
-                    header == "yes" or (header == "auto" and _is_header(cells, model))
-                ):
-                    positions = match_columns(cells, model, where="line 1 (header)")
+                if line_number == 1:  # a blank first line: no header
+                    positions, names = locate_columns(cells, model, header)
                     width = len(cells)
-                    ignored = unused_columns(cells, positions)
-                    if ignored:
-                        print(f"score.py: note: columns the model does not use, ignored: "
-                              f"{ignored}", file=sys.stderr)
-                    continue
+                    if names is not None:
+                        ignored = unused_columns(names, positions)
+                        if ignored:
+                            print(f"score.py: note: {unused_note(ignored)}", file=sys.stderr)
+                        continue
                 if len(cells) != width:
-                    raise ScoringError(
-                        f"line {line_number}: expected {width} columns, got {len(cells)}"
-                    )
+                    raise width_error(f"line {line_number}", width, len(cells))
                 rows.append([cells[p] for p in positions])
                 lines.append(line_number)
     except UnicodeDecodeError as exc:
-        raise ScoringError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        raise not_text_error(path, exc) from None
     if not rows:
         raise ScoringError(f"{path}: no data rows")
     unseen: dict[str, set] = {}
     encoded = encode_rows(rows, model, lines=lines, unseen=unseen)
     for name, values in unseen.items():
-        print(
-            f"score.py: warning: column {name!r} has categories not seen at fit, scored as "
-            f"missing: {sorted(values)[:5]!r}",
-            file=sys.stderr,
-        )
+        print(f"score.py: warning: {unseen_note(name, values)}", file=sys.stderr)
     return encoded
 
 

@@ -290,30 +290,11 @@ def make_regression(
     y : ndarray (n_samples,)
     truth : SimulationTruth
     """
-    check_params(
-        "make_regression",
-        {
-            "n_samples": n_samples,
-            "n_features": n_features,
-            "missing_rate": missing_rate,
-            "snr": snr,
-            "prop_latent": prop_latent,
-            "link": link,
-            "random_state": random_state,
-        },
-        _MAKE_REGRESSION_CONSTRAINTS,
-    )
-    if mechanism not in MECHANISMS:
-        raise ValueError(f"mechanism must be one of {sorted(MECHANISMS)}, got {mechanism!r}")
-    mechanism_cls = MECHANISMS[mechanism]
-    allowed = set(mechanism_cls._get_param_names()) - {"missing_rate", "random_state"}
-    unknown = sorted(set(mechanism_params) - allowed)
-    if unknown:
-        raise TypeError(
-            f"unknown parameter(s) {unknown} for mechanism {mechanism!r}; "
-            f"valid ones: {sorted(allowed)}"
-        )
-
+    check_params("make_regression", {
+        "n_samples": n_samples, "n_features": n_features, "missing_rate": missing_rate,
+        "snr": snr, "prop_latent": prop_latent, "link": link, "random_state": random_state,
+    }, _MAKE_REGRESSION_CONSTRAINTS)
+    mechanism_cls = _mechanism_class(mechanism, mechanism_params)
     rng = np.random.default_rng(random_state)
     n_latent = max(1, int(prop_latent * n_features))
     B = rng.standard_normal((n_features, n_latent))
@@ -349,3 +330,19 @@ def make_regression(
         missingness=missingness,
     )
     return X, y, truth
+
+
+def _mechanism_class(mechanism, mechanism_params):
+    """The mechanism class named ``mechanism``, once ``mechanism_params`` are known to be
+    some of its parameters (``missing_rate`` and ``random_state`` are make_regression's)."""
+    if mechanism not in MECHANISMS:
+        raise ValueError(f"mechanism must be one of {sorted(MECHANISMS)}, got {mechanism!r}")
+    mechanism_cls = MECHANISMS[mechanism]
+    allowed = set(mechanism_cls._get_param_names()) - {"missing_rate", "random_state"}
+    unknown = sorted(set(mechanism_params) - allowed)
+    if unknown:
+        raise TypeError(
+            f"unknown parameter(s) {unknown} for mechanism {mechanism!r}; "
+            f"valid ones: {sorted(allowed)}"
+        )
+    return mechanism_cls

@@ -1,5 +1,5 @@
 """The interval suite of ``neumiss benchmark --suite intervals``: conformal prediction
-intervals with missing values (issue 14), against the oracle interval.
+intervals with missing values, against the oracle interval.
 
 Modules: :mod:`._runner` (the grid, one simulated run, ``runs.csv``) and
 :mod:`._report` (pooled groups, ``summary.md``, ``summary.csv``, ``figure.png``).

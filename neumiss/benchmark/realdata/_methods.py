@@ -1,7 +1,10 @@
 """The methods compared on real data: each builds an unfitted estimator for a task's kind.
 
 Every method takes the task's DataFrame as it is (numeric columns with NaN,
-``category`` columns for factors, ``boolean`` and ``Int64`` with pd.NA):
+``category`` columns for factors, ``boolean`` and ``Int64`` with pd.NA). The
+baselines are the models of the same names in the registry of
+:mod:`neumiss.baselines`; those that take numbers only get the table dummy-coded
+first (:class:`DummyEncoder`):
 
 * ``hgb``: HistGradientBoosting with its defaults, NaN handled natively,
   categories from the dtype.
@@ -17,12 +20,11 @@ Every method takes the task's DataFrame as it is (numeric columns with NaN,
 * ``neumiss``: ``NeuMissRegressor()`` / ``NeuMissClassifier()`` with the
   package's defaults, given the DataFrame itself.
 * ``neumiss_mlp``: depth and weight sharing chosen on validation, residual, 2
-  hidden layers, one network with the earlier training settings (patience 8,
-  ``tol=0``) (:data:`NEUMISS_MLP`): the defaults without the ensemble.
+  hidden layers, one network trained with patience 8 and ``tol=0``
+  (:data:`NEUMISS_MLP`).
 * More NeuMiss configurations by label: :func:`neumiss_method`.
 
-Estimators are imported when built, so that listing methods imports neither
-torch nor scikit-learn's models.
+Estimators are imported when built, so that listing methods imports no torch.
 """
 
 from __future__ import annotations
@@ -39,13 +41,14 @@ from sklearn.base import BaseEstimator, TransformerMixin
 
 from ._tasks import KINDS
 
-#: The NeuMiss + MLP variant of /work/shared/reference/real_data_anchors.md.
+#: NeuMiss with a two-layer MLP head, one network: the defaults without the ensemble
+#: (results/realdata/README.md, "Protocol and methods").
 NEUMISS_MLP = {
     "depth": "auto", "weight_sharing": "auto", "residual": True, "mlp_depth": 2,
     "ensemble_size": 1, "patience": 8, "lr_patience": 2, "tol": 0.0,
 }
-#: Ridge penalties tried by ``mean_mask_linear`` (leave-one-out CV).
-RIDGE_ALPHAS = tuple(np.logspace(-3, 3, 13))
+#: The registry's task of each kind of real-data task.
+_TASK = {"regression": "regression", "binary": "classification"}
 LABEL_PATTERN = re.compile(r"[A-Za-z0-9_.+-]+")
 
 
@@ -69,21 +72,6 @@ class RealMethod:
     def config_json(self) -> str:
         """``config`` as the JSON text stored in ``runs.csv``."""
         return json.dumps(self.config, sort_keys=True)
-
-
-def _categorical(X: pd.DataFrame) -> list[str]:
-    """Columns of ``X`` that are categories (pandas ``category``, ``object`` or ``string``)."""
-    return [c for c in X.columns if isinstance(X[c].dtype, pd.CategoricalDtype)
-            or pd.api.types.is_object_dtype(X[c]) or pd.api.types.is_string_dtype(X[c])]
-
-
-def _as_float(X: pd.DataFrame) -> pd.DataFrame:
-    """``X`` with its non-categorical columns (float, ``Int64``, ``boolean``) as float64,
-    pd.NA as NaN: what scikit-learn's imputers take."""
-    categorical = set(_categorical(X))
-    return X.assign(**{
-        c: X[c].astype("float64") for c in X.columns if c not in categorical
-    })
 
 
 class DummyEncoder(TransformerMixin, BaseEstimator):
@@ -111,52 +99,29 @@ class DummyEncoder(TransformerMixin, BaseEstimator):
         return self.encoder_.transform(X)[:, self.columns_]
 
 
-def _hgb(kind: str, random_state: int):
-    from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+def _baseline(name: str, kind: str, random_state: int):
+    """The registry's baseline ``name`` for a task of ``kind``; it takes the table as it is."""
+    from ...baselines import make_baseline
 
-    model = (HistGradientBoostingRegressor if kind == "regression"
-             else HistGradientBoostingClassifier)
-    return model(categorical_features="from_dtype", random_state=random_state)
-
-
-def _mean_mask_linear(kind: str, random_state: int):
-    from sklearn.compose import ColumnTransformer, make_column_selector
-    from sklearn.impute import SimpleImputer
-    from sklearn.linear_model import LogisticRegression, RidgeCV
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardScaler
-
-    columns = ColumnTransformer([
-        ("numeric", SimpleImputer(strategy="mean", add_indicator=True, keep_empty_features=True),
-         make_column_selector(dtype_include="number")),
-        ("categories", OneHotEncoder(handle_unknown="ignore", sparse_output=False),
-         _categorical),
-    ])
-    model = (RidgeCV(alphas=RIDGE_ALPHAS) if kind == "regression"
-             else LogisticRegression(max_iter=1000))
-    return make_pipeline(FunctionTransformer(_as_float), columns, StandardScaler(), model)
+    return make_baseline(name, _TASK[kind], random_state)
 
 
-def _mice_linear(kind: str, random_state: int):
-    from sklearn.experimental import enable_iterative_imputer  # noqa: F401
-    from sklearn.impute import IterativeImputer
-    from sklearn.linear_model import LinearRegression, LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
+def _dummy_coded(name: str, kind: str, random_state: int):
+    """The registry's baseline ``name`` after a :class:`DummyEncoder`, as one flat pipeline
+    (its last step is the model, whose iterations :func:`fitted_info` reads)."""
+    from sklearn.pipeline import Pipeline, make_pipeline
 
-    model = LinearRegression() if kind == "regression" else LogisticRegression(max_iter=1000)
-    return make_pipeline(
-        DummyEncoder(), IterativeImputer(random_state=random_state, keep_empty_features=True),
-        StandardScaler(), model,
-    )
+    model = _baseline(name, kind, random_state)
+    steps = [step for _, step in model.steps] if isinstance(model, Pipeline) else [model]
+    return make_pipeline(DummyEncoder(), *steps)
 
 
-def _em(kind: str, random_state: int):
-    from sklearn.pipeline import make_pipeline
+def _baseline_method(name: str, build: Callable = _baseline) -> RealMethod:
+    """The real-data method of the registry's baseline ``name``, for the kinds it takes."""
+    from ...baselines import BASELINES
 
-    from ...baselines import EMRegressor
-
-    return make_pipeline(DummyEncoder(), EMRegressor())
+    kinds = tuple(k for k in KINDS if _TASK[k] in BASELINES[name].tasks)
+    return RealMethod(name, functools.partial(build, name), kinds=kinds)
 
 
 def _neumiss(params: Mapping, kind: str, random_state: int):
@@ -199,10 +164,10 @@ def check_neumiss_params(method: RealMethod) -> None:
 
 #: Built-in methods by command-line name, in the order of tables.
 METHODS = {method.name: method for method in (
-    RealMethod("hgb", _hgb),
-    RealMethod("mean_mask_linear", _mean_mask_linear),
-    RealMethod("mice_linear", _mice_linear),
-    RealMethod("em", _em, kinds=("regression",)),
+    _baseline_method("hgb"),
+    _baseline_method("mean_mask_linear"),
+    _baseline_method("mice_linear", _dummy_coded),
+    _baseline_method("em", _dummy_coded),
     neumiss_method("neumiss", {}),
     neumiss_method("neumiss_mlp", NEUMISS_MLP),
 )}

@@ -173,6 +173,14 @@ def format_summary(summary: pd.DataFrame) -> str:
     lines += _table(["method", "mean rank", "regression", "binary", "within 1 std",
                      "fit seconds"], rows)
     lines += ["", "## Ranking metric per task", ""]
+    lines += _ranking_table(summary, tasks, methods)
+    for task in tasks:
+        lines += _task_table(summary[summary["task"] == task], task)
+    return "\n".join(lines) + "\n"
+
+
+def _ranking_table(summary: pd.DataFrame, tasks: list[str], methods: list[str]) -> list[str]:
+    """The markdown table of each task's ranking metric by method, the best in bold."""
     rows = []
     for task in tasks:
         part = summary[summary["task"] == task].set_index("method")
@@ -182,32 +190,34 @@ def format_summary(summary: pd.DataFrame) -> str:
         cells = [_mean_std(part.loc[m], metric) if m in part.index else "" for m in methods]
         head = [task, f"{METRIC_TITLES[metric]}", str(int(part["n_rows"].iloc[0]))]
         rows.append(head + _bold_best(cells, values, higher))
-    lines += _table(["task", "metric", "rows", *methods], rows)
-    for task in tasks:
-        part = summary[summary["task"] == task]
-        first = part.iloc[0]
-        kind = first["kind"]
-        lines += [
-            "", f"## {task}", "",
-            f"{kind}, {int(first['n_rows'])} rows, {int(first['n_features'])} features, "
-            f"{100 * first['missing_share']:.1f}% of feature cells missing; "
-            f"{int(part['n_folds'].max())} folds.",
-            "",
-        ]
-        metrics = SHOWN_METRICS[kind]
-        columns = []
-        for metric in metrics:
-            higher = metric != "log_loss"
-            cells = [_mean_std(row, metric) for _, row in part.iterrows()]
-            columns.append(_bold_best(cells, list(part[f"{metric}_mean"]), higher))
-        rows = [
-            [row["method"], *(column[i] for column in columns), _fmt(row["rank"], 1),
-             _fmt(row["fit_seconds"], 2)]
-            for i, (_, row) in enumerate(part.iterrows())
-        ]
-        lines += _table(["method", *(METRIC_TITLES[m] for m in metrics), "rank",
-                         "fit seconds"], rows)
-    return "\n".join(lines) + "\n"
+    return _table(["task", "metric", "rows", *methods], rows)
+
+
+def _task_table(part: pd.DataFrame, task: str) -> list[str]:
+    """One task's section: what the data set is, then its metrics, rank and fit seconds
+    per method, the best of each metric in bold."""
+    first = part.iloc[0]
+    kind = first["kind"]
+    lines = [
+        "", f"## {task}", "",
+        f"{kind}, {int(first['n_rows'])} rows, {int(first['n_features'])} features, "
+        f"{100 * first['missing_share']:.1f}% of feature cells missing; "
+        f"{int(part['n_folds'].max())} folds.",
+        "",
+    ]
+    metrics = SHOWN_METRICS[kind]
+    columns = []
+    for metric in metrics:
+        higher = metric != "log_loss"
+        cells = [_mean_std(row, metric) for _, row in part.iterrows()]
+        columns.append(_bold_best(cells, list(part[f"{metric}_mean"]), higher))
+    rows = [
+        [row["method"], *(column[i] for column in columns), _fmt(row["rank"], 1),
+         _fmt(row["fit_seconds"], 2)]
+        for i, (_, row) in enumerate(part.iterrows())
+    ]
+    return lines + _table(["method", *(METRIC_TITLES[m] for m in metrics), "rank",
+                           "fit seconds"], rows)
 
 
 def paired_differences(runs: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:

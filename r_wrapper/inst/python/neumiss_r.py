@@ -292,39 +292,34 @@ def export_onnx(estimator, path):
     export(estimator, path)
 
 
-def _classification_baseline(name):
-    from sklearn.ensemble import HistGradientBoostingClassifier
-    from sklearn.experimental import enable_iterative_imputer  # noqa: F401
-    from sklearn.impute import IterativeImputer, SimpleImputer
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
+#: The R side's names of the baselines of ``compare_methods()``, and their names in the
+#: registry of ``neumiss.baselines``.
+_BASELINES = {
+    "regression": {"EMRegressor": "em", "MICERegressor": "mice_lr"},
+    "classification": {"MICELogistic": "mice_linear", "MeanMaskLogistic": "mean_mask_linear",
+                       "HistGradientBoosting": "hgb"},
+}
 
-    if name == "MICELogistic":
-        return make_pipeline(
-            IterativeImputer(random_state=0), StandardScaler(), LogisticRegression(max_iter=1000)
-        )
-    if name == "MeanMaskLogistic":
-        return make_pipeline(
-            SimpleImputer(add_indicator=True, keep_empty_features=True),
-            StandardScaler(),
-            LogisticRegression(max_iter=1000),
-        )
-    if name == "HistGradientBoosting":
-        return HistGradientBoostingClassifier(random_state=0)
-    raise ValueError(f"unknown classification baseline {name!r}")
+
+def _baseline(name, task, random_state):
+    """The unfitted baseline of ``neumiss.baselines`` that the R side calls ``name``."""
+    from neumiss.baselines import make_baseline
+
+    if name not in _BASELINES[task]:
+        raise ValueError(f"unknown {task} baseline {name!r}; known: "
+                         f"{', '.join(_BASELINES[task])}")
+    return make_baseline(_BASELINES[task][name], task, random_state=random_state)
 
 
 def baseline_r2(name, x_train, n_train, y_train, x_test, n_test, n_cols, y_test):
-    """Test R² of a baseline of ``neumiss.baselines`` (``EMRegressor``, ``MICERegressor``).
+    """Test R² of a regression baseline: ``EMRegressor`` (EM of a joint Gaussian) or
+    ``MICERegressor`` (iterative imputation, linear regression; unseeded).
 
     Returns ``{"r2", "warnings"}``.
     """
     from sklearn.metrics import r2_score
 
-    from neumiss.baselines import _baselines as baselines
-
-    model = getattr(baselines, name)()
+    model = _baseline(name, "regression", None)
     X_train = _matrix(x_train, n_train, n_cols)
     _, messages = _collecting_warnings(model.fit, X_train, _vector(y_train).astype(np.float64))
     predictions = model.predict(_matrix(x_test, n_test, n_cols))
@@ -340,7 +335,7 @@ def baseline_classification(name, x_train, n_train, y_train, x_test, n_test, n_c
     regression) or ``HistGradientBoosting`` (native missing values). ``y_train`` holds
     class labels as strings. Returns ``{"classes", "proba" (row by row), "warnings"}``.
     """
-    model = _classification_baseline(name)
+    model = _baseline(name, "classification", 0)
     target = np.asarray([str(v) for v in _list(y_train)], dtype=object)
     X_train = _matrix(x_train, n_train, n_cols)
     # the imputer's default 10 rounds often end before its tolerance: not worth a warning

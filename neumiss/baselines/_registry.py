@@ -1,0 +1,174 @@
+"""The one registry of baselines: name -> factory of an unfitted estimator.
+
+Every benchmark suite and the R adapter build their baselines here, so that a name means
+the same model (same parameters, same seeding) wherever it is run. A factory takes the
+task (``"regression"`` or ``"classification"``) and ``random_state`` (the seed of the
+estimator's own randomness; deterministic models ignore it).
+
+Inputs: numeric arrays or data frames with NaN for missing values; ``hgb`` and
+``mean_mask_linear`` also take data frames with ``category`` (or text) columns. Callers with
+categorical tables dummy-code them first for the other baselines.
+
+scikit-learn's models are imported when built, so that listing the registry is cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ._baselines import (
+    EMRegressor,
+    ImputeMaskLinearRegressor,
+    ImputeMaskMLPRegressor,
+    MICERegressor,
+)
+from ._rbridge import NormEMRegressor
+
+__all__ = ["BASELINES", "TASKS", "Baseline", "make_baseline"]
+
+TASKS = ("regression", "classification")
+#: Ridge penalties tried by ``mean_mask_linear`` (leave-one-out CV).
+RIDGE_ALPHAS = tuple(np.logspace(-3, 3, 13))
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A baseline: ``build(task, random_state)`` returns it unfitted, for one of ``tasks``."""
+
+    name: str
+    build: Callable[[str, int | None], object]
+    tasks: tuple[str, ...] = ("regression",)
+
+
+def _em(task, random_state):
+    """:class:`EMRegressor` with its defaults (deterministic)."""
+    return EMRegressor()
+
+
+def _norm_em(task, random_state):
+    """:class:`NormEMRegressor`, R's ``norm`` EM as in the paper (deterministic)."""
+    return NormEMRegressor()
+
+
+def _mice_lr(task, random_state):
+    """:class:`MICERegressor`: iterative imputation, then a linear regression."""
+    return MICERegressor(random_state=random_state)
+
+
+def _impute_mask_lr(task, random_state):
+    """:class:`ImputeMaskLinearRegressor`: linear regression on [X with 0 for NaN, mask]."""
+    return ImputeMaskLinearRegressor()
+
+
+def _mlp(task, random_state):
+    """:class:`ImputeMaskMLPRegressor`, its width chosen on validation (callers may set it)."""
+    return ImputeMaskMLPRegressor(random_state=random_state)
+
+
+def _hgb(task, random_state):
+    """Gradient boosting with missing values handled natively, categories from the dtype."""
+    from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+
+    model = (HistGradientBoostingRegressor if task == "regression"
+             else HistGradientBoostingClassifier)
+    return model(categorical_features="from_dtype", random_state=random_state)
+
+
+def _linear(task):
+    """The linear model ending the ``mice_linear`` pipeline."""
+    from sklearn.linear_model import LinearRegression, LogisticRegression
+
+    return LinearRegression() if task == "regression" else LogisticRegression(max_iter=1000)
+
+
+def _mice_linear(task, random_state):
+    """Iterative imputation, standardization, then a linear or logistic regression."""
+    from sklearn.experimental import enable_iterative_imputer  # noqa: F401
+    from sklearn.impute import IterativeImputer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return make_pipeline(
+        IterativeImputer(random_state=random_state, keep_empty_features=True),
+        StandardScaler(), _linear(task),
+    )
+
+
+def _categorical_columns(X: pd.DataFrame) -> list[str]:
+    """Columns of ``X`` that are categories (pandas ``category``, ``object`` or ``string``)."""
+    return [c for c in X.columns if isinstance(X[c].dtype, pd.CategoricalDtype)
+            or pd.api.types.is_object_dtype(X[c]) or pd.api.types.is_string_dtype(X[c])]
+
+
+def _as_float_frame(X) -> pd.DataFrame:
+    """``X`` as a data frame whose non-categorical columns (float, ``Int64``, ``boolean``)
+    are float64, pd.NA as NaN: what scikit-learn's imputers take. An array becomes a frame
+    of float64 columns."""
+    if not isinstance(X, pd.DataFrame):
+        return pd.DataFrame(np.asarray(X, dtype=np.float64))
+    categorical = set(_categorical_columns(X))
+    return X.assign(**{
+        c: X[c].astype("float64") for c in X.columns if c not in categorical
+    })
+
+
+def _mean_mask_linear(task, random_state):
+    """Mean imputation with a missing indicator per incomplete column, categories one-hot
+    (missing as its own category), standardization, then ``RidgeCV`` or a logistic
+    regression (default C)."""
+    from sklearn.compose import ColumnTransformer, make_column_selector
+    from sklearn.impute import SimpleImputer
+    from sklearn.linear_model import LogisticRegression, RidgeCV
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardScaler
+
+    columns = ColumnTransformer([
+        ("numeric", SimpleImputer(strategy="mean", add_indicator=True, keep_empty_features=True),
+         make_column_selector(dtype_include="number")),
+        ("categories", OneHotEncoder(handle_unknown="ignore", sparse_output=False),
+         _categorical_columns),
+    ])
+    model = (RidgeCV(alphas=RIDGE_ALPHAS) if task == "regression"
+             else LogisticRegression(max_iter=1000))
+    return make_pipeline(FunctionTransformer(_as_float_frame), columns, StandardScaler(), model)
+
+
+#: Baselines by name.
+BASELINES = {baseline.name: baseline for baseline in (
+    Baseline("em", _em),
+    Baseline("norm_em", _norm_em),
+    Baseline("mice_lr", _mice_lr),
+    Baseline("impute_mask_lr", _impute_mask_lr),
+    Baseline("mlp", _mlp),
+    Baseline("hgb", _hgb, TASKS),
+    Baseline("mice_linear", _mice_linear, TASKS),
+    Baseline("mean_mask_linear", _mean_mask_linear, TASKS),
+)}
+
+
+def make_baseline(name: str, task: str = "regression", random_state=None):
+    """An unfitted baseline of :data:`BASELINES`.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`BASELINES`.
+    task : {"regression", "classification"}, default="regression"
+    random_state : int, RandomState instance or None
+        Seeds the estimator's own randomness (ignored by deterministic baselines).
+
+    Raises
+    ------
+    ValueError
+        For an unknown name, or a task the baseline does not take.
+    """
+    if name not in BASELINES:
+        raise ValueError(f"unknown baseline {name!r}; known: {', '.join(BASELINES)}")
+    baseline = BASELINES[name]
+    if task not in baseline.tasks:
+        raise ValueError(f"baseline {name!r} takes {' or '.join(baseline.tasks)}, not {task!r}")
+    return baseline.build(task, random_state)
