@@ -44,7 +44,7 @@ _TRAINING = TrainingConfig()
 
 
 class BaseNeuMiss(BaseEstimator):
-    """Shared fitting machinery of :class:`NeuMissRegressor` and :class:`NeuMissClassifier`.
+    """The parameters, fit, prediction and saving shared by the NeuMiss estimators.
 
     Subclasses define how targets are encoded, the loss, the number of network
     outputs and how raw network outputs become predictions.
@@ -144,7 +144,7 @@ class BaseNeuMiss(BaseEstimator):
         return None
 
     def _combine(self) -> str:
-        """How an ensemble averages its members (:data:`neumiss.ensemble.COMBINE`)."""
+        """The ``combine`` of an ensemble (:class:`~neumiss.network.EnsembleNetwork`)."""
         return "mean"
 
     # --------------------------------------------------------------------- fit
@@ -208,7 +208,7 @@ class BaseNeuMiss(BaseEstimator):
         chunks = []
         self.network_.eval()
         with torch.no_grad(), torch_threads(self.n_jobs):
-            if device.type != "cpu":  # standardized on the device: see neumiss.gpu
+            if device.type != "cpu":  # standardized on the device: see apply_on_device
                 from ..network import apply_on_device
 
                 out = apply_on_device(module, self.preprocessor_, X, device,
@@ -259,7 +259,7 @@ class BaseNeuMiss(BaseEstimator):
         persistence.save_estimator(self, path)
 
     def to_onnx(self, path=None, **kwargs):
-        """Export to ONNX (inputs ``X`` and ``M``); see :func:`neumiss.onnx_export.export_onnx`."""
+        """Export to ONNX (inputs ``X`` and ``M``); see :func:`neumiss.export.export_onnx`."""
         from ..export import export_onnx  # onnx is loaded only when exporting
 
         return export_onnx(self, path, **kwargs)

@@ -1,17 +1,19 @@
 """Training beyond memory: a NeuMiss estimator fitted from a stream of ``(X, y)`` chunks.
 
-:func:`fit_stream` holds a chunk at a time (plus the held-out one, and the next one read):
+:func:`fit_stream` runs the estimators' one fit
+(:class:`~neumiss.estimators._fitting.FitPlan`) on :class:`StreamRows`, which
+holds a chunk at a time (plus the held-out one, and the next one read) and
+supplies only the rows and their statistics:
 
 1. a first pass over the stream records the columns (from the first chunk), the
    standardization of each encoded column over its observed entries and of the
    target (:class:`RunningMoments`: per-chunk moments merged with Chan et al.'s
    formula, in float64) or the classes;
 2. each epoch then streams the chunks again, shuffling the rows within each
-   chunk, with the estimator's optimizer, learning rate, batch size,
-   ReduceLROnPlateau schedule and early stopping (``patience``, ``tol``) on a
-   held-out chunk (the stream's first, or ``validation_data``), restoring the
-   best weights: the loop of :func:`neumiss.training.train`, without its
-   divergence guard, which needs the training rows in memory.
+   chunk; the held-out rows (the stream's first chunk, or ``validation_data``)
+   drive early stopping. Each member trains its one network with
+   :func:`neumiss.network.train` without its divergence guard, which needs the
+   training rows in memory.
 
 The result is an ordinary fitted estimator (``predict``, ``save``, ``to_onnx``).
 :func:`parquet_chunks` streams a Parquet file or dataset folder.
@@ -38,7 +40,7 @@ class RunningMoments:
     Each chunk's moments are merged into the running ones with the pairwise
     formula of Chan, Golub and LeVeque (1979), so the result does not depend on
     how the rows are cut into chunks (up to rounding), and no sum of squares of
-    raw values is formed. As :func:`neumiss.preprocessing.mean_scale` does,
+    raw values is formed. As :func:`neumiss.tables.mean_scale` does,
     the moments are kept in units of each column's largest absolute value so
     far (``peak``), rescaled when a chunk raises it: values near 1e±300 neither
     overflow nor underflow.
@@ -73,7 +75,7 @@ class RunningMoments:
 
     def mean_scale(self) -> tuple[np.ndarray, np.ndarray]:
         """Mean and (population) standard deviation per column, as
-        :func:`neumiss.preprocessing.observed_mean_scale` gives them: a column without
+        :func:`neumiss.tables.observed_mean_scale` gives them: a column without
         observed entries has mean 0, and a scale that is negligible against the
         column's largest absolute value (or not positive) is replaced by 1."""
         spread = np.sqrt(np.divide(self.m2, self.count, out=np.zeros_like(self.m2),
@@ -135,7 +137,7 @@ def _passes(chunks) -> Callable[[], Iterator]:
         raise TypeError(
             "chunks must be read several times (once for the statistics, once per epoch): "
             "pass a list of (X, y) pairs, or a function returning a new iterator of them "
-            "(e.g. neumiss.streaming.parquet_chunks), not an iterator or generator"
+            "(e.g. neumiss.estimators.parquet_chunks), not an iterator or generator"
         )
     return lambda: iter(chunks)
 
