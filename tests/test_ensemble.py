@@ -42,14 +42,14 @@ def test_members_repeat_the_path_of_member_0_when_they_share_its_validation_set(
 ):
     X, y = data
     calls = []
-    search = neumiss.estimators._base.search_depths
+    search = neumiss.estimators._fitting.search_depths
 
     def spy(build, depths, sharing, heads, *args, start_from=None, **kwargs):
         result = search(build, depths, sharing, heads, *args, start_from=start_from, **kwargs)
         calls.append((list(depths), sharing, tuple(heads), start_from, result))
         return result
 
-    monkeypatch.setattr(neumiss.estimators._base, "search_depths", spy)
+    monkeypatch.setattr(neumiss.estimators._fitting, "search_depths", spy)
     kwargs = {"depth": [1, 2], "ensemble_size": 3, "max_epochs": 4, "random_state": 0}
     model = NeuMissRegressor(**kwargs).fit(X[:600], y[:600], validation_data=(X[600:], y[600:]))
     (*_, first), *others = calls

@@ -1,8 +1,8 @@
-"""scikit-learn estimators built on :class:`~neumiss.block.NeuMissNetwork`:
+"""scikit-learn estimators built on :class:`~neumiss.network.NeuMissNetwork`:
 :class:`NeuMissRegressor`, :class:`NeuMissQuantileRegressor` and
-:class:`NeuMissClassifier` (:func:`neumiss.load` is :func:`neumiss.conformal.load`).
+:class:`NeuMissClassifier` (:func:`neumiss.load` reads them back).
 
-Their shared fitting machinery is :class:`neumiss.base.BaseNeuMiss`.
+Their shared fitting machinery is :class:`neumiss.estimators._base.BaseNeuMiss`.
 """
 
 from __future__ import annotations
@@ -33,13 +33,13 @@ _DEFAULTS = {
 class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
     """NeuMiss network regressor: learns E[y | X_obs, M] with missing values in X.
 
-    A :class:`~neumiss.block.NeuMissBlock` approximates the conditional
+    A :class:`~neumiss.network.NeuMissBlock` approximates the conditional
     expectation of the missing features for every missingness pattern at once;
     a linear layer (or an MLP, ``mlp_depth >= 1``) maps it to ``y``. NaN in
     ``X`` marks a missing value; no imputation is needed beforehand.
 
-    The defaults are those that did best on real data with missing values
-    (``results/realdata/``): the depth and weight sharing chosen on
+    The defaults were chosen on real data with missing values
+    (``results/realdata/README.md``): the depth and weight sharing chosen on
     validation, residual connections, a two-layer MLP head and an ensemble of
     5 networks. ``depth=3, mlp_depth=0, weight_sharing="independent",
     residual=False, ensemble_size=1`` is the paper's network.
@@ -49,16 +49,16 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
     depth : int >= 0, "auto" or sequence of int, default="auto"
         Number of matrices in the NeuMiss block before ``W_mix``: ``S^(0)`` and
         ``depth - 1`` Neumann iterations (the authors' convention). A sequence
-        of candidate depths (``"auto"``: :data:`neumiss.search.AUTO_DEPTHS`) trains them on the
+        of candidate depths (``"auto"``: :data:`neumiss.network.AUTO_DEPTHS`) trains them on the
         same split in increasing order, each starting from the weights learned
         by the previous one (the matrices they share; a new iteration starts
         near the identity; an MLP head restarts its hidden layers, keeping its
         skip). A deeper depth replaces the best one only when it lowers the
         validation loss by more than one standard error of the paired per-row
-        difference (:func:`neumiss.search.clearly_better`: on a few hundred
+        difference (:func:`neumiss.network.clearly_better`: on a few hundred
         validation rows, depths often win by chance); the kept depth is
         ``best_depth_``. The search stops once two depths in a row have not
-        replaced the best (:data:`neumiss.search.DEPTH_PATIENCE`).
+        replaced the best (:data:`neumiss.network.DEPTH_PATIENCE`).
     mlp_depth : int >= 0 or "auto", default="auto"
         Hidden ReLU layers of an MLP head after the block (NeuMiss+MLP for
         nonlinear targets), beside a linear skip; 0 is the paper's linear head.
@@ -66,7 +66,7 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         fine-tunes the paper's linear head from the chosen network (it starts
         from the skip: the function less the MLP's part) and keeps whichever
         has the lower validation loss (``mlp_depth_``;
-        :data:`neumiss.search.AUTO_MLP_DEPTHS`); the other members of the
+        :data:`neumiss.network.AUTO_MLP_DEPTHS`); the other members of the
         ensemble train the kept head.
     mlp_width : int or None, default=None
         Width of those hidden layers; ``None`` means ``n_features``.
@@ -76,16 +76,16 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         more), fine-tunes an independent copy initialised to it ("untied"; with
         ``tol=0``) and keeps whichever has the lower validation loss
         (``weight_sharing_``). The fine-tune runs only when there are at least
-        :data:`neumiss.search.UNTIE_ROWS_PER_PARAMETER` training rows per parameter of the
-        untied block, ``(depth + 1) * n_features**2``; below that it never won
-        in the paper's grid.
+        :data:`neumiss.network.UNTIE_ROWS_PER_PARAMETER` training rows per parameter of the
+        untied block, ``(depth + 1) * n_features**2``: fewer rows are too
+        few to fit the extra matrices (``results/README.md``, "Untying").
     residual : bool, default=True
         Residual connections in the block (the ``+ Id`` of the Neumann recursion).
     compress_tails : bool, default=False
         Numeric columns with heavy tails (an observed value beyond 8 robust
         deviations from the median) are scaled by their median and robust
         deviation and compressed smoothly beyond 3 of them (see
-        :class:`~neumiss.preprocessing.Standardizer`); other columns are only
+        :class:`~neumiss.tables.Standardizer`); other columns are only
         standardized.
     ensemble_size : int >= 1, default=5
         Number of networks averaged. Member 0 makes the search over ``depth``,
@@ -102,7 +102,7 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
     learning_rate : float or "auto", default="auto"
         Initial learning rate (on standardized X and y). ``"auto"``: 1e-2 up to
         64 encoded columns, then ``1e-2 * sqrt(64 / n_columns)``
-        (:func:`neumiss.training.auto_learning_rate`), so that wide tables
+        (:func:`neumiss.network.auto_learning_rate`), so that wide tables
         train as stably as narrow ones. The rate used is ``learning_rate_``.
     batch_size : int or "auto", default="auto"
         Mini-batch size; ``"auto"`` is ``min(2048, max(8, n_train // 64))``.
@@ -127,13 +127,13 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
     device : {"cpu", "cuda", "cuda:N", "auto"}, default="cpu"
         Where the network trains and predicts; "auto" takes CUDA when present.
         On a GPU the automatic batch size is larger
-        (:data:`neumiss.training.GPU_AUTO_BATCH_SIZE`) and ``predict``
-        standardizes on the device (:mod:`neumiss.gpu`). CPU fits are repeatable
-        bit for bit with ``random_state``; GPU fits are not.
+        (:data:`neumiss.network.GPU_AUTO_BATCH_SIZE`) and ``predict``
+        standardizes on the device (:func:`neumiss.network.apply_on_device`). CPU
+        fits are repeatable bit for bit with ``random_state``; GPU fits are not.
     n_jobs : int or None, default=None
         Torch CPU threads during fit and predict (restored afterwards); None
-        means 1, -1 all cores. NeuMiss matrices are small (d x d), so one
-        thread is usually fastest and never stalls on a busy machine.
+        means 1, -1 all cores. One thread by default, because NeuMiss matrices
+        are small (d x d) and more threads only contend on a busy machine.
     verbose : int, default=0
         ``>= 1`` shows a tqdm progress bar (epoch, losses, validation R²).
 
@@ -247,7 +247,7 @@ class NeuMissQuantileRegressor(NeuMissRegressor):
     (averaged over the quantiles): one network learns every level, so the
     block's pattern-wise conditional expectations are shared. It is the
     quantile head of conformalized quantile regression
-    (:class:`neumiss.conformal.ConformalRegressor`). An ensemble averages the
+    (:class:`neumiss.intervals.ConformalRegressor`). An ensemble averages the
     members' quantiles.
 
     Parameters

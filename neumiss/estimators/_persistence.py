@@ -10,11 +10,10 @@ then checks the digest (a damaged file, e.g. flipped bytes inside a tensor,
 is refused) and the structure (parameters, attributes, tensor shapes): every
 problem is a ``ValueError`` naming the file and what is wrong.
 
-This module sits below the estimators (``neumiss.load`` is
-:func:`neumiss.conformal.load`, which passes it the classes it may rebuild):
-it knows an estimator only through ``get_params``, its fitted attributes
+:func:`load` (``neumiss.load``) rebuilds only the classes of :data:`MODEL_CLASSES`.
+The format knows an estimator only through ``get_params``, its fitted attributes
 ending in ``_``, ``network_`` and ``_build_fitted_network()``. A model that
-holds other estimators (:class:`~neumiss.conformal.ConformalRegressor`: its
+holds other estimators (:class:`~neumiss.intervals.ConformalRegressor`: its
 base model as parameter and fitted attribute) stores each as a nested table
 of the same kind, under the file's one digest; such a class names the fitted
 attributes it needs in ``_saved_attributes``.
@@ -237,32 +236,8 @@ def _check_header(payload) -> None:
 
 def _rebuild(payload, classes: Mapping[str, type]):
     """The estimator of a checked payload; raises :class:`_Damaged` naming the problem."""
-    name = payload.get("class")
-    if not isinstance(name, str):
-        raise _Damaged("has no estimator class ('class' key)")
-    cls = classes.get(name)
-    if cls is None:
-        raise _Damaged(f"holds an unknown estimator class {name!r}")
-    for key, kind in (("params", dict), ("attributes", dict), ("state_dict", dict)):
-        if not isinstance(payload.get(key), kind):
-            raise _Damaged(f"has no {key!r} table")
-    params = dict(payload["params"])
-    expected = set(cls._get_param_names())
-    unknown, missing = sorted(set(params) - expected, key=str), sorted(expected - set(params))
-    if unknown:
-        raise _Damaged(f"has unknown parameters {unknown} for {name}")
-    if missing:
-        raise _Damaged(f"lacks the parameters {missing} of {name}")
-    params = {k: _decode(v, classes) for k, v in params.items()}
-    if "device" in params:
-        params["device"] = "cpu"
-    estimator = cls(**params)
-    constraints = getattr(cls, "_parameter_constraints", None)
-    if constraints is not None:
-        try:
-            check_params(name, params, constraints)
-        except ValueError as exc:
-            raise _Damaged(f"has an invalid parameter: {exc}") from None
+    cls = _model_class(payload, classes)
+    estimator = _unfitted(cls, payload["class"], payload["params"], classes)
     attributes = payload["attributes"]
     bad_names = [k for k in attributes if not isinstance(k, str) or not _ATTRIBUTE_NAME.fullmatch(k)
                  or k == "network_"]
@@ -280,7 +255,48 @@ def _rebuild(payload, classes: Mapping[str, type]):
     for key, value in attributes.items():
         setattr(estimator, key, _decode(value, classes))
     _check_preprocessing(estimator)
-    state = payload["state_dict"]
+    estimator.network_ = _network(estimator, payload["state_dict"])
+    return estimator
+
+
+def _model_class(payload, classes: Mapping[str, type]) -> type:
+    """The class a payload names, once its tables are there."""
+    name = payload.get("class")
+    if not isinstance(name, str):
+        raise _Damaged("has no estimator class ('class' key)")
+    cls = classes.get(name)
+    if cls is None:
+        raise _Damaged(f"holds an unknown estimator class {name!r}")
+    for key in ("params", "attributes", "state_dict"):
+        if not isinstance(payload.get(key), dict):
+            raise _Damaged(f"has no {key!r} table")
+    return cls
+
+
+def _unfitted(cls: type, name: str, params: dict, classes: Mapping[str, type]):
+    """A ``cls`` (saved as ``name``) with the saved ``params`` (exactly its parameters,
+    valid), on CPU."""
+    expected = set(cls._get_param_names())
+    unknown, missing = sorted(set(params) - expected, key=str), sorted(expected - set(params))
+    if unknown:
+        raise _Damaged(f"has unknown parameters {unknown} for {name}")
+    if missing:
+        raise _Damaged(f"lacks the parameters {missing} of {name}")
+    params = {k: _decode(v, classes) for k, v in params.items()}
+    if "device" in params:
+        params["device"] = "cpu"
+    estimator = cls(**params)
+    constraints = getattr(cls, "_parameter_constraints", None)
+    if constraints is not None:
+        try:
+            check_params(name, params, constraints)
+        except ValueError as exc:
+            raise _Damaged(f"has an invalid parameter: {exc}") from None
+    return estimator
+
+
+def _network(estimator, state):
+    """The fitted network of ``estimator`` with the saved weights ``state``, checked."""
     if not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
         raise _Damaged("has a 'state_dict' that is not a table of named tensors")
     bad_tensors = [k for k, v in state.items()
@@ -302,8 +318,7 @@ def _rebuild(payload, classes: Mapping[str, type]):
         raise _Damaged(f"has weights of the wrong shape: {'; '.join(wrong[:3])}")
     network.load_state_dict(state)
     network.eval()
-    estimator.network_ = network
-    return estimator
+    return network
 
 
 def _rebuild_holder(estimator, attributes, state, classes):

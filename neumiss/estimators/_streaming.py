@@ -1,17 +1,19 @@
 """Training beyond memory: a NeuMiss estimator fitted from a stream of ``(X, y)`` chunks.
 
-:func:`fit_stream` holds a chunk at a time (plus the held-out one, and the next one read):
+:func:`fit_stream` runs the estimators' one fit
+(:class:`~neumiss.estimators._fitting.FitPlan`) on :class:`StreamRows`, which
+holds a chunk at a time (plus the held-out one, and the next one read) and
+supplies only the rows and their statistics:
 
 1. a first pass over the stream records the columns (from the first chunk), the
    standardization of each encoded column over its observed entries and of the
    target (:class:`RunningMoments`: per-chunk moments merged with Chan et al.'s
    formula, in float64) or the classes;
 2. each epoch then streams the chunks again, shuffling the rows within each
-   chunk, with the estimator's optimizer, learning rate, batch size,
-   ReduceLROnPlateau schedule and early stopping (``patience``, ``tol``) on a
-   held-out chunk (the stream's first, or ``validation_data``), restoring the
-   best weights: the loop of :func:`neumiss.training.train`, without its
-   divergence guard, which needs the training rows in memory.
+   chunk; the held-out rows (the stream's first chunk, or ``validation_data``)
+   drive early stopping. Each member trains its one network with
+   :func:`neumiss.network.train` without its divergence guard, which needs the
+   training rows in memory.
 
 The result is an ordinary fitted estimator (``predict``, ``save``, ``to_onnx``).
 :func:`parquet_chunks` streams a Parquet file or dataset folder.
@@ -19,18 +21,16 @@ The result is an ordinary fitted estimator (``predict``, ``save``, ``to_onnx``).
 
 from __future__ import annotations
 
-import functools
-import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
 import torch
-from sklearn.utils import check_random_state
 
 from ..checks import check_features, check_training_data
-from ..network import Candidate, SearchResult, TrainingData, torch_threads, train
+from ..network import TrainingData
 from ..tables import RELATIVE_SCALE_THRESHOLD, Standardizer, TableEncoder
+from ._fitting import FitPlan, MemberRows, training_data, validation_rows
 
 
 class RunningMoments:
@@ -40,7 +40,7 @@ class RunningMoments:
     Each chunk's moments are merged into the running ones with the pairwise
     formula of Chan, Golub and LeVeque (1979), so the result does not depend on
     how the rows are cut into chunks (up to rounding), and no sum of squares of
-    raw values is formed. As :func:`neumiss.preprocessing.mean_scale` does,
+    raw values is formed. As :func:`neumiss.tables.mean_scale` does,
     the moments are kept in units of each column's largest absolute value so
     far (``peak``), rescaled when a chunk raises it: values near 1e±300 neither
     overflow nor underflow.
@@ -75,7 +75,7 @@ class RunningMoments:
 
     def mean_scale(self) -> tuple[np.ndarray, np.ndarray]:
         """Mean and (population) standard deviation per column, as
-        :func:`neumiss.preprocessing.observed_mean_scale` gives them: a column without
+        :func:`neumiss.tables.observed_mean_scale` gives them: a column without
         observed entries has mean 0, and a scale that is negligible against the
         column's largest absolute value (or not positive) is replaced by 1."""
         spread = np.sqrt(np.divide(self.m2, self.count, out=np.zeros_like(self.m2),
@@ -137,9 +137,22 @@ def _passes(chunks) -> Callable[[], Iterator]:
         raise TypeError(
             "chunks must be read several times (once for the statistics, once per epoch): "
             "pass a list of (X, y) pairs, or a function returning a new iterator of them "
-            "(e.g. neumiss.streaming.parquet_chunks), not an iterator or generator"
+            "(e.g. neumiss.estimators.parquet_chunks), not an iterator or generator"
         )
     return lambda: iter(chunks)
+
+
+def _check_one_candidate(estimator) -> None:
+    """A stream trains one network per member: no search, which would need a pass per
+    candidate."""
+    if (not isinstance(estimator.depth, int) or estimator.weight_sharing == "auto"
+            or estimator.mlp_depth == "auto"):
+        raise ValueError(
+            "fit_stream trains one network per member: set depth and mlp_depth to integers "
+            "and weight_sharing to 'shared' or 'independent' (got depth="
+            f"{estimator.depth!r}, mlp_depth={estimator.mlp_depth!r}, "
+            f"weight_sharing={estimator.weight_sharing!r})"
+        )
 
 
 def _first_pass(estimator, passes) -> int:
@@ -175,7 +188,6 @@ def _first_pass(estimator, passes) -> int:
     if moments is None:
         raise ValueError("the stream of chunks is empty")
     mean, scale = moments.mean_scale()
-    estimator._set_learning_rate()
     estimator.preprocessor_ = Standardizer.from_state(
         {"mean": mean, "scale": scale, "inverse_bound": np.zeros_like(mean)})
     if estimator._y_numeric:
@@ -185,17 +197,15 @@ def _first_pass(estimator, passes) -> int:
     return n_rows
 
 
-def _tensors(estimator, X, y, device) -> TrainingData:
-    """A chunk as the network's training tensors."""
+def _chunk_rows(estimator, X, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A chunk standardized: ``x``, ``mask`` (n, n_encoded) and encoded ``y`` (n,)."""
     X = estimator.encoder_.transform(check_features(estimator, X, reset=False, tables=True))
-    x, mask = estimator.preprocessor_.transform(X)
-    target = estimator._encode_validation_target(np.asarray(y))
-    return TrainingData(torch.from_numpy(x).to(device), torch.from_numpy(mask).to(device),
-                        estimator._target_tensor(target, device))
+    return (*estimator.preprocessor_.transform(X),
+            estimator._encode_validation_target(np.asarray(y)))
 
 
 class _ChunkRows:
-    """The training rows of a stream as :func:`neumiss.training.train` reads them: each
+    """The training rows of a stream as :func:`neumiss.network.train` reads them: each
     epoch reads the chunks again (the first one skipped when it is held out) and
     shuffles the rows within each chunk."""
 
@@ -209,8 +219,52 @@ class _ChunkRows:
     def batches(self, batch_size: int, generator: torch.Generator) -> Iterator[TrainingData]:
         for index, (X, y) in enumerate(self.passes()):
             if not (self.skip_first and index == 0):
-                yield from _tensors(self.estimator, X, y, self.device).batches(batch_size,
-                                                                              generator)
+                rows = training_data(self.estimator, *_chunk_rows(self.estimator, X, y), None,
+                                     self.device)
+                yield from rows.batches(batch_size, generator)
+
+
+class StreamRows:
+    """The rows of :func:`fit_stream` for :class:`~neumiss.estimators._fitting.FitPlan`:
+    the chunks, standardized with the statistics of a first pass, and the held-out
+    rows every member validates on (``validation_data``, or the stream's first chunk).
+
+    Parameters
+    ----------
+    chunks : callable returning an iterator, or a re-iterable, of ``(X, y)`` pairs
+    validation_data : pair (X_val, y_val) or None
+    """
+
+    shared_validation = True
+
+    def __init__(self, chunks, validation_data=None) -> None:
+        self.passes = _passes(chunks)
+        self.validation_data = validation_data
+
+    def prepare(self, estimator, device: torch.device) -> None:
+        """Check that ``estimator`` trains one candidate, read the stream once for the
+        statistics, and set the validation rows."""
+        _check_one_candidate(estimator)
+        n_rows = _first_pass(estimator, self.passes)
+        if self.validation_data is not None:
+            x, mask, self.y_val = validation_rows(estimator, self.validation_data)
+            n_train = n_rows
+        else:
+            X_val, y_val = next(iter(self.passes()))
+            if len(y_val) == n_rows:
+                raise ValueError(
+                    "the stream has one chunk, which is held out for early stopping: "
+                    "cut it into several chunks, or give validation_data"
+                )
+            x, mask, self.y_val = _chunk_rows(estimator, X_val, y_val)
+            n_train = n_rows - len(self.y_val)
+        self.val = training_data(estimator, x, mask, self.y_val, None, device)
+        self.rows = _ChunkRows(estimator, self.passes, self.validation_data is None, n_train,
+                               device)
+
+    def split(self, seed: int) -> MemberRows:
+        """Every member's rows: the stream trains, the held-out rows validate."""
+        return MemberRows(self.rows, self.val, self.y_val, None)
 
 
 def fit_stream(estimator, chunks, *, validation_data=None):
@@ -233,56 +287,4 @@ def fit_stream(estimator, chunks, *, validation_data=None):
     -------
     estimator, fitted: ``predict``, ``save`` and ``to_onnx`` work as after ``fit``.
     """
-    from ..checks import check_params
-
-    check_params(type(estimator).__name__, estimator.get_params(deep=False),
-                 estimator._parameter_constraints)
-    if (not isinstance(estimator.depth, int) or estimator.weight_sharing == "auto"
-            or estimator.mlp_depth == "auto"):
-        raise ValueError(
-            "fit_stream trains one network per member: set depth and mlp_depth to integers "
-            "and weight_sharing to 'shared' or 'independent' (got depth="
-            f"{estimator.depth!r}, mlp_depth={estimator.mlp_depth!r}, "
-            f"weight_sharing={estimator.weight_sharing!r})"
-        )
-    passes = _passes(chunks)
-    from ._base import _resolve_device
-
-    device = _resolve_device(estimator.device)
-    seed = int(check_random_state(estimator.random_state).randint(np.iinfo(np.int32).max))
-    with torch_threads(estimator.n_jobs):
-        n_rows = _first_pass(estimator, passes)
-        if validation_data is not None:
-            X_val, y_val = estimator._check_validation_data(validation_data)
-            x, mask = estimator.preprocessor_.transform(X_val)
-            val = TrainingData(torch.from_numpy(x).to(device), torch.from_numpy(mask).to(device),
-                               estimator._target_tensor(y_val, device))
-        else:
-            X_val, y_val = next(iter(passes()))
-            if len(y_val) == n_rows:
-                raise ValueError(
-                    "the stream has one chunk, which is held out for early stopping: "
-                    "cut it into several chunks, or give validation_data"
-                )
-            val = _tensors(estimator, X_val, y_val, device)
-            y_val = estimator._encode_validation_target(np.asarray(y_val))
-        members = []
-        for k in range(estimator.ensemble_size):
-            generator = torch.Generator().manual_seed(seed + k)
-            network = estimator._build_network(estimator.depth, estimator.weight_sharing,
-                                               estimator.mlp_depth)
-            network.reset_parameters(generator)
-            started = time.perf_counter()
-            rows = _ChunkRows(estimator, passes, validation_data is None,
-                              n_rows - (0 if validation_data is not None else len(val)), device)
-            result = train(
-                network.to(device), rows, val, estimator._loss, estimator._training_config(),
-                generator, functools.partial(estimator._score_from_loss, y_val=y_val, w_val=None),
-                verbose=int(estimator.verbose), description=f"{type(estimator).__name__} (stream)",
-                guard=False,
-            )
-            best = Candidate(estimator.depth, estimator.weight_sharing, estimator.mlp_depth,
-                             network, result, time.perf_counter() - started)
-            members.append(SearchResult(best, {estimator.depth: best.summary()}, None, {}))
-    estimator._set_search_results(members)
-    return estimator
+    return FitPlan(estimator, StreamRows(chunks, validation_data)).fit()

@@ -1,0 +1,353 @@
+"""One fit of a NeuMiss estimator, whatever holds its rows.
+
+:class:`FitPlan` is the only orchestration of a fit: it checks the parameters,
+lets a source of rows validate the data and fit the preprocessing, draws the
+seed, then trains the ensemble's members (member ``k`` with ``seed + k``):
+member 0 searches the candidates, the others follow its choice, each with early
+stopping on its validation rows. A source supplies only the rows and their
+statistics:
+
+- :class:`InMemoryRows` (``fit``): arrays in memory, a validation split per member;
+- ``StreamRows`` (:func:`~neumiss.estimators.fit_stream`): chunks read again each
+  epoch, standardized with statistics merged over a first pass.
+
+A source has ``shared_validation`` (every member validates on the same rows),
+``prepare(estimator, device)`` (validate the data; set ``encoder_``,
+``preprocessor_`` and the target's encoding) and ``split(seed)`` (a member's
+:class:`MemberRows`). Training rows held in a
+:class:`~neumiss.network.TrainingData` go through the search
+(:func:`~neumiss.network.search_depths`); other rows train the one candidate
+without the divergence guard, which needs the training rows in memory.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+import warnings
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+from sklearn.model_selection import train_test_split
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import _check_sample_weight
+
+from ..checks import check_features, check_params, check_training_data
+from ..network import (
+    AUTO_DEPTHS,
+    AUTO_MLP_DEPTHS,
+    Candidate,
+    EnsembleNetwork,
+    Objective,
+    SearchResult,
+    TrainingConfig,
+    TrainingData,
+    auto_learning_rate,
+    search_depths,
+    torch_threads,
+    train,
+)
+from ..tables import Standardizer, TableEncoder
+
+
+class MemberRows(NamedTuple):
+    """The rows one member trains and validates on.
+
+    ``train``: a :class:`~neumiss.network.TrainingData`, or any source of rows
+    :func:`~neumiss.network.train` reads without its divergence guard; ``val``:
+    a :class:`~neumiss.network.TrainingData` or None (the training loss decides);
+    ``y_val`` (n_val,) encoded targets and ``w_val`` (n_val,) case weights or
+    None, for the validation score.
+    """
+
+    train: Any
+    val: TrainingData | None
+    y_val: np.ndarray
+    w_val: np.ndarray | None
+
+
+def resolve_device(device: str) -> torch.device:
+    """``torch.device`` for a validated ``device`` parameter; "auto" takes CUDA when present."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"device={device!r} but no CUDA GPU is available; use 'cpu' or 'auto'")
+    return torch.device(device)
+
+
+def draw_seed(random_state) -> int:
+    """The fit's seed, drawn once from ``random_state``; member ``k`` uses ``seed + k``."""
+    return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+
+
+def candidate_depths(depth) -> tuple[int, ...]:
+    """The depths a ``depth`` parameter searches, increasing and distinct."""
+    if isinstance(depth, str):
+        return AUTO_DEPTHS
+    candidates = depth if isinstance(depth, (list, tuple)) else [depth]
+    return tuple(sorted({int(v) for v in candidates}))
+
+
+def candidate_mlp_depths(mlp_depth) -> tuple[int, ...]:
+    """The head depths an ``mlp_depth`` parameter trains: the chain's, then the fine-tuned."""
+    return AUTO_MLP_DEPTHS if mlp_depth == "auto" else (int(mlp_depth),)
+
+
+def training_data(estimator, x, mask, y, weight, device) -> TrainingData:
+    """Standardized inputs ``x``, ``mask`` (n, n_encoded), encoded targets ``y`` (n,) and
+    case weights (n,) or None as the network's tensors on ``device``."""
+    return TrainingData(
+        torch.from_numpy(x).to(device),
+        torch.from_numpy(mask).to(device),
+        estimator._target_tensor(y, device),
+        None if weight is None else torch.as_tensor(weight, dtype=torch.float32, device=device),
+    )
+
+
+def validation_rows(estimator, validation_data) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``validation_data`` checked against the fitted encoding: standardized ``x``, ``mask``
+    (n_val, n_encoded) and encoded ``y_val`` (n_val,)."""
+    if not isinstance(validation_data, (tuple, list)) or len(validation_data) != 2:
+        raise ValueError("validation_data must be a pair (X_val, y_val)")
+    X_val = check_features(estimator, validation_data[0], reset=False, tables=True)
+    X_val = estimator.encoder_.transform(X_val)
+    y_val = np.asarray(validation_data[1])
+    if y_val.ndim != 1 or y_val.shape[0] != X_val.shape[0]:
+        raise ValueError(
+            f"validation_data: y_val must be 1-D with one value per row of X_val "
+            f"({X_val.shape[0]} rows), got shape {y_val.shape}"
+        )
+    return (*estimator.preprocessor_.transform(X_val), estimator._encode_validation_target(y_val))
+
+
+def train_one_candidate(
+    build_network, depths, weight_sharing, mlp_depths, train_rows, val_data, objective,
+    config: TrainingConfig, seed: int, *, verbose: int = 0, label: str = "NeuMiss",
+) -> SearchResult:
+    """The search of :func:`~neumiss.network.search_depths` reduced to its one candidate, for
+    training rows that are not in memory: trained without the divergence guard, which
+    needs them in memory. Same arguments (one depth, one head, no ``"auto"``)."""
+    if len(depths) != 1 or len(mlp_depths) != 1 or weight_sharing == "auto":
+        raise ValueError(
+            "rows that are not in memory train one candidate: got depths "
+            f"{list(depths)}, mlp_depths {list(mlp_depths)}, weight_sharing={weight_sharing!r}"
+        )
+    (depth,), (mlp_depth,) = depths, mlp_depths
+    generator = torch.Generator().manual_seed(seed)
+    network = build_network(depth, weight_sharing, mlp_depth)
+    network.reset_parameters(generator)
+    started = time.perf_counter()
+    result = train(
+        network.to(train_rows.device), train_rows, val_data, objective.loss, config, generator,
+        objective.score, verbose=verbose, description=f"{label} (stream)", guard=False,
+    )
+    best = Candidate(depth, weight_sharing, mlp_depth, network, result,
+                     time.perf_counter() - started)
+    return SearchResult(best, {depth: best.summary()}, None, {})
+
+
+class FitPlan:
+    """The fit of ``estimator`` on the rows of ``source`` (see the module docstring).
+
+    Parameters
+    ----------
+    estimator : NeuMiss estimator
+        Its parameters drive the fit; :meth:`fit` sets its fitted attributes.
+    source : InMemoryRows or StreamRows
+        Supplies the rows, validated and standardized.
+    """
+
+    def __init__(self, estimator, source) -> None:
+        self.estimator, self.source = estimator, source
+
+    def fit(self):
+        """Check the parameters, prepare the rows, train every member; returns the estimator."""
+        estimator = self.estimator
+        check_params(type(estimator).__name__, estimator.get_params(deep=False),
+                     estimator._parameter_constraints)
+        device = resolve_device(estimator.device)
+        with torch_threads(estimator.n_jobs):
+            self.source.prepare(estimator, device)
+            estimator.learning_rate_ = self.learning_rate()
+            seed = draw_seed(estimator.random_state)
+            members = []
+            for k in range(estimator.ensemble_size):
+                members.append(self.fit_member(k, members, seed + k))
+        self.set_results(members)
+        return estimator
+
+    def learning_rate(self) -> float:
+        """``learning_rate``, or its automatic value for the encoded columns of ``encoder_``."""
+        estimator = self.estimator
+        if estimator.learning_rate == "auto":
+            return auto_learning_rate(estimator.encoder_.n_features_out_)
+        return float(estimator.learning_rate)
+
+    def training_config(self) -> TrainingConfig:
+        """The estimator's optimisation parameters, with ``learning_rate_``."""
+        estimator = self.estimator
+        return TrainingConfig(
+            optimizer=estimator.optimizer,
+            learning_rate=estimator.learning_rate_,
+            batch_size=None if estimator.batch_size == "auto" else int(estimator.batch_size),
+            max_epochs=int(estimator.max_epochs),
+            patience=int(estimator.patience),
+            lr_patience=int(estimator.lr_patience),
+            tol=float(estimator.tol),
+            weight_decay=float(estimator.weight_decay),
+        )
+
+    def fit_member(self, k: int, members: list[SearchResult], seed: int) -> SearchResult:
+        """Train member ``k`` with ``seed``, after members ``0 .. k-1`` (``members``)."""
+        estimator = self.estimator
+        rows = self.source.split(seed)
+        objective = Objective(estimator._loss, functools.partial(
+            estimator._score_from_loss, y_val=rows.y_val, w_val=rows.w_val))
+        depths, sharing, heads, start = self.candidates(k, members)
+        name = type(estimator).__name__
+        options = {"verbose": int(estimator.verbose), "label": f"{name}[{k}]" if k else name}
+        arguments = (estimator._build_network, depths, sharing, heads, rows.train, rows.val,
+                     objective, self.training_config(), seed)
+        if isinstance(rows.train, TrainingData):
+            return search_depths(*arguments, **options, start_from=start, follow=k > 0)
+        return train_one_candidate(*arguments, **options)
+
+    def candidates(self, k: int, members: list[SearchResult]) -> tuple:
+        """What member ``k`` trains: ``(depths, weight_sharing, mlp_depths, start_from)`` for
+        :func:`~neumiss.network.search_depths` (members ``k >= 1`` keep every fine-tune,
+        so that all members share member 0's weight mode and head).
+
+        Member 0 searches every candidate. When every member validates on the same
+        rows, the others repeat member 0's path to its choice: its depth in the
+        chain's weight mode and head, from the network member 0 started that depth
+        from, then the fine-tunes that member 0 kept (untying, another head). With
+        a validation split of their own they train member 0's choice from scratch:
+        member 0's networks were trained on rows a member holds out.
+        """
+        estimator = self.estimator
+        chain_heads = candidate_mlp_depths(estimator.mlp_depth)
+        if k == 0:
+            return candidate_depths(estimator.depth), estimator.weight_sharing, chain_heads, None
+        first = members[0]
+        chosen = first.best
+        if not self.source.shared_validation:
+            return [chosen.depth], chosen.weight_sharing, [chosen.mlp_depth], None
+        untied = first.untied is not None and chosen.weight_sharing == "independent"
+        heads = [chain_heads[0]] + [chosen.mlp_depth] * (chosen.mlp_depth != chain_heads[0])
+        sharing = estimator.weight_sharing if untied else chosen.weight_sharing
+        return [chosen.depth], sharing, heads, first.predecessor
+
+    def set_results(self, members: list[SearchResult]) -> None:
+        """The estimator's fitted attributes from the search of member 0 and the others."""
+        estimator = self.estimator
+        best = members[0].best
+        networks = [member.best.network for member in members]
+        estimator.network_ = (
+            networks[0] if len(networks) == 1 else EnsembleNetwork(networks, estimator._combine())
+        )
+        estimator.best_depth_ = best.depth
+        estimator.weight_sharing_ = best.weight_sharing
+        estimator.mlp_depth_ = best.mlp_depth
+        estimator.history_ = best.result.history
+        estimator.n_epochs_ = best.result.n_epochs
+        estimator.best_epoch_ = best.result.best_epoch
+        estimator.depth_results_ = members[0].depth_results
+        estimator.untied_result_ = members[0].untied
+        estimator.head_results_ = members[0].heads
+        estimator.members_ = [member.best.summary() for member in members]
+        estimator.validation_score_ = float(np.mean([m["val_score"] for m in estimator.members_]))
+
+
+class InMemoryRows:
+    """The rows of ``fit``: arrays in memory; without ``validation_data`` each member
+    holds out ``validation_fraction`` of them, drawn with its seed.
+
+    Parameters
+    ----------
+    X : array-like or DataFrame of shape (n_samples, n_features), NaN = missing
+    y : array-like of shape (n_samples,)
+    sample_weight : array-like of shape (n_samples,) or None
+    validation_data : pair (X_val, y_val) or None
+    """
+
+    def __init__(self, X, y, sample_weight=None, validation_data=None) -> None:
+        self.data = (X, y, sample_weight)
+        self.validation_data = validation_data
+        self.shared_validation = validation_data is not None
+
+    def prepare(self, estimator, device: torch.device) -> None:
+        """Validate the data, fit ``encoder_``, ``preprocessor_`` and the target's encoding
+        on it, and keep the standardized rows for :meth:`split`."""
+        X, y, sample_weight = self.data
+        X, y = check_training_data(estimator, X, y, y_numeric=estimator._y_numeric, tables=True)
+        self.weight = (None if sample_weight is None else _check_sample_weight(
+            sample_weight, X, dtype=np.float64, ensure_non_negative=True))
+        self.y = estimator._encode_target(y)
+        estimator.encoder_ = TableEncoder().fit(X)
+        X = estimator.encoder_.transform(X)
+        _warn_features_never_observed(estimator, X)
+        estimator.preprocessor_ = Standardizer(
+            estimator.compress_tails, numeric=estimator.encoder_.numeric_columns()
+        ).fit(X)
+        self.x, self.mask = estimator.preprocessor_.transform(X)
+        self.validation = (None if self.validation_data is None
+                           else validation_rows(estimator, self.validation_data))
+        self.estimator, self.device = estimator, device
+
+    def tensors(self, index, y, weight) -> TrainingData:
+        return training_data(self.estimator, self.x[index], self.mask[index], y, weight,
+                             self.device)
+
+    def training_rows(self, index, y) -> TrainingData:
+        """Rows ``index`` to train on, their case weights scaled to a mean of 1."""
+        if self.weight is None:
+            return self.tensors(index, y, None)
+        weight = self.weight[index]
+        if not weight.sum() > 0:
+            raise ValueError("sample_weight is 0 on every training row of the split")
+        return self.tensors(index, y, weight / np.mean(weight))
+
+    def split(self, seed: int) -> MemberRows:
+        """A member's rows: every row trains when ``validation_data`` (validating) or
+        ``validation_fraction=0`` (the training loss decides); otherwise
+        ``validation_fraction`` of the rows, drawn with ``seed`` (stratified for
+        classes), are held out."""
+        estimator, y = self.estimator, self.y
+        if self.validation is not None:
+            x_val, mask_val, y_val = self.validation
+            val = training_data(estimator, x_val, mask_val, y_val, None, self.device)
+            return MemberRows(self.training_rows(slice(None), y), val, y_val, None)
+        if estimator.validation_fraction == 0:
+            return MemberRows(self.training_rows(slice(None), y), None, y, self.weight)
+        n_samples = self.x.shape[0]
+        n_val = int(np.ceil(estimator.validation_fraction * n_samples))
+        if n_samples - n_val < 1:
+            raise ValueError(
+                f"too few rows for validation_fraction={estimator.validation_fraction}: got "
+                f"n_samples={n_samples}; need at least 2 rows (or set validation_fraction=0)"
+            )
+        train_idx, val_idx = train_test_split(
+            np.arange(n_samples), test_size=n_val, random_state=seed,
+            stratify=estimator._stratify(y),
+        )
+        w_val = None if self.weight is None else self.weight[val_idx]
+        if w_val is not None and not w_val.sum() > 0:
+            w_val = None  # only zero-weight rows held out: validate them unweighted
+        val = self.tensors(val_idx, y[val_idx], w_val)
+        return MemberRows(self.training_rows(train_idx, y[train_idx]), val, y[val_idx], w_val)
+
+
+def _warn_features_never_observed(estimator, X: np.ndarray) -> None:
+    """Warn about input columns whose encoded columns are missing in every row of ``X``."""
+    columns = estimator.encoder_.input_index()
+    never_observed = np.unique(columns[np.isnan(X).all(axis=0)])
+    if never_observed.size:
+        names = getattr(estimator, "feature_names_in_", None)
+        labels = [names[i] if names is not None else int(i) for i in never_observed]
+        warnings.warn(
+            f"features {labels} are missing in every training row: they carry no "
+            "information and are ignored in practice",
+            UserWarning,
+            stacklevel=5,  # the caller of fit
+        )

@@ -1,0 +1,271 @@
+"""neumiss.estimators._fitting: the one orchestration of a fit (FitPlan) and its sources of rows."""
+
+from __future__ import annotations
+
+import types
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import neumiss.estimators._fitting as fitting
+from neumiss import NeuMissClassifier, NeuMissRegressor
+from neumiss.estimators._fitting import (
+    FitPlan,
+    InMemoryRows,
+    MemberRows,
+    candidate_depths,
+    candidate_mlp_depths,
+    draw_seed,
+    train_one_candidate,
+)
+from neumiss.estimators._streaming import StreamRows
+from neumiss.network import (
+    AUTO_DEPTHS,
+    AUTO_MLP_DEPTHS,
+    Candidate,
+    Objective,
+    SearchResult,
+    TrainingConfig,
+    TrainingData,
+)
+
+ONE = {"depth": 1, "mlp_depth": 0, "weight_sharing": "shared", "max_epochs": 2}
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 3))
+    y = X @ np.array([1.0, -2.0, 0.5]) + 0.1 * rng.normal(size=80)
+    X[rng.random(X.shape) < 0.2] = np.nan
+    return X, y
+
+
+class RecordingRows(InMemoryRows):
+    """The rows of ``fit``, recording what the plan asks of them."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.devices, self.seeds = [], []
+
+    def prepare(self, estimator, device):
+        self.devices.append(device)
+        super().prepare(estimator, device)
+
+    def split(self, seed):
+        self.seeds.append(seed)
+        return super().split(seed)
+
+
+class OutOfMemory:
+    """Training rows as a stream gives them: a length, a device and one epoch's batches."""
+
+    def __init__(self, rows: TrainingData):
+        self.rows, self.device = rows, rows.device
+
+    def __len__(self):
+        return len(self.rows)
+
+    def batches(self, batch_size, generator):
+        return self.rows.batches(batch_size, generator)
+
+
+class StreamedRows(RecordingRows):
+    def split(self, seed):
+        rows = super().split(seed)
+        return rows._replace(train=OutOfMemory(rows.train))
+
+
+def test_the_plan_prepares_once_then_trains_member_k_with_seed_plus_k(data):
+    X, y = data
+    model = NeuMissRegressor(**ONE, ensemble_size=3, random_state=7)
+    rows = RecordingRows(X, y)
+    assert FitPlan(model, rows).fit() is model
+    seed = int(np.random.RandomState(7).randint(np.iinfo(np.int32).max))
+    assert rows.devices == [torch.device("cpu")] and rows.seeds == [seed, seed + 1, seed + 2]
+    assert len(model.members_) == 3 and model.learning_rate_ == 1e-2
+    assert model.validation_score_ == pytest.approx(np.mean([m["val_score"]
+                                                             for m in model.members_]))
+
+
+def test_the_seed_is_drawn_once_per_fit_from_the_random_state():
+    assert draw_seed(3) == draw_seed(3) == np.random.RandomState(3).randint(2**31 - 1)
+    state = np.random.RandomState(3)
+    first, second = draw_seed(state), draw_seed(state)
+    assert first == draw_seed(3) and second != first
+
+
+def test_the_plan_checks_the_parameters_before_reading_any_row(data):
+    X, y = data
+    rows = RecordingRows(X, y)
+    with pytest.raises(ValueError, match="ensemble_size"):
+        FitPlan(NeuMissRegressor(ensemble_size=0), rows).fit()
+    assert rows.devices == []
+
+
+@pytest.mark.parametrize(("depth", "expected"), [
+    ("auto", AUTO_DEPTHS), (3, (3,)), ([4, 1, 4, 0], (0, 1, 4)),
+])
+def test_candidate_depths_are_increasing_and_distinct(depth, expected):
+    assert candidate_depths(depth) == expected
+
+
+def test_candidate_heads_are_the_chains_then_the_fine_tuned():
+    assert candidate_mlp_depths("auto") == AUTO_MLP_DEPTHS
+    assert candidate_mlp_depths(1) == (1,)
+
+
+def _member_0(depth, sharing, mlp_depth, untied, predecessor):
+    best = Candidate(depth, sharing, mlp_depth, network=None, result=None, seconds=0.0)
+    return SearchResult(best, {}, untied, {}, predecessor)
+
+
+def _plan(shared_validation, **params):
+    source = types.SimpleNamespace(shared_validation=shared_validation)
+    return FitPlan(NeuMissRegressor(**params), source)
+
+
+def test_member_0_searches_every_candidate():
+    plan = _plan(False, depth=[2, 0], weight_sharing="auto", mlp_depth="auto")
+    assert plan.candidates(0, []) == ((0, 2), "auto", AUTO_MLP_DEPTHS, None)
+
+
+def test_members_with_their_own_split_train_member_0s_choice_from_scratch():
+    plan = _plan(False, depth="auto", weight_sharing="auto", mlp_depth="auto")
+    first = _member_0(4, "independent", 0, untied={"val_loss": 1.0}, predecessor="depth 2")
+    assert plan.candidates(2, [first]) == ([4], "independent", [0], None)
+
+
+def test_members_sharing_the_validation_rows_repeat_member_0s_path():
+    plan = _plan(True, depth="auto", weight_sharing="auto", mlp_depth="auto")
+    untied = _member_0(4, "independent", 0, untied={"val_loss": 1.0}, predecessor="depth 2")
+    # From member 0's start, the chain's weight mode ("auto": untie again) and head, then 0.
+    assert plan.candidates(1, [untied]) == ([4], "auto", [AUTO_MLP_DEPTHS[0], 0], "depth 2")
+    kept_shared = _member_0(4, "shared", AUTO_MLP_DEPTHS[0], untied={"val_loss": 2.0},
+                            predecessor="depth 2")
+    assert plan.candidates(1, [kept_shared]) == ([4], "shared", [AUTO_MLP_DEPTHS[0]], "depth 2")
+
+
+def test_rows_in_memory_are_searched_and_other_rows_train_one_candidate_unguarded(
+    data, monkeypatch
+):
+    X, y = data
+    calls = []
+    search, train = fitting.search_depths, fitting.train
+
+    def search_spy(*args, **kwargs):
+        calls.append(("search", type(args[4]).__name__))
+        return search(*args, **kwargs)
+
+    def train_spy(network, rows, *args, guard=True, **kwargs):
+        calls.append(("train", type(rows).__name__, guard))
+        return train(network, rows, *args, guard=guard, **kwargs)
+
+    monkeypatch.setattr(fitting, "search_depths", search_spy)
+    monkeypatch.setattr(fitting, "train", train_spy)
+    FitPlan(NeuMissRegressor(**ONE, ensemble_size=2, random_state=0), RecordingRows(X, y)).fit()
+    assert calls == [("search", "TrainingData")] * 2
+    calls.clear()
+    model = NeuMissRegressor(**ONE, ensemble_size=2, random_state=0)
+    FitPlan(model, StreamedRows(X, y)).fit()
+    assert calls == [("train", "OutOfMemory", False)] * 2
+    assert list(model.depth_results_) == [1] and model.untied_result_ is None
+    assert model.head_results_ == {} and model.weight_sharing_ == "shared"
+
+
+def test_one_candidate_is_repeatable_and_refuses_a_search(data):
+    X, y = data
+    model = NeuMissRegressor(**ONE)
+    rows = RecordingRows(X, y)
+    rows.prepare(model, torch.device("cpu"))
+    split = rows.split(0)
+    objective = Objective(model._loss, lambda loss: -loss)
+    config = TrainingConfig(max_epochs=2)
+
+    def weights(seed, depths=(1,)):
+        result = train_one_candidate(model._build_network, depths, "shared", [0],
+                                     OutOfMemory(split.train), split.val, objective, config, seed)
+        assert result.depth_results == {1: result.best.summary()}
+        return torch.cat([p.detach().ravel() for p in result.best.network.parameters()])
+
+    torch.testing.assert_close(weights(5), weights(5), rtol=0, atol=0)
+    assert not torch.equal(weights(5), weights(6))
+    with pytest.raises(ValueError, match="train one candidate: got depths \\[1, 2\\]"):
+        weights(5, depths=(1, 2))
+
+
+def test_in_memory_rows_hold_out_a_seeded_split(data):
+    X, y = data
+    model = NeuMissRegressor(validation_fraction=0.25)
+    rows = InMemoryRows(X, y)
+    rows.prepare(model, torch.device("cpu"))
+    assert not rows.shared_validation
+    first, again, other = rows.split(1), rows.split(1), rows.split(2)
+    assert (len(first.train), len(first.val)) == (60, 20)
+    torch.testing.assert_close(first.val.x, again.val.x)
+    assert not torch.equal(first.val.x, other.val.x)
+    np.testing.assert_array_equal(first.val.target.numpy(), first.y_val.astype(np.float32))
+    assert first.w_val is None and first.train.weight is None
+
+
+def test_in_memory_rows_scale_weights_and_validate_zero_weight_rows_unweighted(data):
+    X, y = data
+    model = NeuMissRegressor(validation_fraction=0.25)
+    rows = InMemoryRows(X, y, np.linspace(0.5, 2.0, 80))
+    rows.prepare(model, torch.device("cpu"))
+    split = rows.split(0)
+    assert split.train.weight.mean().item() == pytest.approx(1.0)
+    assert len(split.w_val) == 20 and split.w_val.sum() > 0
+    only_row_0 = InMemoryRows(X, y, (np.arange(80) == 0).astype(float))
+    only_row_0.prepare(model, torch.device("cpu"))
+    outcomes = set()
+    for seed in range(12):  # row 0 trains (zero-weight rows validate) or is held out
+        try:
+            split = only_row_0.split(seed)
+        except ValueError as exc:
+            assert "sample_weight is 0 on every training row" in str(exc)
+            outcomes.add("refused")
+        else:
+            assert split.w_val is None and split.val.weight is None
+            outcomes.add("unweighted validation")
+    assert outcomes == {"refused", "unweighted validation"}
+
+
+def test_validation_data_trains_every_row_and_is_shared(data):
+    X, y = data
+    model = NeuMissClassifier()
+    labels = np.where(y > 0, "up", "down")
+    rows = InMemoryRows(X[:60], labels[:60], validation_data=(X[60:], labels[60:]))
+    rows.prepare(model, torch.device("cpu"))
+    split = rows.split(3)
+    assert rows.shared_validation and (len(split.train), len(split.val)) == (60, 20)
+    np.testing.assert_array_equal(split.y_val, np.searchsorted(["down", "up"], labels[60:]))
+
+
+def test_stream_rows_train_every_chunk_but_the_held_out_one(data):
+    X, y = data
+    chunks = [(X[i : i + 20], y[i : i + 20]) for i in range(0, 80, 20)]
+    model = NeuMissRegressor(**ONE)
+    rows = StreamRows(chunks)
+    rows.prepare(model, torch.device("cpu"))
+    first, other = rows.split(0), rows.split(1)
+    assert rows.shared_validation and isinstance(first, MemberRows)
+    assert first.train is other.train and first.val is other.val and len(first.train) == 60
+    epoch = list(first.train.batches(7, torch.Generator().manual_seed(0)))
+    trained = torch.cat([batch.target for batch in epoch])
+    expected = (y[20:] - model.y_mean_) / model.y_scale_
+    np.testing.assert_allclose(np.sort(trained.numpy()), np.sort(expected), rtol=1e-6)
+    assert max(len(batch) for batch in epoch) == 7 and len(first.val) == 20
+
+
+def test_a_feature_never_observed_warns_at_the_callers_line(data):
+    X, y = data
+    X = X.copy()
+    X[:, 1] = np.nan
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        NeuMissRegressor(**ONE, ensemble_size=1).fit(X, y)
+    (warning,) = [w for w in caught if "missing in every training row" in str(w.message)]
+    assert warning.filename == __file__
