@@ -39,7 +39,7 @@ CONFIGURATIONS = {
 
 def _data(task: str):
     # Enough rows per parameter that weight_sharing="auto" unties (d = 5, depth <= 4 needs 1,250).
-    X, y, truth = neumiss.simulate.make_regression(
+    X, y, truth = neumiss.simulation.make_regression(
         6000, 5, mechanism="MCAR", missing_rate=0.3, random_state=0
     )
     X_test, y_test = truth.sample(1000, random_state=1)

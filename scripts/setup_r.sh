@@ -4,7 +4,7 @@
 #    (installed as root with apt-get when one is missing): reticulate and generics
 #    (imported), testthat and mice (suggested: the tests and the README's boys data);
 #  - rpy2 3.5.17 (what works with Debian 12's R 4.2) in the Python venv given as $1
-#    (default .venv), for neumiss.rbridge.
+#    (default .venv), for neumiss.baselines.NormEMRegressor.
 # R's `norm` package is on CRAN only and is not installed here: tests needing it skip.
 # Usage: bash scripts/setup_r.sh [VENV]
 set -euo pipefail

@@ -50,7 +50,7 @@ class _MissingValuesRegressor(RegressorMixin, BaseEstimator):
     """Shared validation: ``fit`` / ``predict`` take NaN in X, subclasses do the rest.
 
     Subclasses declare their parameters' constraints in ``_parameter_constraints``
-    (:mod:`neumiss.constraints`) and implement ``_fit(X, y)`` and ``_predict(X)`` on
+    (:mod:`neumiss.checks`) and implement ``_fit(X, y)`` and ``_predict(X)`` on
     validated float64 arrays.
     """
 
@@ -113,7 +113,7 @@ class EMRegressor(_JointGaussianRegressor):
     The EM algorithm (Dempster et al., 1977) maximizes the observed-data likelihood of a
     Gaussian on ``z = (y, x)`` (``y`` observed in training, NaN = missing in ``x``). Its
     E-step conditions on the observed entries of every row, batched over the missingness
-    patterns (:func:`neumiss.gaussian.conditional_moments`). Prediction is the conditional
+    patterns (:func:`neumiss.simulation.conditional_moments`). Prediction is the conditional
     expectation of ``y`` given the observed features under the fitted Gaussian, which is the
     Bayes predictor of the paper (eq. 3) when the data are Gaussian and missing at random.
 
@@ -263,7 +263,7 @@ def _run_em(Z, start, ridge, tol, max_iter, accelerate):
         new_cov = (centered.T @ centered + moments.cond_cov_sum) / n + ridge * np.eye(dim)
         return objective, (new_mean, new_cov)
 
-    with threadpool_limits(limits=1, user_api="blas"):  # as in neumiss.gaussian
+    with threadpool_limits(limits=1, user_api="blas"):  # as in neumiss.simulation
         return _em_iterations(em_step, start, tol, max_iter, accelerate)
 
 

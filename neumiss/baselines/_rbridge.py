@@ -93,7 +93,7 @@ def load_norm():
     try:
         import rpy2  # noqa: F401
     except ImportError as exc:
-        raise ImportError(f"neumiss.rbridge needs rpy2 and R: {_INSTALL_RPY2}.") from exc
+        raise ImportError(f"neumiss.baselines.em_norm needs rpy2 and R: {_INSTALL_RPY2}.") from exc
     try:
         with _environment_kept("LD_LIBRARY_PATH", "R_HOME"):
             import rpy2.robjects as robjects

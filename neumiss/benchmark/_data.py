@@ -1,7 +1,7 @@
 """A run's key (:class:`RunSpec`) and the data it is fitted on (:func:`simulate_run`).
 
 Each (cell, repeat) of the grid gets fresh simulated data
-(:func:`neumiss.simulate.make_regression`: Gaussian covariates, linear
+(:func:`neumiss.simulation.make_regression`: Gaussian covariates, linear
 response with SNR 10, 50% missing values), plus validation and test sets of
 ``n_val`` and ``n_test`` rows from the same distribution; every method of
 that (cell, repeat) is fitted on the same data.
@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import simulation as simulate
 
-#: Mechanisms of :mod:`neumiss.simulate`, in the paper's order.
+#: Mechanisms of :mod:`neumiss.simulation`, in the paper's order.
 MECHANISMS = tuple(simulate.MECHANISMS)
 #: Mechanisms without a Bayes predictor: gaps are taken to the best method of the repeat.
 NO_BAYES_PREDICTOR = ("probit_sm",)
@@ -59,7 +59,7 @@ class SimulatedData:
     """Simulated train / validation / test sets of one (cell, repeat).
 
     Arrays: ``X_*`` of shape (n_*, d) with NaN for missing entries, ``y_*`` of shape (n_*,).
-    ``truth`` is the :class:`neumiss.simulate.SimulationTruth` they were drawn
+    ``truth`` is the :class:`neumiss.simulation.SimulationTruth` they were drawn
     from; ``random_state`` seeds the methods fitted on them.
     """
 

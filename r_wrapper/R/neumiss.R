@@ -97,7 +97,7 @@
 #'   number of missing predictors, whatever made the values missing),
 #'   `"cqr-mda-exact"` (valid for every pattern when values are missing
 #'   completely at random), `"cqr-mda-nested"`, `"cqr"` or `"split"` (valid on
-#'   average only); see the Python documentation of `neumiss.conformal`.
+#'   average only); see the Python documentation of `neumiss.intervals`.
 #' @param ... Further parameters of the Python estimator by their Python names
 #'   (e.g. `lr_patience`, `tol`, `weight_decay`, `compress_tails`); unknown
 #'   names are an error. For the formula method, the arguments of the default

@@ -3,7 +3,7 @@
 A run draws ``n_train`` rows of the paper's simulation (d features, linear
 response, SNR 10) under one mechanism and missing rate, fits the conformal
 methods (:data:`METHODS`) at ``alpha``, and scores them on ``n_test`` fresh
-rows against the oracle interval (:meth:`neumiss.simulate.SimulationTruth.oracle_interval`).
+rows against the oracle interval (:meth:`neumiss.simulation.SimulationTruth.oracle_interval`).
 Results are kept per number of missing entries: ``runs.csv`` gets one row per
 run, method and count ``q`` of missing entries, with the test rows of that
 group, how many intervals covered ``y``, and the summed widths of the method's

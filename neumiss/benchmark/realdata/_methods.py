@@ -77,7 +77,7 @@ class RealMethod:
 class DummyEncoder(TransformerMixin, BaseEstimator):
     """Numeric columns as they are, categories dummy-coded with missing groups.
 
-    Wraps :class:`neumiss.encoding.TableEncoder` (one column per category seen
+    Wraps :class:`neumiss.tables.TableEncoder` (one column per category seen
     at fit, a missing category making its whole group NaN) and drops the first
     column of each category group, so that the columns are not collinear.
     Output: float64 of shape (n_samples, n_columns), NaN = missing.

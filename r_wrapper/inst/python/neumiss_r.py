@@ -12,7 +12,7 @@ counts) is kept on the estimator as ``r_metadata_``, a dict of strings, numbers 
 the estimator's ``save`` writes every public fitted attribute, so the model file keeps it
 and ``neumiss.load`` restores it. Python users may ignore it.
 
-A fit with prediction intervals is a :class:`neumiss.conformal.ConformalRegressor`
+A fit with prediction intervals is a :class:`neumiss.intervals.ConformalRegressor`
 around the NeuMiss regressor (its ``estimator_``); :func:`describe` describes
 that base model, :func:`predict_interval` gives the intervals.
 """
