@@ -173,7 +173,7 @@ def test_weight_sharing_auto_unties_the_shared_matrix_and_keeps_the_better_netwo
     assert fixed.weight_sharing_ == "shared" and fixed.untied_result_ is None
 
 
-@pytest.mark.parametrize("target", ["linear", "nonlinear"])
+@pytest.mark.parametrize("target", ["linear", pytest.param("nonlinear", marks=pytest.mark.slow)])
 def test_mlp_depth_auto_keeps_the_head_with_the_lower_validation_loss(target):
     rng = np.random.default_rng(3)
     X = rng.normal(size=(1500, 3))

@@ -60,6 +60,7 @@ def _em_step(X, mean, cov):
 
 
 # ---------------------------------------------------------------- without R
+@pytest.mark.slow  # a fresh interpreter, like the architecture's import tests
 def test_import_neumiss_does_not_import_rpy2():
     code = "import sys, neumiss, neumiss.baselines._rbridge; assert 'rpy2' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)

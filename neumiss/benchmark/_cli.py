@@ -309,16 +309,22 @@ def run(args: argparse.Namespace) -> int:
         return _run_simulated(args)
 
 
+def _rewrite_report(out, read, write) -> int:
+    """``--report-only``: rebuild the report in folder ``out`` from its ``runs.csv``
+    (``read`` and ``write`` are the suite's); return the exit status."""
+    if not read(out / RUNS_FILE):
+        print(f"error: no runs in {out / RUNS_FILE}", file=sys.stderr)
+        return 1
+    for path in write(out):
+        print(f"wrote {path}")
+    return 0
+
+
 def _run_simulated(args: argparse.Namespace) -> int:
     """``neumiss benchmark`` (the simulated suite); return the exit status."""
     out = args.out or OUT["simulated"]
     if args.report_only:
-        if not read_runs(out / RUNS_FILE):
-            print(f"error: no runs in {out / RUNS_FILE}", file=sys.stderr)
-            return 1
-        for path in write_report(out):
-            print(f"wrote {path}")
-        return 0
+        return _rewrite_report(out, read_runs, write_report)
     preset = QUICK if args.quick else {}
     options = {
         "mechanisms": args.mechanisms or preset.get("mechanisms", MECHANISMS),
@@ -377,12 +383,7 @@ def _run_real(args: argparse.Namespace) -> int:
 
     out = args.out or OUT["real"]
     if args.report_only:
-        if not read_real_runs(out / RUNS_FILE):
-            print(f"error: no runs in {out / RUNS_FILE}", file=sys.stderr)
-            return 1
-        for path in real_report.write_report(out):
-            print(f"wrote {path}")
-        return 0
+        return _rewrite_report(out, read_real_runs, real_report.write_report)
     configs = dict(args.neumiss_params or ())
     names = args.methods or (() if configs else real_methods.DEFAULT_METHODS)
     try:
