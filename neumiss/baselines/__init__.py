@@ -1,6 +1,8 @@
-"""The methods NeuMiss is compared with: EM, MICE, imputation + mask + linear model or MLP.
+"""The methods NeuMiss is compared with: EM, MICE, imputation + mask + linear model or MLP,
+and the gradient-boosting anchors (CatBoost, LightGBM).
 
-Owns the baseline regressors of the paper (Section 5.4), the bridge to R's ``norm`` EM
+Owns the baseline regressors of the paper (Section 5.4), the boosting anchors with native
+missing values and categories (their packages optional), the bridge to R's ``norm`` EM
 through rpy2, and the one registry of baselines (:data:`BASELINES`, name -> factory,
 :func:`make_baseline`) that every benchmark suite and the R adapter build their baselines
 from. May import :mod:`neumiss.checks`, :mod:`neumiss.simulation` and :mod:`neumiss.tables`;
@@ -13,16 +15,20 @@ from ._baselines import (
     ImputeMaskMLPRegressor,
     MICERegressor,
 )
+from ._boosting import MISSING_CATEGORY, CatBoostTableClassifier, CatBoostTableRegressor
 from ._rbridge import NormEMRegressor, em_norm, load_norm
 from ._registry import BASELINES, TASKS, Baseline, make_baseline
 
 __all__ = [
     "BASELINES",
     "Baseline",
+    "CatBoostTableClassifier",
+    "CatBoostTableRegressor",
     "EMRegressor",
     "ImputeMaskLinearRegressor",
     "ImputeMaskMLPRegressor",
     "MICERegressor",
+    "MISSING_CATEGORY",
     "NormEMRegressor",
     "TASKS",
     "em_norm",

@@ -5,8 +5,8 @@ the same model (same parameters, same seeding) wherever it is run. A factory tak
 task (``"regression"`` or ``"classification"``) and ``random_state`` (the seed of the
 estimator's own randomness; deterministic models ignore it).
 
-Inputs: numeric arrays or data frames with NaN for missing values; ``hgb`` and
-``mean_mask_linear`` also take data frames with ``category`` (or text) columns. Callers with
+Inputs: numeric arrays or data frames with NaN for missing values; ``hgb``, ``catboost``,
+``lightgbm`` and ``mean_mask_linear`` also take ``category`` (or text) columns. Callers with
 categorical tables dummy-code them first for the other baselines.
 
 scikit-learn's models are imported when built, so that listing the registry is cheap.
@@ -14,17 +14,24 @@ scikit-learn's models are imported when built, so that listing the registry is c
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from ._baselines import (
     EMRegressor,
     ImputeMaskLinearRegressor,
     ImputeMaskMLPRegressor,
     MICERegressor,
+)
+from ._boosting import (
+    CatBoostTableClassifier,
+    CatBoostTableRegressor,
+    as_float_frame,
+    categorical_columns,
+    lightgbm_model,
 )
 from ._rbridge import NormEMRegressor
 
@@ -37,11 +44,23 @@ RIDGE_ALPHAS = tuple(np.logspace(-3, 3, 13))
 
 @dataclass(frozen=True)
 class Baseline:
-    """A baseline: ``build(task, random_state)`` returns it unfitted, for one of ``tasks``."""
+    """A baseline: ``build(task, random_state)`` returns it unfitted, for one of ``tasks``.
+
+    ``requires`` names the optional packages its fit imports.
+    """
 
     name: str
     build: Callable[[str, int | None], object]
     tasks: tuple[str, ...] = ("regression",)
+    requires: tuple[str, ...] = ()
+
+    def unavailable(self) -> str | None:
+        """Why this baseline cannot be fitted here (a package it needs is missing), or None."""
+        missing = [name for name in self.requires if importlib.util.find_spec(name) is None]
+        if not missing:
+            return None
+        return (f"{' and '.join(missing)} not installed "
+                "(pip install 'neumiss[anchors]' installs CatBoost and LightGBM)")
 
 
 def _em(task, random_state):
@@ -98,24 +117,6 @@ def _mice_linear(task, random_state):
     )
 
 
-def _categorical_columns(X: pd.DataFrame) -> list[str]:
-    """Columns of ``X`` that are categories (pandas ``category``, ``object`` or ``string``)."""
-    return [c for c in X.columns if isinstance(X[c].dtype, pd.CategoricalDtype)
-            or pd.api.types.is_object_dtype(X[c]) or pd.api.types.is_string_dtype(X[c])]
-
-
-def _as_float_frame(X) -> pd.DataFrame:
-    """``X`` as a data frame whose non-categorical columns (float, ``Int64``, ``boolean``)
-    are float64, pd.NA as NaN: what scikit-learn's imputers take. An array becomes a frame
-    of float64 columns."""
-    if not isinstance(X, pd.DataFrame):
-        return pd.DataFrame(np.asarray(X, dtype=np.float64))
-    categorical = set(_categorical_columns(X))
-    return X.assign(**{
-        c: X[c].astype("float64") for c in X.columns if c not in categorical
-    })
-
-
 def _mean_mask_linear(task, random_state):
     """Mean imputation with a missing indicator per incomplete column, categories one-hot
     (missing as its own category), standardization, then ``RidgeCV`` or a logistic
@@ -130,11 +131,22 @@ def _mean_mask_linear(task, random_state):
         ("numeric", SimpleImputer(strategy="mean", add_indicator=True, keep_empty_features=True),
          make_column_selector(dtype_include="number")),
         ("categories", OneHotEncoder(handle_unknown="ignore", sparse_output=False),
-         _categorical_columns),
+         categorical_columns),
     ])
     model = (RidgeCV(alphas=RIDGE_ALPHAS) if task == "regression"
              else LogisticRegression(max_iter=1000))
-    return make_pipeline(FunctionTransformer(_as_float_frame), columns, StandardScaler(), model)
+    return make_pipeline(FunctionTransformer(as_float_frame), columns, StandardScaler(), model)
+
+
+def _catboost(task, random_state):
+    """CatBoost with its defaults (1000 rounds), NaN and categories native, one thread."""
+    model = CatBoostTableRegressor if task == "regression" else CatBoostTableClassifier
+    return model(random_state=random_state)
+
+
+def _lightgbm(task, random_state):
+    """LightGBM with its defaults, NaN and categories native, one thread."""
+    return lightgbm_model(task, random_state)
 
 
 #: Baselines by name.
@@ -147,6 +159,8 @@ BASELINES = {baseline.name: baseline for baseline in (
     Baseline("hgb", _hgb, TASKS),
     Baseline("mice_linear", _mice_linear, TASKS),
     Baseline("mean_mask_linear", _mean_mask_linear, TASKS),
+    Baseline("catboost", _catboost, TASKS, requires=("catboost",)),
+    Baseline("lightgbm", _lightgbm, TASKS, requires=("lightgbm",)),
 )}
 
 

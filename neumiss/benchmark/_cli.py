@@ -336,13 +336,7 @@ def _run_simulated(args: argparse.Namespace) -> int:
         "methods": args.methods or preset.get("methods", DEFAULT_METHODS),
         "seed": args.seed,
     }
-    methods = []
-    for name in dict.fromkeys(options["methods"]):
-        reason = METHODS[name].unavailable()
-        if reason is None:
-            methods.append(name)
-        else:
-            print(f"skipping method {name!r}: {reason}", file=sys.stderr)
+    methods = _available(METHODS, options["methods"])
     if not methods:
         print("error: none of the requested methods can run here", file=sys.stderr)
         return 1
@@ -387,7 +381,8 @@ def _run_real(args: argparse.Namespace) -> int:
     configs = dict(args.neumiss_params or ())
     names = args.methods or (() if configs else real_methods.DEFAULT_METHODS)
     try:
-        methods = [real_methods.METHODS[name] for name in dict.fromkeys(names)]
+        methods = [real_methods.METHODS[name]
+                   for name in _available(real_methods.METHODS, names)]
         for label, params in configs.items():
             method = real_methods.neumiss_method(label, params)
             real_methods.check_neumiss_params(method)
@@ -414,6 +409,19 @@ def _run_real(args: argparse.Namespace) -> int:
         print((out / real_report.SUMMARY_FILE).read_text())
         print(f"table: {out / real_report.SUMMARY_FILE}\nfigure: {out / real_report.FIGURE_FILE}")
     return 1 if result.failures else 0
+
+
+def _available(methods: dict, names) -> list[str]:
+    """The ``names`` (keys of ``methods``, duplicates dropped) whose method can run here;
+    the others are named on stderr with the reason."""
+    available = []
+    for name in dict.fromkeys(names):
+        reason = methods[name].unavailable() if name in methods else None
+        if reason is None:
+            available.append(name)
+        else:
+            print(f"skipping method {name!r}: {reason}", file=sys.stderr)
+    return available
 
 
 def _run_intervals(args: argparse.Namespace) -> int:

@@ -17,6 +17,9 @@ first (:class:`DummyEncoder`):
   over numeric and one-hot columns, then ``LinearRegression`` / ``LogisticRegression``.
 * ``em``: :class:`neumiss.baselines.EMRegressor` on the same dummy-coded table
   (regression only).
+* ``catboost``, ``lightgbm``: the anchors a user would try next, with their defaults,
+  missing values and categories native, one thread (skipped, with the reason, where
+  their optional packages are not installed).
 * ``neumiss``: ``NeuMissRegressor()`` / ``NeuMissClassifier()`` with the
   package's defaults, given the DataFrame itself.
 * ``neumiss_mlp``: depth and weight sharing chosen on validation, residual, 2
@@ -68,6 +71,15 @@ class RealMethod:
     kinds: tuple[str, ...] = KINDS
     config: Mapping = field(default_factory=dict)
     torch: bool = False
+    baseline: str | None = None
+
+    def unavailable(self) -> str | None:
+        """Why this method cannot run here (an optional package is missing), or None."""
+        if self.baseline is None:
+            return None
+        from ...baselines import BASELINES
+
+        return BASELINES[self.baseline].unavailable()
 
     def config_json(self) -> str:
         """``config`` as the JSON text stored in ``runs.csv``."""
@@ -121,7 +133,7 @@ def _baseline_method(name: str, build: Callable = _baseline) -> RealMethod:
     from ...baselines import BASELINES
 
     kinds = tuple(k for k in KINDS if _TASK[k] in BASELINES[name].tasks)
-    return RealMethod(name, functools.partial(build, name), kinds=kinds)
+    return RealMethod(name, functools.partial(build, name), kinds=kinds, baseline=name)
 
 
 def _neumiss(params: Mapping, kind: str, random_state: int):
@@ -168,6 +180,8 @@ METHODS = {method.name: method for method in (
     _baseline_method("mean_mask_linear"),
     _baseline_method("mice_linear", _dummy_coded),
     _baseline_method("em", _dummy_coded),
+    _baseline_method("catboost"),
+    _baseline_method("lightgbm"),
     neumiss_method("neumiss", {}),
     neumiss_method("neumiss_mlp", NEUMISS_MLP),
 )}
