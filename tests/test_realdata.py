@@ -334,6 +334,28 @@ def test_missing_cache_says_how_to_build_it(capsys, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_an_anchor_whose_package_is_missing_is_skipped_with_the_reason(
+        capsys, tmp_path, monkeypatch):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "catboost" else find_spec(name, *a))
+    status = cli_main(["benchmark", "--suite", "real", "--tasks", "titanic", "--methods",
+                       "catboost", "--cache", str(tmp_path / "nowhere"),
+                       "--out", str(tmp_path / "out")])
+    error = capsys.readouterr().err
+    assert "skipping method 'catboost': catboost not installed" in error
+    assert "neumiss[anchors]" in error
+    assert status == 1  # the cache is missing too: the suite still reports that
+
+
+def test_the_anchors_are_methods_of_the_real_suite_for_both_kinds():
+    for name in ("catboost", "lightgbm"):
+        assert METHODS[name].kinds == ("regression", "binary")
+        assert METHODS[name].baseline == name
+
+
 _INTERRUPTED_SUITE = """  # argv: a scratch folder, the number of repeats
 import sys
 from pathlib import Path
