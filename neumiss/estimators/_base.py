@@ -202,6 +202,7 @@ class BaseNeuMiss(BaseEstimator):
         n_encoded) for the block.
         """
         check_is_fitted(self, "network_")
+        self.encoder_.check_input(X)
         X = self.encoder_.transform(check_features(self, X, reset=False, tables=True))
         module = self.network_.block if block_only else self.network_
         device = next(module.parameters()).device

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import itertools
 import os
 import re
 import sys
@@ -41,13 +42,13 @@ import pyarrow.parquet as pq
 
 from ._table_scorer import (
     CHUNK_ROWS,
+    MISSING_TOKENS,
     NeuMissOnnxModel,
     ScoringError,
     cell_error,
     encode_columns,
     locate_columns,
     match_columns,
-    missing_spellings,
     not_text_error,
     open_text,
     output_columns,
@@ -64,9 +65,18 @@ FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 BATCH_ROWS = 65536
 #: Bytes of CSV text per batch (about 16k rows of 50 numbers).
 CSV_BLOCK_BYTES = 1 << 23
+_SAVED_MODEL_MAGIC = b"PK\x03\x04"  # save() writes a torch.save zip archive
+
+
+def missing_spellings() -> list[str]:
+    """Every spelling of :data:`MISSING_TOKENS` in upper and lower case, sorted: for readers
+    that compare cells with null markers as they are (pyarrow's ``null_values``)."""
+    return sorted({"".join(letters) for token in MISSING_TOKENS
+                   for letters in itertools.product(*zip(token, token.upper()))})
+
+
 #: Cells of numeric CSV columns read as missing (pyarrow compares them as they are).
 NULL_TOKENS = missing_spellings()
-_SAVED_MODEL_MAGIC = b"PK\x03\x04"  # save() writes a torch.save zip archive
 
 
 def onnx_bytes(model) -> bytes:

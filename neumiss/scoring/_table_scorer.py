@@ -9,38 +9,25 @@ Usage::
 ``neumiss.scoring._table_scorer``, whose table rules ``neumiss score`` reuses; it
 imports neither torch nor neumiss, so it can be copied alone next to a model.)
 
-The table rules, defined here once for both scorers: empty cells, ``NA`` and ``nan``
-(any case) are missing values (:data:`MISSING_TOKENS`), cells are compared with the
-spaces around them stripped (``neumiss score`` does not strip missing tokens:
-:func:`missing_spellings`), and the first line is a header when it spells the model's
-feature names, or when none of its cells is a number (``--header yes/no`` forces it;
-:func:`locate_columns`). Errors name the line (or file) and the column
-(:func:`cell_error`, :func:`width_error`). With a header, and a model that carries
-feature names, columns are matched by name: their order does not matter,
-columns the model does not use are ignored (and reported on standard error),
-and a missing one is an error naming it. Categorical and boolean columns are
-encoded as the model's metadata ``encoding`` says: one 0/1 column per category
-seen at fit (a missing or unseen category marks the whole group missing; unseen
-ones are reported on standard error), booleans as 0/1 (``true``/``false``/``1``/``0``).
-Output: one column ``prediction`` for a regressor (and ``lower``, ``upper``
-for an interval model, whose ONNX outputs are ``y``, ``lower``, ``upper``); ``label`` and one
-``proba_<class>`` column per class for a classifier.
-
-As a library (``importlib`` on this file): :class:`NeuMissOnnxModel` scores
-encoded arrays, :func:`build_inputs` turns an array with NaN, or an explicit
-``(X, M)`` pair, into the model's float32 inputs and rejects NaN in observed
-entries, :func:`locate_columns` reads the first line and :func:`match_columns` a
-header, :func:`encode_columns` encodes columns (numbers, or text cells for boolean
-and categorical columns) and :func:`encode_rows` rows of text cells,
-:func:`output_columns` names the outputs. Errors are :class:`ScoringError`; the
-command prints them and exits with 1.
+The table rules, defined here once for both scorers (each function documents its own):
+missing values are empty cells, ``NA`` and ``nan`` in any case (:data:`MISSING_TOKENS`),
+cells are compared with their spaces stripped, except that a cell spelled exactly as a
+category seen at fit is that category; the first line is a header when it spells the
+model's feature names or holds no number (:func:`locate_columns`); columns are matched by
+name when there is a header (:func:`match_columns`); categorical and boolean columns are
+encoded as the metadata ``encoding`` says (:func:`encode_columns`). The scorer refuses
+what ``predict`` refuses: values too far from the training data (:meth:`NeuMissOnnxModel.
+check_range`), a file changed since its export (the metadata's ``integrity_sha256``,
+:func:`verify_digest`) and outputs that are not finite. Errors are :class:`ScoringError`,
+naming the file, the line or row (1-based) and the column; the command prints them on
+one line and exits with 1. Output: ``prediction`` (with ``lower`` and ``upper`` for an
+interval model), or ``label`` and ``proba_<class>`` per class (:func:`output_columns`).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import itertools
 import json
 import os
 import sys
@@ -64,14 +51,6 @@ CHUNK_ROWS = 4096
 
 class ScoringError(ValueError):
     """A model or input the scorer cannot use; the message says what and where."""
-
-
-def missing_spellings() -> list[str]:
-    """Every spelling of :data:`MISSING_TOKENS` in upper and lower case, sorted: for readers
-    that compare cells with null markers as they are (pyarrow's ``null_values``), which
-    therefore do not read a token with spaces around it as missing."""
-    return sorted({"".join(letters) for token in MISSING_TOKENS
-                   for letters in itertools.product(*zip(token, token.upper()))})
 
 
 def cell_error(where: str, position: int, column: dict, text) -> ScoringError:
@@ -317,21 +296,30 @@ def _width(column: dict) -> int:
 
 def _text_codes(texts: np.ndarray, column: dict, unseen: dict | None) -> np.ndarray:
     """Per cell of a boolean or categorical column: its one-hot position, -1 if missing
-    (or an unseen category), -2 if not a boolean. Each distinct text is looked at once."""
+    (or an unseen category), -2 if not a boolean. Each distinct text is looked at once.
+
+    A cell spelled exactly as a category seen at fit is that category (even ``NA`` or
+    `` a``); else a missing token (stripped, any case) is missing; else the cell and the
+    categories are compared with their spaces stripped."""
     texts = np.where(np.equal(texts, None), "", texts)
     distinct, inverse = np.unique(texts.astype(str), return_inverse=True)
     index = {c: i for i, c in enumerate(column["categories"])}
+    stripped = {}
+    for c, i in index.items():
+        stripped.setdefault(c.strip(), i)
     other = len(index) if column["other"] else None
     codes = np.empty(len(distinct), dtype=np.int64)
     for k, raw in enumerate(distinct):
         text = raw.strip()
-        if text.lower() in MISSING_TOKENS:
+        if raw in index:  # a category as spelled at fit, even "NA" or " a"
+            codes[k] = index[raw]
+        elif text.lower() in MISSING_TOKENS:
             codes[k] = -1
         elif column["kind"] == "boolean":
             value = BOOLEAN_TOKENS.get(text.lower())
             codes[k] = -2 if value is None else int(value)
         else:
-            position = index.get(text, other)
+            position = index.get(text, stripped.get(text, other))
             if position is None and unseen is not None:
                 unseen.setdefault(str(column["name"]), set()).add(text)
             codes[k] = -1 if position is None else position

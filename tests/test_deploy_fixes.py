@@ -1,0 +1,112 @@
+"""Regression tests of the deploy path (issue 24): crashes fixed, wrong scores refused,
+the readers of ``neumiss score`` and ``export/score.py`` in step with ``predict``."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from neumiss import NeuMissRegressor
+from neumiss.intervals import ConformalRegressor
+from neumiss.scoring import NeuMissOnnxModel, score_frame
+from neumiss.tables import TableEncoder
+
+
+def _plan_table(n=240, seed=0):
+    """A numeric, a categorical (levels "NA" and " z" included) and a boolean column."""
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({
+        "a": rng.normal(size=n),
+        "plan": rng.choice(["x", "y", "NA", " z"], size=n).astype(object),
+        "flag": rng.random(n) < 0.5,
+    })
+    frame.loc[::3, "a"] = np.nan
+    frame.loc[::5, "plan"] = None
+    y = frame["a"].fillna(0) + (frame["plan"] == "x") + 2 * (frame["plan"] == "NA")
+    return frame, y.to_numpy()
+
+
+@pytest.fixture(scope="module")
+def plan_model():
+    frame, y = _plan_table()
+    return NeuMissRegressor(max_epochs=3, depth=2, random_state=0).fit(frame, y), frame
+
+
+@pytest.fixture(scope="module")
+def mondrian():
+    frame, y = _plan_table(400, seed=1)
+    model = ConformalRegressor(random_state=0)
+    model.estimator = None
+    model.fit(frame, y)
+    return model, frame
+
+
+def test_mondrian_intervals_with_categorical_columns_export_and_match_python(mondrian):
+    model, frame = mondrian
+    assert model.cell_patterns_.shape[1] == 3  # one per input column, not per encoded one
+    scored = score_frame(frame, model.to_onnx().SerializeToString())
+    np.testing.assert_allclose(scored[["lower", "upper"]].to_numpy(),
+                               model.predict_interval(frame), rtol=1e-5, atol=1e-6)
+
+
+def test_an_unseen_category_takes_the_cell_of_a_missing_one(mondrian):
+    # The graph sees only the encoded mask, where an unseen category is missing: so does
+    # Python's cell assignment.
+    model, frame = mondrian
+    unseen = frame.iloc[:20].assign(plan="never seen")
+    with pytest.warns(UserWarning, match="not seen at fit"):
+        expected = model.predict_interval(unseen)
+    scored = score_frame(unseen, model.to_onnx().SerializeToString())
+    np.testing.assert_allclose(scored[["lower", "upper"]].to_numpy(), expected,
+                               rtol=1e-5, atol=1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        missing = model.predict_interval(frame.iloc[:20].assign(plan=None))
+    np.testing.assert_allclose(expected, missing)
+
+
+def test_arrow_backed_columns_fit_predict_and_score_as_numpy_ones(plan_model):
+    model, frame = plan_model
+    arrow = frame.convert_dtypes(dtype_backend="pyarrow")
+    assert isinstance(arrow["plan"].dtype, pd.ArrowDtype)
+    refit = NeuMissRegressor(max_epochs=3, depth=2, random_state=0).fit(
+        arrow.assign(n=np.arange(len(frame))), np.zeros(len(frame)))
+    assert [c.kind for c in refit.encoder_.columns_] == [
+        "numeric", "categorical", "boolean", "numeric"]
+    np.testing.assert_array_equal(model.predict(arrow), model.predict(frame))
+    scored = score_frame(arrow, model.to_onnx().SerializeToString())
+    np.testing.assert_allclose(scored["prediction"], model.predict(frame), rtol=1e-5, atol=1e-6)
+
+
+def test_arrow_integer_and_boolean_columns_with_nulls_are_encoded():
+    frame = pd.DataFrame({"i": pd.array([1, None, 3], dtype="int64[pyarrow]"),
+                          "b": pd.array([True, None, False], dtype="bool[pyarrow]"),
+                          "s": pd.array(["u", None, "v"], dtype="string[pyarrow]")})
+    encoder = TableEncoder().fit(frame)
+    assert [c.kind for c in encoder.columns_] == ["numeric", "boolean", "categorical"]
+    np.testing.assert_array_equal(encoder.transform(frame), [
+        [1, 1, 1, 0], [np.nan, np.nan, np.nan, np.nan], [3, 0, 0, 1]])
+
+
+def test_an_array_on_a_categorical_model_names_the_expected_columns(plan_model):
+    model, frame = plan_model
+    with pytest.raises(ValueError, match=r"pass a DataFrame with the columns 'a' \(numeric\), "
+                                         r"'plan' \(categorical: \[' z', 'NA', 'x', 'y'\]\), "
+                                         r"'flag' \(boolean\)"):
+        model.predict(frame.to_numpy())
+
+
+def test_a_category_spelled_like_a_missing_token_or_with_spaces_is_that_category(plan_model):
+    model, frame = plan_model
+    onnx = NeuMissOnnxModel(model.to_onnx().SerializeToString())
+    table = pd.DataFrame({"a": [0.5] * 4, "plan": ["NA", " z", "na", "z"], "flag": [True] * 4})
+    scored = score_frame(table, onnx)["prediction"].to_numpy()
+    with pytest.warns(UserWarning, match="not seen at fit"):  # "z" is not " z"
+        expected = model.predict(table.assign(plan=["NA", " z", None, "z"]))
+    # "na" is a missing token; "z" matches " z" once stripped: the scorers read text files,
+    # whose cells may carry spaces after the commas.
+    np.testing.assert_allclose(scored[:3], expected[:3], rtol=1e-5)
+    np.testing.assert_allclose(scored[3], expected[1], rtol=1e-5)
