@@ -6,13 +6,21 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import onnx
+import onnxruntime as ort
 import pandas as pd
 import pytest
 
-from neumiss import NeuMissRegressor
+from neumiss import NeuMissRegressor, cli
 from neumiss.intervals import ConformalRegressor
-from neumiss.scoring import NeuMissOnnxModel, score_frame
+from neumiss.scoring import NeuMissOnnxModel, ScoringError, score_frame
 from neumiss.tables import TableEncoder
+
+from .test_score_cli import SCORER as SCORER_PATH
+from .test_score_cli import _import
+
+#: export/score.py, loaded as the module a user would copy.
+SCORER = _import(SCORER_PATH, "score_script")
 
 
 def _plan_table(n=240, seed=0):
@@ -110,3 +118,86 @@ def test_a_category_spelled_like_a_missing_token_or_with_spaces_is_that_category
     # whose cells may carry spaces after the commas.
     np.testing.assert_allclose(scored[:3], expected[:3], rtol=1e-5)
     np.testing.assert_allclose(scored[3], expected[1], rtol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def plan_files(plan_model, tmp_path_factory):
+    """The plan model's ONNX file and a CSV of its table."""
+    model, frame = plan_model
+    folder = tmp_path_factory.mktemp("plan")
+    model.to_onnx(folder / "model.onnx")
+    frame.iloc[:40].to_csv(folder / "in.csv", index=False)
+    return folder
+
+
+@pytest.mark.parametrize("link", [False, True])
+def test_both_scorers_refuse_to_write_over_their_input(plan_files, tmp_path, capsys, link):
+    source = plan_files / "in.csv"
+    target = source
+    if link:
+        target = tmp_path / "link.csv"
+        target.symlink_to(source)
+    before = source.read_bytes()
+    assert cli.main(["score", str(plan_files / "model.onnx"), str(source), str(target)]) == 1
+    assert "is the input file" in capsys.readouterr().err
+    assert SCORER.main([str(plan_files / "model.onnx"), str(source), "-o", str(target)]) == 1
+    assert "is the input file" in capsys.readouterr().err
+    assert source.read_bytes() == before
+
+
+def _flip_a_weight(content: bytes) -> bytes:
+    """The model with the exponent bits of a float set in its largest weight matrix."""
+    proto = onnx.load_from_string(content)
+    weight = max(proto.graph.initializer, key=lambda t: len(t.raw_data))
+    at = content.index(weight.raw_data) + 3  # the high byte of the first float32
+    return content[:at] + bytes([content[at] | 0x7F]) + content[at + 1:]
+
+
+def test_a_damaged_file_fails_its_integrity_check_and_plain_onnx_runtime_still_loads_it(
+        plan_files, tmp_path):
+    content = (plan_files / "model.onnx").read_bytes()
+    onnx_model = NeuMissOnnxModel(content)
+    props = onnx.load_from_string(content).metadata_props
+    assert props[-1].key == "integrity_sha256" and len(props[-1].value) == 64
+    ort.InferenceSession(content, providers=["CPUExecutionProvider"])
+    assert onnx_model.task == "regression"
+    damaged = tmp_path / "damaged.onnx"
+    damaged.write_bytes(_flip_a_weight(content))
+    for load in (NeuMissOnnxModel, SCORER.NeuMissOnnxModel):
+        with pytest.raises(ValueError, match=r"damaged\.onnx fails its integrity check"):
+            load(str(damaged))
+
+
+def test_non_finite_outputs_of_an_edited_graph_are_refused_naming_the_file_and_rows(
+        plan_model, tmp_path, capsys):
+    model, frame = plan_model
+    proto = model.to_onnx()
+    del proto.metadata_props[-1]  # no digest: as a file edited by hand
+    weight = max(proto.graph.initializer, key=lambda t: len(t.raw_data))
+    values = onnx.numpy_helper.to_array(weight).copy()
+    values[...] = np.inf
+    weight.CopyFrom(onnx.numpy_helper.from_array(values, weight.name))
+    onnx.save(proto, tmp_path / "edited.onnx")
+    frame.iloc[:5].to_parquet(tmp_path / "in.parquet")
+    assert cli.main(["score", str(tmp_path / "edited.onnx"), str(tmp_path / "in.parquet"),
+                     str(tmp_path / "out.csv")]) == 1
+    err = capsys.readouterr().err
+    assert "edited.onnx: the outputs of row 1, row 2" in err and "not finite" in err
+    assert not (tmp_path / "out.csv").exists()
+
+
+@pytest.mark.parametrize("value", [1e30, -1e38])
+def test_values_predict_refuses_are_refused_by_every_scorer(plan_model, plan_files, tmp_path,
+                                                            capsys, value):
+    model, frame = plan_model
+    table = frame.iloc[:6].copy()
+    table.loc[table.index[3], "a"] = value
+    with pytest.raises(ValueError, match="standard deviations from the column's training mean"):
+        model.predict(table)
+    content = (plan_files / "model.onnx").read_bytes()
+    with pytest.raises(ScoringError, match=r"^row 4, column 1 \(a\): .* too far from the "
+                                           "training data"):
+        score_frame(table, content)
+    table.to_csv(tmp_path / "in.csv", index=False)
+    assert SCORER.main([str(plan_files / "model.onnx"), str(tmp_path / "in.csv")]) == 1
+    assert f"{tmp_path / 'in.csv'}, line 5, column 1 (a)" in capsys.readouterr().err

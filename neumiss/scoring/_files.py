@@ -44,8 +44,10 @@ from ._table_scorer import (
     CHUNK_ROWS,
     MISSING_TOKENS,
     NeuMissOnnxModel,
+    RowError,
     ScoringError,
     cell_error,
+    check_not_input,
     encode_columns,
     locate_columns,
     match_columns,
@@ -217,7 +219,10 @@ def score_batch(model: NeuMissOnnxModel, columns: list, first_row: int = 0,
                            unseen=unseen, dtype=np.float32,
                            where=lambda row, first=first: f"row {first + row + 1}")
         try:
-            parts.append(model.predict(X, overwrite=True))
+            parts.append(model.predict(X, overwrite=True,
+                                       where=lambda row, first=first: f"row {first + row + 1}"))
+        except RowError:
+            raise
         except ScoringError as error:  # build_inputs numbers rows and columns from 0
             raise ScoringError(f"rows {first + 1}-{first + len(X)}: {error}") from None
     return output_columns(model, parts[0] if len(parts) == 1 else
@@ -525,6 +530,7 @@ def score_file(model, input_path: str, output_path: str, *, keep: list[str] = ()
     if input_path == "-":
         raise ScoringError("the input must be a file (standard input is not read)")
     kind_in, kind_out = file_format(input_path), file_format(output_path)
+    check_not_input(input_path, output_path)
     source = _source(input_path, kind_in, model, list(keep), header, batch_rows)
     partial = output_path if output_path == "-" else f"{output_path}.partial"
     sink, result = _Sink(partial, kind_out), Scored(unseen={})
