@@ -182,7 +182,8 @@ def test_non_finite_outputs_of_an_edited_graph_are_refused_naming_the_file_and_r
     assert cli.main(["score", str(tmp_path / "edited.onnx"), str(tmp_path / "in.parquet"),
                      str(tmp_path / "out.csv")]) == 1
     err = capsys.readouterr().err
-    assert "edited.onnx: the outputs of row 1, row 2" in err and "not finite" in err
+    assert "edited.onnx: the outputs of " in err and "in.parquet, row 2, " in err
+    assert "not finite" in err
     assert not (tmp_path / "out.csv").exists()
 
 
@@ -201,3 +202,39 @@ def test_values_predict_refuses_are_refused_by_every_scorer(plan_model, plan_fil
     table.to_csv(tmp_path / "in.csv", index=False)
     assert SCORER.main([str(plan_files / "model.onnx"), str(tmp_path / "in.csv")]) == 1
     assert f"{tmp_path / 'in.csv'}, line 5, column 1 (a)" in capsys.readouterr().err
+
+
+def test_both_scorers_read_spaced_cells_and_levels_spelled_like_missing_tokens(
+        plan_model, plan_files, tmp_path):
+    model, _ = plan_model
+    text = ("a, plan, flag\n"
+            " NA, NA, true\n"       # a missing number; the level "NA"
+            "0.5 ,  z, false\n"     # spaces after commas; " z" read as the level " z"
+            "nan ,x, NA\n")
+    (tmp_path / "in.csv").write_text(text)
+    expected = model.predict(pd.DataFrame({"a": [np.nan, 0.5, np.nan], "plan": ["NA", " z", "x"],
+                                           "flag": pd.array([True, False, None], "boolean")}))
+    assert cli.main(["score", str(plan_files / "model.onnx"), str(tmp_path / "in.csv"),
+                     str(tmp_path / "out.csv")]) == 0
+    command = pd.read_csv(tmp_path / "out.csv")["prediction"]
+    script = SCORER.main([str(plan_files / "model.onnx"), str(tmp_path / "in.csv"),
+                          "-o", str(tmp_path / "script.csv")])
+    assert script == 0
+    np.testing.assert_allclose(command, expected, rtol=1e-5)
+    np.testing.assert_allclose(pd.read_csv(tmp_path / "script.csv")["prediction"], expected,
+                               rtol=1e-5)
+
+
+def test_a_bad_cell_after_many_good_rows_is_named_by_its_line(plan_files, tmp_path, capsys):
+    rows = ["a,plan,flag"] + [f"{i / 7:.3f},x,true" for i in range(3000)] + ["oops,x,true"]
+    (tmp_path / "in.csv").write_text("\n".join(rows) + "\n")
+    assert cli.main(["score", str(plan_files / "model.onnx"), str(tmp_path / "in.csv"),
+                     str(tmp_path / "out.csv")]) == 1
+    assert "in.csv, line 3002, column 1 (a): 'oops' is not a number" in capsys.readouterr().err
+
+
+def test_kept_columns_are_not_called_unexpected(plan_files, tmp_path, capsys):
+    (tmp_path / "in.csv").write_text("id,a,flag\n1,0.5,true\n")
+    assert cli.main(["score", str(plan_files / "model.onnx"), str(tmp_path / "in.csv"),
+                     str(tmp_path / "out.csv"), "--keep", "id"]) == 1
+    assert "missing ['plan'], unexpected []" in capsys.readouterr().err

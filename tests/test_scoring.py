@@ -153,9 +153,9 @@ def test_text_columns_the_model_takes_as_numbers_are_named(tmp_path, fixtures, c
 BAD_FILES = {
     "missing column": ("id,age,score,tenure\n1,2,3,4\n", "missing ['income']"),
     "text, column ignored": ("id,age,income,score,tenure\n1,2,x,3,4\n",
-                             "in.csv, column 2 (income): 'x' is not a number (missing values"),
+                             "in.csv, line 2, column 2 (income): 'x' is not a number"),
     "text, columns reordered": ("score,tenure,income,age\n1,2,3,4\n1,2,3,x\n",
-                                "in.csv, column 1 (age): 'x' is not a number"),
+                                "in.csv, line 3, column 1 (age): 'x' is not a number"),
     "text in a number column": ("age,income,score,tenure\n1,2,3,4\n1,two,3,4\n",
                                 "column 2 (income): 'two' is not a number"),
     "ragged row": ("age,income,score,tenure\n1,2,3,4\n1,2,3\n",
@@ -177,12 +177,12 @@ def test_bad_csv_inputs_are_one_line_errors(tmp_path, fixtures, capsys, case):
     assert not list(tmp_path.iterdir()) or sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]
 
 
-#: Tables both scorers refuse, and the words both use (export/score.py names the line,
-#: ``neumiss score`` the file when pyarrow gives no line).
+#: Tables both scorers refuse, and the words both use (``neumiss score`` names a short
+#: row by its text: pyarrow gives no line).
 BOTH_REFUSE = {
     "bad cell": ("age,income,score,tenure\n1,2,3,4\n1,two,3,4\n",
-                 "column 2 (income): 'two' is not a number (missing values are empty cells, "
-                 "NA or nan)"),
+                 "in.csv, line 3, column 2 (income): 'two' is not a number (missing values are "
+                 "empty cells, NA or nan)"),
     "header without a column": ("age,income,score\n1,2,3\n",
                                 "line 1 (header): missing ['tenure'], unexpected []"),
     "short data line 1": ("1,2,3\n",

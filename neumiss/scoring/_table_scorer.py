@@ -351,9 +351,9 @@ def _text_codes(texts: np.ndarray, column: dict, unseen: dict | None) -> np.ndar
     """Per cell of a boolean or categorical column: its one-hot position, -1 if missing
     (or an unseen category), -2 if not a boolean. Each distinct text is looked at once.
 
-    A cell spelled exactly as a category seen at fit is that category (even ``NA`` or
-    `` a``); else a missing token (stripped, any case) is missing; else the cell and the
-    categories are compared with their spaces stripped."""
+    A cell spelled as a category seen at fit is that category (even ``NA`` or `` a``),
+    first as it is, then both with their spaces stripped; else a missing token (stripped,
+    any case) is missing."""
     texts = np.where(np.equal(texts, None), "", texts)
     distinct, inverse = np.unique(texts.astype(str), return_inverse=True)
     index = {c: i for i, c in enumerate(column["categories"])}
@@ -364,18 +364,17 @@ def _text_codes(texts: np.ndarray, column: dict, unseen: dict | None) -> np.ndar
     codes = np.empty(len(distinct), dtype=np.int64)
     for k, raw in enumerate(distinct):
         text = raw.strip()
-        if raw in index:  # a category as spelled at fit, even "NA" or " a"
-            codes[k] = index[raw]
+        if raw in index or text in stripped:  # a category seen at fit, even "NA" or " a"
+            codes[k] = index.get(raw, stripped.get(text))
         elif text.lower() in MISSING_TOKENS:
             codes[k] = -1
         elif column["kind"] == "boolean":
             value = BOOLEAN_TOKENS.get(text.lower())
             codes[k] = -2 if value is None else int(value)
         else:
-            position = index.get(text, stripped.get(text, other))
-            if position is None and unseen is not None:
+            if other is None and unseen is not None:
                 unseen.setdefault(str(column["name"]), set()).add(text)
-            codes[k] = -1 if position is None else position
+            codes[k] = -1 if other is None else other
     return codes[inverse.reshape(-1)]
 
 
@@ -434,12 +433,12 @@ def encode_rows(rows: list[list[str]], model: NeuMissOnnxModel, lines: list[int]
                           where=lambda row: f"{place}{lines[row]}")
 
 
-def match_columns(names: list[str], model: NeuMissOnnxModel, *,
-                  where: str = "the header") -> list[int]:
+def match_columns(names: list[str], model: NeuMissOnnxModel, *, where: str = "the header",
+                  kept=()) -> list[int]:
     """Positions in ``names`` (a table's column names) of the model's input columns:
     by name when the model has feature names (any order, others ignored), else all
     columns in order. Raises :class:`ScoringError` for an absent column (naming it),
-    a name twice, or another count.
+    a name twice, or another count; ``kept`` columns are not called unexpected.
     """
     names = [str(n).strip() for n in names]
     if model.feature_names is None:
@@ -449,7 +448,7 @@ def match_columns(names: list[str], model: NeuMissOnnxModel, *,
     expected = [str(e) for e in model.feature_names]
     missing = [e for e in expected if e not in names]
     if missing:
-        unexpected = [n for n in names if n not in expected]
+        unexpected = [n for n in names if n not in expected and n not in kept]
         raise ScoringError(
             f"{where}: missing {missing}, unexpected {unexpected} (the model's columns: "
             f"{expected}, in any order)"
@@ -467,14 +466,15 @@ def unused_columns(names: list[str], positions: list[int]) -> list[str]:
 
 
 def locate_columns(first: list[str], model: NeuMissOnnxModel, header: str = "auto",
-                   where: str = "line 1") -> tuple[list[int], list[str] | None]:
+                   where: str = "line 1", kept=()) -> tuple[list[int], list[str] | None]:
     """Where the model's columns are in a table whose first line has the cells ``first``,
     and the header's names (stripped; None when ``first`` is data). ``header`` ("auto",
-    "yes", "no"; "auto": :func:`is_header`); ``where`` names the line in errors.
+    "yes", "no"; "auto": :func:`is_header`); ``where`` names the line in errors; ``kept``
+    as :func:`match_columns`.
     """
     if header == "yes" or (header == "auto" and is_header(first, model)):
         names = [c.strip() for c in first]
-        return match_columns(names, model, where=f"{where} (header)"), names
+        return match_columns(names, model, where=f"{where} (header)", kept=kept), names
     if len(first) != model.n_features:
         error = width_error(where, model.n_features, len(first))
         raise ScoringError(f"{error} (and no header naming them)")
