@@ -214,14 +214,19 @@ def score_frame(frame: pd.DataFrame, model, *, keep=()) -> pd.DataFrame:
         else:
             columns.append(series.astype(object).where(series.notna(), None)
                            .map(lambda v: v if v is None else str(v)).to_numpy())
-    outputs = pd.DataFrame(score_batch(model, columns), index=frame.index)
+    # Rows named by position and index label: a Dask partition's positions start at 1.
+    outputs = pd.DataFrame(score_batch(
+        model, columns, place=lambda row: f"row {row + 1} (index {frame.index[row]})"),
+        index=frame.index)
     return pd.concat([frame[list(keep)], outputs], axis=1) if keep else outputs
 
 
 def _output_meta(model: NeuMissOnnxModel) -> pd.DataFrame:
     """An empty frame with :func:`score_frame`'s columns and dtypes."""
-    if model.task == "regression":
-        return pd.DataFrame({"prediction": np.empty(0, dtype=np.float64)})
+    if model.task == "regression":  # an interval model: also lower and upper
+        outputs = {o.name for o in model.session.get_outputs()}
+        names = ["prediction", *(k for k in ("lower", "upper") if k in outputs)]
+        return pd.DataFrame({name: np.empty(0, dtype=np.float64) for name in names})
     labels = np.asarray(model.classes)
     label_dtype = object if labels.dtype.kind in "US" else labels.dtype
     return pd.DataFrame({"label": np.empty(0, dtype=label_dtype),
