@@ -5,7 +5,8 @@ reuses the torch-free scorer ``export/score.py`` (:mod:`._table_scorer`) for wha
 the model's metadata says: columns matched by name (:func:`match_columns`),
 categories and booleans encoded (:func:`encode_columns`), outputs named
 (:func:`output_columns`), and for the rules of CSV tables: missing-value tokens,
-header detection and the messages naming a bad line, cell or column.
+header detection and the messages naming a bad line, cell or column (the input files
+are read by :mod:`._readers`).
 
 * :func:`score_file`: a CSV or Parquet file to a CSV or Parquet file, read and
   written in row batches (the ``neumiss score`` command), in memory that does not

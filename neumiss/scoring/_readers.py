@@ -39,6 +39,7 @@ from ._table_scorer import (
 #: Bytes of CSV text per batch (about 16k rows of 50 numbers).
 CSV_BLOCK_BYTES = 1 << 23
 
+
 def missing_spellings() -> list[str]:
     """Every spelling of :data:`MISSING_TOKENS` in upper and lower case, sorted: for readers
     that compare cells with null markers as they are (pyarrow's ``null_values``)."""
@@ -48,6 +49,7 @@ def missing_spellings() -> list[str]:
 
 #: Cells of numeric CSV columns read as missing (pyarrow compares them as they are).
 NULL_TOKENS = missing_spellings()
+#: The missing tokens, compared with stripped and lower-cased cells of a text read.
 _TOKENS = pa.array(sorted(MISSING_TOKENS))
 
 
@@ -220,9 +222,8 @@ def _text_numbers(batch: pa.RecordBatch, numeric: dict, first: int,
     return pa.RecordBatch.from_pydict(columns)
 
 
-
 def read_source(path: str, kind: str, model: NeuMissOnnxModel, keep: list[str], header: str,
-            batch_rows: int) -> _Source:
+                batch_rows: int) -> _Source:
     """The :class:`_Source` of the input file ``path`` of format ``kind``."""
     if kind == "parquet":
         return _parquet_source(path, model, keep, batch_rows)

@@ -218,7 +218,7 @@ class NeuMissOnnxModel:
             position = int(self.column_of[col])
             raise RowError(
                 f"{where(int(row))}, column {position + 1} ({self.encoding[position]['name']}): "
-                f"{float(X[row, col])!r} is too far from the training data for the network: "
+                f"{float(X[row, col]):.7g} is too far from the training data for the network: "
                 f"more than {MAX_STANDARDIZED:g} standard deviations from the column's training "
                 f"mean ({int(too_far.sum())} such cells)")
 
