@@ -15,6 +15,7 @@ import pytest
 from neumiss import NeuMissRegressor, cli
 from neumiss.intervals import ConformalRegressor
 from neumiss.scoring import NeuMissOnnxModel, ScoringError, score_frame
+from neumiss.scoring import _readers as readers
 from neumiss.tables import TableEncoder
 
 from .test_score_cli import SCORER as SCORER_PATH
@@ -239,3 +240,22 @@ def test_kept_columns_are_not_called_unexpected(plan_files, tmp_path, capsys):
     assert cli.main(["score", str(plan_files / "model.onnx"), str(tmp_path / "in.csv"),
                      str(tmp_path / "out.csv"), "--keep", "id"]) == 1
     assert "missing ['plan'], unexpected []" in capsys.readouterr().err
+
+
+def test_reading_on_as_text_resumes_at_the_row_after_the_batches_already_scored(
+        plan_model, plan_files, tmp_path, monkeypatch):
+    # Blocks of 1 kB: pyarrow's number reader has yielded several batches when it meets
+    # " NA"; the text reader must go on from the next row, none lost or repeated.
+    monkeypatch.setattr(readers, "CSV_BLOCK_BYTES", 1024)
+    model, _ = plan_model
+    n = 400
+    rows = [f"{i / 100:.2f},{'x' if i % 3 else 'NA'},{'true' if i % 2 else 'false'}"
+            for i in range(n)]
+    rows[350] = " NA,x,true"
+    (tmp_path / "in.csv").write_text("a,plan,flag\n" + "\n".join(rows) + "\n")
+    assert cli.main(["score", str(plan_files / "model.onnx"), str(tmp_path / "in.csv"),
+                     str(tmp_path / "out.csv")]) == 0
+    table = pd.read_csv(tmp_path / "in.csv", keep_default_na=False, skipinitialspace=True)
+    table["a"] = pd.to_numeric(table["a"].replace("NA", np.nan))
+    np.testing.assert_allclose(pd.read_csv(tmp_path / "out.csv")["prediction"],
+                               model.predict(table), rtol=1e-5)
