@@ -4,6 +4,7 @@ the readers of ``neumiss score`` and ``export/score.py`` in step with ``predict`
 from __future__ import annotations
 
 import re
+import sys
 import warnings
 
 import numpy as np
@@ -14,7 +15,7 @@ import pytest
 
 from neumiss import NeuMissRegressor, cli
 from neumiss.intervals import ConformalRegressor
-from neumiss.scoring import NeuMissOnnxModel, ScoringError, score_frame
+from neumiss.scoring import NeuMissOnnxModel, ScoringError, load_model, score_frame, spark_schema
 from neumiss.scoring import _readers as readers
 from neumiss.tables import TableEncoder
 
@@ -259,3 +260,29 @@ def test_reading_on_as_text_resumes_at_the_row_after_the_batches_already_scored(
     table["a"] = pd.to_numeric(table["a"].replace("NA", np.nan))
     np.testing.assert_allclose(pd.read_csv(tmp_path / "out.csv")["prediction"],
                                model.predict(table), rtol=1e-5)
+
+
+@pytest.mark.slow
+def test_spark_scores_mondrian_intervals_of_a_categorical_model_as_python(mondrian, monkeypatch):
+    from .test_scoring import _spark_session
+
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
+    model, frame = mondrian
+    content = model.to_onnx().SerializeToString()
+    table = frame.assign(id=np.arange(len(frame)))
+
+    def score_partitions(frames):
+        onnx_model = load_model(content, threads=1)
+        for part in frames:
+            yield score_frame(part, onnx_model, keep=["id"])
+
+    spark = _spark_session()
+    try:
+        scored = (spark.createDataFrame(table).repartition(3)
+                  .mapInPandas(score_partitions, schema=spark_schema(content, keep="id bigint"))
+                  .toPandas().sort_values("id"))
+    finally:
+        spark.stop()
+    assert list(scored.columns) == ["id", "prediction", "lower", "upper"]
+    np.testing.assert_allclose(scored[["lower", "upper"]].to_numpy(),
+                               model.predict_interval(frame), rtol=1e-5, atol=1e-6)
