@@ -166,33 +166,41 @@ def _csv_source(path: str, model: NeuMissOnnxModel, keep: list[str], header: str
                in enumerate(zip(positions, model.encoding, strict=True))
                if column["kind"] == "numeric"}
 
-    def batches():
-        done = 0
-        try:  # pyarrow's number reader, fast; it reads missing tokens only as they are
-            for batch in reader(convert_options=pcsv.ConvertOptions(
-                    column_types=types, include_columns=include, null_values=NULL_TOKENS,
-                    strings_can_be_null=False)):
-                yield batch
-                done += batch.num_rows
-            return
-        except pa.ArrowInvalid:
-            pass
-        # A cell it refuses (" NA", or not a number): read on from the same row as text,
-        # with the rules of export/score.py, which name the line of a bad cell.
-        first = 0
-        try:
-            for batch in reader(convert_options=pcsv.ConvertOptions(
-                    column_types={**types, **dict.fromkeys(numeric, pa.string())},
-                    include_columns=include, strings_can_be_null=False)):
-                skip, first = min(max(done - first, 0), batch.num_rows), first + batch.num_rows
-                if skip < batch.num_rows:
-                    yield _text_numbers(batch.slice(skip), numeric, first - batch.num_rows + skip,
-                                        place)
-        except pa.ArrowInvalid as error:
-            raise _csv_error(path, error) from None
-
-    return _Source(batches(), [slots[p] for p in positions], dict(zip(keep, kept)), None,
+    batches = _csv_batches(path, reader, types, include, numeric, place)
+    return _Source(batches, [slots[p] for p in positions], dict(zip(keep, kept)), None,
                    unused_columns(names, positions + [names.index(k) for k in keep]), place)
+
+
+def _csv_batches(path: str, reader: Callable, types: dict, include: list[str], numeric: dict,
+                 place: Callable[[int], str]) -> Iterator[pa.RecordBatch]:
+    """The batches of ``reader`` (``pcsv.open_csv`` of ``path`` given its convert options),
+    ``types`` and ``include`` its columns; ``numeric``, ``place``: see :func:`_text_numbers`.
+
+    pyarrow's number reader is fast, but reads the missing tokens only as they are: from a
+    cell it refuses (`` NA``, or text), the file is read on as text from the next row,
+    with the rules of ``export/score.py``, which name the line of a bad cell.
+    """
+    done = 0
+    try:
+        for batch in reader(convert_options=pcsv.ConvertOptions(
+                column_types=types, include_columns=include, null_values=NULL_TOKENS,
+                strings_can_be_null=False)):
+            yield batch
+            done += batch.num_rows
+        return
+    except pa.ArrowInvalid:
+        pass
+    first = 0
+    try:
+        for batch in reader(convert_options=pcsv.ConvertOptions(
+                column_types={**types, **dict.fromkeys(numeric, pa.string())},
+                include_columns=include, strings_can_be_null=False)):
+            skip, first = min(max(done - first, 0), batch.num_rows), first + batch.num_rows
+            if skip < batch.num_rows:
+                yield _text_numbers(batch.slice(skip), numeric, first - batch.num_rows + skip,
+                                    place)
+    except pa.ArrowInvalid as error:
+        raise _csv_error(path, error) from None
 
 
 def _text_numbers(batch: pa.RecordBatch, numeric: dict, first: int,
