@@ -23,8 +23,8 @@ from .conftest import gaussian_regression, paper
 # Every check of scikit-learn's suite applies and passes, except
 # check_array_api_input, which scikit-learn itself skips unless SCIPY_ARRAY_API
 # is set (torch estimators take numpy input only), and the exact equivalence of
-# weights and repeated rows (below). max_epochs is lowered only to keep the
-# suite fast; the checks also pass with the defaults.
+# weights and repeated rows (below). The first test lowers max_epochs to keep the
+# suite fast; the second runs the checks with the defaults.
 def _expected_failures(estimator):
     return {
         "check_sample_weight_equivalence_on_dense_data": (
@@ -41,6 +41,13 @@ def _expected_failures(estimator):
     expected_failed_checks=_expected_failures,
 )
 def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.slow
+@parametrize_with_checks([NeuMissRegressor(), NeuMissClassifier()],
+                         expected_failed_checks=_expected_failures)
+def test_sklearn_checks_pass_with_the_defaults(estimator, check):
     check(estimator)
 
 

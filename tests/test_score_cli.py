@@ -17,6 +17,7 @@ from onnx import TensorProto, helper
 
 import neumiss
 from neumiss.export import export_onnx
+from neumiss.scoring import _readers as scoring_readers
 
 EXPORT = Path(__file__).resolve().parents[1] / "export"
 SCORER = EXPORT / "score.py"
@@ -351,7 +352,7 @@ def regressor(score):
 
 
 def test_missing_spellings_are_the_tokens_in_every_case(score):
-    spellings = score.missing_spellings()
+    spellings = scoring_readers.missing_spellings()
     assert spellings == sorted(spellings) and len(spellings) == 1 + 4 + 8
     assert {"", "NA", "na", "nA", "NaN", "NAN", "nan"} <= set(spellings)
     assert all(np.isnan(score._parse_cell(text)) for text in spellings)

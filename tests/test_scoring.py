@@ -3,6 +3,7 @@ the table rules it shares with export/score.py."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import sys
 import threading
@@ -153,9 +154,9 @@ def test_text_columns_the_model_takes_as_numbers_are_named(tmp_path, fixtures, c
 BAD_FILES = {
     "missing column": ("id,age,score,tenure\n1,2,3,4\n", "missing ['income']"),
     "text, column ignored": ("id,age,income,score,tenure\n1,2,x,3,4\n",
-                             "in.csv, column 2 (income): 'x' is not a number (missing values"),
+                             "in.csv, line 2, column 2 (income): 'x' is not a number"),
     "text, columns reordered": ("score,tenure,income,age\n1,2,3,4\n1,2,3,x\n",
-                                "in.csv, column 1 (age): 'x' is not a number"),
+                                "in.csv, line 3, column 1 (age): 'x' is not a number"),
     "text in a number column": ("age,income,score,tenure\n1,2,3,4\n1,two,3,4\n",
                                 "column 2 (income): 'two' is not a number"),
     "ragged row": ("age,income,score,tenure\n1,2,3,4\n1,2,3\n",
@@ -177,12 +178,12 @@ def test_bad_csv_inputs_are_one_line_errors(tmp_path, fixtures, capsys, case):
     assert not list(tmp_path.iterdir()) or sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]
 
 
-#: Tables both scorers refuse, and the words both use (export/score.py names the line,
-#: ``neumiss score`` the file when pyarrow gives no line).
+#: Tables both scorers refuse, and the words both use (``neumiss score`` names a short
+#: row by its text: pyarrow gives no line).
 BOTH_REFUSE = {
     "bad cell": ("age,income,score,tenure\n1,2,3,4\n1,two,3,4\n",
-                 "column 2 (income): 'two' is not a number (missing values are empty cells, "
-                 "NA or nan)"),
+                 "in.csv, line 3, column 2 (income): 'two' is not a number (missing values are "
+                 "empty cells, NA or nan)"),
     "header without a column": ("age,income,score\n1,2,3\n",
                                 "line 1 (header): missing ['tenure'], unexpected []"),
     "short data line 1": ("1,2,3\n",
@@ -274,19 +275,34 @@ def test_arrow_and_text_cells_of_a_categorical_column_encode_alike(categorical):
     np.testing.assert_array_equal(from_arrow["prediction"], from_pandas["prediction"])
 
 
-@pytest.mark.slow
-def test_spark_map_in_pandas_recipe_matches_local_predictions(fixtures, monkeypatch):
-    """The README's recipe; skipped without pyspark and a Java runtime (not in .[dev])."""
+def _spark_session():
+    """A local Spark session of 2 executor threads; skipped without pyspark or Java, unless
+    NEUMISS_REQUIRE_SPARK is set (scripts/test.sh, after scripts/setup_spark.sh)."""
+    import os
     import shutil
 
-    pytest.importorskip("pyspark")
-    if shutil.which("java") is None:
-        pytest.skip("no Java runtime for Spark")
+    missing = ("pyspark" if importlib.util.find_spec("pyspark") is None
+               else "a Java runtime" if shutil.which("java") is None else None)
+    if missing and os.environ.get("NEUMISS_REQUIRE_SPARK"):
+        pytest.fail(f"NEUMISS_REQUIRE_SPARK is set but there is no {missing} "
+                    "(bash scripts/setup_spark.sh installs both)")
+    if missing:
+        pytest.skip(f"no {missing} for Spark (bash scripts/setup_spark.sh)")
     from pyspark.sql import SparkSession
 
+    return (SparkSession.builder.master("local[2]").appName("neumiss-test")
+            .config("spark.sql.shuffle.partitions", "4").getOrCreate())
+
+
+@pytest.mark.slow
+def test_spark_map_in_pandas_recipe_matches_local_predictions(fixtures, monkeypatch, tmp_path):
+    """The README's recipe on a local session: 4 partitions scored by 2 executor threads,
+    each building its ONNX Runtime session once; the rows per second of the session and
+    of ``neumiss score`` on the same rows are printed (pytest -s)."""
     monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)  # workers: this Python
+    spark = _spark_session()
     estimator, onnx_path, _ = fixtures["classifier"]
-    frame = _input_frame(estimator, 120, seed=5)
+    frame = _input_frame(estimator, 20000, seed=5)
     content = scoring.onnx_bytes(onnx_path)
 
     def score_partitions(frames):
@@ -294,17 +310,26 @@ def test_spark_map_in_pandas_recipe_matches_local_predictions(fixtures, monkeypa
         for part in frames:
             yield scoring.score_frame(part, model, keep=["id"])
 
-    spark = SparkSession.builder.master("local[2]").appName("neumiss-test").getOrCreate()
     try:
-        scored = (spark.createDataFrame(frame).repartition(3)
-                  .mapInPandas(score_partitions, schema=scoring.spark_schema(content,
-                                                                             keep="id string"))
+        source = spark.createDataFrame(frame).repartition(4).cache()
+        assert source.rdd.getNumPartitions() == 4 and source.count() == len(frame)
+        started = time.perf_counter()
+        scored = (source.mapInPandas(score_partitions,
+                                     schema=scoring.spark_schema(content, keep="id string"))
                   .toPandas())
+        spark_seconds = time.perf_counter() - started
     finally:
         spark.stop()
+    frame.to_parquet(tmp_path / "in.parquet")
+    started = time.perf_counter()
+    scoring.score_file(onnx_path, str(tmp_path / "in.parquet"), str(tmp_path / "out.parquet"))
+    file_seconds = time.perf_counter() - started
+    print(f"\nSpark local[2], 4 partitions: {len(frame) / spark_seconds:,.0f} rows/s; "
+          f"neumiss score (Parquet): {len(frame) / file_seconds:,.0f} rows/s")
     scored = scored.set_index("id").loc[frame["id"]].reset_index(drop=True)
     expected = scoring.score_frame(frame, onnx_path).reset_index(drop=True)
     pd.testing.assert_frame_equal(scored, expected)
+    _check_outputs(expected, estimator, frame[list(estimator.feature_names_in_)])
 
 
 def test_numbers_read_from_arrow_buffers_keep_nulls_nan_and_offsets():

@@ -8,6 +8,8 @@ saving and ONNX export.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator
@@ -202,6 +204,7 @@ class BaseNeuMiss(BaseEstimator):
         n_encoded) for the block.
         """
         check_is_fitted(self, "network_")
+        self.encoder_.check_input(X)
         X = self.encoder_.transform(check_features(self, X, reset=False, tables=True))
         module = self.network_.block if block_only else self.network_
         device = next(module.parameters()).device
@@ -214,14 +217,21 @@ class BaseNeuMiss(BaseEstimator):
                 out = apply_on_device(module, self.preprocessor_, X, device,
                                       columns=self.encoder_.output_names())
                 return X, check_outputs_finite(out, "network outputs")
+            # Sums in float64: a row's outputs then do not depend on the rows scored with it
+            # (float32 matrix products sum in an order that depends on the batch's shape).
+            double = copy.deepcopy(module).double()
             for start in range(0, X.shape[0], PREDICT_CHUNK):
                 x, mask = self.preprocessor_.transform(
                     X[start : start + PREDICT_CHUNK], row_offset=start,
                     columns=self.encoder_.output_names(),
                 )
-                out = module(torch.from_numpy(x).to(device), torch.from_numpy(mask).to(device))
-                chunks.append(out.cpu().numpy().astype(np.float64))
-        return X, check_outputs_finite(np.concatenate(chunks), "network outputs")
+                out = double(torch.from_numpy(x).to(device, torch.float64),
+                             torch.from_numpy(mask).to(device, torch.float64))
+                chunks.append(out.cpu().numpy())
+        out = np.concatenate(chunks)
+        # Beyond float32's range the ONNX graph's outputs are infinite: refused alike.
+        out[~(np.abs(out) <= np.finfo(np.float32).max)] = np.inf
+        return X, check_outputs_finite(out, "network outputs")
 
     def _forward(self, X) -> np.ndarray:
         """Raw network outputs, float64 array of shape (n_samples, n_outputs)."""

@@ -199,6 +199,7 @@ def _first_pass(estimator, passes) -> int:
 
 def _chunk_rows(estimator, X, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A chunk standardized: ``x``, ``mask`` (n, n_encoded) and encoded ``y`` (n,)."""
+    estimator.encoder_.check_input(X)
     X = estimator.encoder_.transform(check_features(estimator, X, reset=False, tables=True))
     return (*estimator.preprocessor_.transform(X),
             estimator._encode_validation_target(np.asarray(y)))

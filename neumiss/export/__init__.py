@@ -7,6 +7,7 @@ Owns the node-by-node graph builder (:class:`Graph`), the export of NeuMiss esti
 
 from ._networks import (
     DEFAULT_OPSET,
+    DIGEST_KEY,
     MIN_OPSET,
     PRODUCER,
     Graph,
@@ -20,6 +21,7 @@ from ._networks import (
 
 __all__ = [
     "DEFAULT_OPSET",
+    "DIGEST_KEY",
     "Graph",
     "MIN_OPSET",
     "PRODUCER",

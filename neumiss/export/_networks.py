@@ -24,6 +24,7 @@ Outputs: ``y`` float64 (N,) for a regressor (with ``quantiles`` float64
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 
@@ -46,6 +47,10 @@ MIN_OPSET = 13
 _EXPORT_CONSTRAINTS = {"opset": Integer(MIN_OPSET, onnx.defs.onnx_opset_version())}
 #: ``producer_name`` of every exported model; the scorer refuses other producers.
 PRODUCER = "neumiss"
+#: Metadata key of the file's SHA-256 digest, the last property: the digest of the
+#: serialized model with its own 64 hex digits written as zeros (the scorers check it
+#: on the file's bytes, ONNX Runtime ignores it).
+DIGEST_KEY = "integrity_sha256"
 #: Version of the input/output contract below, stored as metadata ``format_version``
 #: (2: ``X`` holds the encoded columns, metadata ``encoding`` says how).
 FORMAT_VERSION = 2
@@ -233,8 +238,10 @@ def finish_model(g: Graph, estimator, outputs, metadata: dict[str, str], opset: 
         doc_string=f"NeuMiss {metadata['task']} model exported by neumiss {__version__}. "
         f"{metadata['input_contract']}",
     )
-    helper.set_model_props(model, metadata)
+    helper.set_model_props(model, {**metadata, DIGEST_KEY: "0" * 64})
     onnx.checker.check_model(model, full_check=True)
+    # protobuf writes the properties in order, so the same bytes with the digest in place.
+    model.metadata_props[-1].value = hashlib.sha256(model.SerializeToString()).hexdigest()
     if path is not None:
         onnx.save_model(model, os.fspath(path))
     return model
@@ -345,6 +352,9 @@ def metadata(estimator, task: str) -> dict[str, str]:
         "mlp_depth": str(estimator.mlp_depth_),
         "ensemble_size": str(estimator.ensemble_size),
         "input_contract": INPUT_CONTRACT,
+        # What predict refuses (values too far from the training data), for the scorers.
+        "standardization": json.dumps({key: value.tolist() for key, value in
+                                       estimator.preprocessor_.get_state().items()}),
     }
 
 

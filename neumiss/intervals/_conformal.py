@@ -65,7 +65,7 @@ from ._methods import (
     SplitMethod,
     cell_margins,
     conformal_quantile,
-    missing,
+    input_mask,
     take_rows,
 )
 from ._ranks import required_calibration_rows
@@ -233,10 +233,10 @@ default="cqr-mondrian"
         X_cal, y_cal = take_rows(X, cal), y[cal]
         self.calibration_scores_ = method.scores(self.estimator_, X_cal, y_cal)
         self.cell_patterns_, self.cell_of_count_ = mask_cells(
-            missing(take_rows(X, train)), n_cal / train.size
+            input_mask(self.estimator_, take_rows(X, train)), n_cal / train.size
         )
-        self.calibration_cells_ = assign_cells(missing(X_cal), self.cell_patterns_,
-                                               self.cell_of_count_)
+        self.calibration_cells_ = assign_cells(input_mask(self.estimator_, X_cal),
+                                               self.cell_patterns_, self.cell_of_count_)
         if method.keeps_rows:
             self.calibration_rows_ = X_cal
             self.calibration_targets_ = y_cal

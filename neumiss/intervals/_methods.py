@@ -19,6 +19,7 @@ computation as ONNX nodes (:meth:`IntervalMethod.onnx_interval`, which loads
 
 from __future__ import annotations
 
+import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
@@ -189,7 +190,8 @@ class MondrianMethod(CQRMethod):
     name = "cqr-mondrian"
 
     def margin(self, calibration, X, alpha, confidence):
-        cells = assign_cells(missing(X), calibration.cell_patterns, calibration.cell_of_count)
+        cells = assign_cells(input_mask(calibration.estimator, X), calibration.cell_patterns,
+                             calibration.cell_of_count)
         return cell_margins(calibration, alpha, confidence)[cells]
 
     def onnx_margin(self, g, calibration, alpha, confidence):
@@ -198,7 +200,9 @@ class MondrianMethod(CQRMethod):
         from . import _onnx  # loads onnx: only when exporting
 
         axis1 = g.constant("axis_1", [1], np.int64)
-        count = _onnx.cast(g, g.op("ReduceSum", ["M", axis1], "n_missing_float", keepdims=0),
+        mask = g.op("Gather", ["M", g.constant("group_starts", group_starts(calibration.estimator),
+                                               np.int64)], "M_columns", axis=1)
+        count = _onnx.cast(g, g.op("ReduceSum", [mask, axis1], "n_missing_float", keepdims=0),
                            "n_missing", np.int64)
         cell = g.op("Gather", [g.constant("cell_of_count", calibration.cell_of_count, np.int64),
                                count], "count_cell", axis=0)
@@ -206,7 +210,7 @@ class MondrianMethod(CQRMethod):
         if patterns.shape[0]:
             axis0, axis2 = g.constant("axis_0", [0], np.int64), g.constant("axis_2", [2], np.int64)
             difference = g.op("Abs", [g.op("Sub", [
-                g.op("Unsqueeze", ["M", axis1], "M_3d"),
+                g.op("Unsqueeze", [mask, axis1], "M_3d"),
                 g.op("Unsqueeze", [g.constant("cell_patterns", patterns.astype(np.float32)),
                                    axis0], "cell_patterns_3d")], "pattern_difference")],
                 "pattern_distance")
@@ -274,6 +278,25 @@ def missing(X) -> np.ndarray:
     if isinstance(X, pd.DataFrame):
         return X.isna().to_numpy()
     return np.isnan(np.asarray(X, dtype=np.float64))
+
+
+def group_starts(estimator) -> np.ndarray:
+    """The first encoded column of each input column of a fitted base model, int (p,)."""
+    widths = [column.width for column in estimator.encoder_.columns_]
+    return np.concatenate([[0], np.cumsum(widths)[:-1]]).astype(np.int64)
+
+
+def input_mask(estimator, X) -> np.ndarray:
+    """The mask of the input columns as the fitted base model sees them, bool (n, p):
+    :func:`missing`, and also a category not seen at fit (which the model encodes as
+    missing, and the ONNX graph, which gets only the encoded mask, cannot tell apart)."""
+    encoder = getattr(estimator, "encoder_", None)  # any base model with the methods needed
+    if encoder is None or encoder.is_identity:
+        return missing(X)
+    with warnings.catch_warnings():  # predict has already warned of unseen categories
+        warnings.simplefilter("ignore", UserWarning)
+        encoded = encoder.transform(X)
+    return np.isnan(encoded[:, group_starts(estimator)])
 
 
 def take_rows(X, index: np.ndarray):

@@ -5,7 +5,8 @@ reuses the torch-free scorer ``export/score.py`` (:mod:`._table_scorer`) for wha
 the model's metadata says: columns matched by name (:func:`match_columns`),
 categories and booleans encoded (:func:`encode_columns`), outputs named
 (:func:`output_columns`), and for the rules of CSV tables: missing-value tokens,
-header detection and the messages naming a bad line, cell or column.
+header detection and the messages naming a bad line, cell or column (the input files
+are read by :mod:`._readers`).
 
 * :func:`score_file`: a CSV or Parquet file to a CSV or Parquet file, read and
   written in row batches (the ``neumiss score`` command), in memory that does not
@@ -20,10 +21,8 @@ or a model file written by ``save()`` (exported in memory first: that needs torc
 
 from __future__ import annotations
 
-import csv
 import functools
 import os
-import re
 import sys
 import time
 from collections import deque
@@ -39,22 +38,18 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
+from ._readers import read_source
 from ._table_scorer import (
     CHUNK_ROWS,
     NeuMissOnnxModel,
+    RowError,
     ScoringError,
-    cell_error,
+    check_not_input,
     encode_columns,
-    locate_columns,
     match_columns,
-    missing_spellings,
-    not_text_error,
-    open_text,
     output_columns,
     unseen_note,
-    unused_columns,
     unused_note,
-    width_error,
 )
 
 #: File formats by name ending.
@@ -62,11 +57,8 @@ FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 #: Rows per batch read, scored and written (Parquet): Parquet decodes large batches
 #: faster; ONNX Runtime scores them in chunks of ``CHUNK_ROWS`` rows.
 BATCH_ROWS = 65536
-#: Bytes of CSV text per batch (about 16k rows of 50 numbers).
-CSV_BLOCK_BYTES = 1 << 23
-#: Cells of numeric CSV columns read as missing (pyarrow compares them as they are).
-NULL_TOKENS = missing_spellings()
 _SAVED_MODEL_MAGIC = b"PK\x03\x04"  # save() writes a torch.save zip archive
+
 
 
 def onnx_bytes(model) -> bytes:
@@ -102,35 +94,6 @@ def load_model(model, threads: int | None = None) -> NeuMissOnnxModel:
     if not isinstance(name, bytes):
         loaded.path = name
     return loaded
-
-
-def _numeric_type(kind) -> bool:
-    return (pa.types.is_integer(kind) or pa.types.is_floating(kind)
-            or pa.types.is_decimal(kind) or pa.types.is_null(kind))
-
-
-def check_column_types(schema: pa.Schema, names: list[str], model: NeuMissOnnxModel,
-                       source: str) -> None:
-    """Refuse input columns that are not numbers where the model takes numbers.
-
-    ``names``: the input columns in the model's order. Categorical and boolean
-    columns of the model take any type (cells are compared as text).
-
-    Raises
-    ------
-    ScoringError
-        Naming every such column and its type.
-    """
-    bad = [
-        f"{name} ({schema.field(name).type})"
-        for name, column in zip(names, model.encoding, strict=True)
-        if column["kind"] == "numeric" and not _numeric_type(schema.field(name).type)
-    ]
-    if bad:
-        raise ScoringError(
-            f"{source}: columns {bad} are not numeric, and the model takes them as numbers "
-            "(its encoding has categories only for the columns it saw as text at fit)"
-        )
 
 
 #: Per float type: the integer type of its bits, and a quiet NaN's bits.
@@ -183,12 +146,14 @@ class Scored:
 
 
 def score_batch(model: NeuMissOnnxModel, columns: list, first_row: int = 0,
-                unseen: dict | None = None) -> dict[str, np.ndarray]:
+                unseen: dict | None = None,
+                place: Callable[[int], str] = lambda row: f"row {row + 1}") -> dict:
     """Predictions for one batch: :func:`output_columns` of the model's outputs.
 
     ``columns``: the model's input columns, in its order, as Arrow or numpy
     arrays (numbers for numeric columns; anything for the others).
-    ``first_row`` numbers the rows of error messages (from 1 over the input).
+    ``first_row``: the batch's first row (0-based) over the input; ``place(row)`` names
+    such a row in error messages (default ``row <row + 1>``).
     """
     encoded = []
     for values, column in zip(columns, model.encoding, strict=True):
@@ -203,11 +168,13 @@ def score_batch(model: NeuMissOnnxModel, columns: list, first_row: int = 0,
     parts = []
     for start in range(0, max(len(encoded[0]) if encoded else 0, 1), CHUNK_ROWS):
         first = first_row + start
+        where = lambda row, first=first: place(first + row)  # noqa: E731
         X = encode_columns([values[start : start + CHUNK_ROWS] for values in encoded], model,
-                           unseen=unseen, dtype=np.float32,
-                           where=lambda row, first=first: f"row {first + row + 1}")
+                           unseen=unseen, dtype=np.float32, where=where)
         try:
-            parts.append(model.predict(X, overwrite=True))
+            parts.append(model.predict(X, overwrite=True, where=where))
+        except RowError:
+            raise
         except ScoringError as error:  # build_inputs numbers rows and columns from 0
             raise ScoringError(f"rows {first + 1}-{first + len(X)}: {error}") from None
     return output_columns(model, parts[0] if len(parts) == 1 else
@@ -233,7 +200,7 @@ def score_frame(frame: pd.DataFrame, model, *, keep=()) -> pd.DataFrame:
     """
     if not isinstance(model, NeuMissOnnxModel):
         model = load_model(model)
-    positions = match_columns(list(frame.columns), model, where="the DataFrame")
+    positions = match_columns(list(frame.columns), model, where="the DataFrame", kept=keep)
     columns = []
     for position, column in zip(positions, model.encoding, strict=True):
         series = frame.iloc[:, position]
@@ -248,14 +215,19 @@ def score_frame(frame: pd.DataFrame, model, *, keep=()) -> pd.DataFrame:
         else:
             columns.append(series.astype(object).where(series.notna(), None)
                            .map(lambda v: v if v is None else str(v)).to_numpy())
-    outputs = pd.DataFrame(score_batch(model, columns), index=frame.index)
+    # Rows named by position and index label: a Dask partition's positions start at 1.
+    outputs = pd.DataFrame(score_batch(
+        model, columns, place=lambda row: f"row {row + 1} (index {frame.index[row]})"),
+        index=frame.index)
     return pd.concat([frame[list(keep)], outputs], axis=1) if keep else outputs
 
 
 def _output_meta(model: NeuMissOnnxModel) -> pd.DataFrame:
     """An empty frame with :func:`score_frame`'s columns and dtypes."""
-    if model.task == "regression":
-        return pd.DataFrame({"prediction": np.empty(0, dtype=np.float64)})
+    if model.task == "regression":  # an interval model: also lower and upper
+        outputs = {o.name for o in model.session.get_outputs()}
+        names = ["prediction", *(k for k in ("lower", "upper") if k in outputs)]
+        return pd.DataFrame({name: np.empty(0, dtype=np.float64) for name in names})
     labels = np.asarray(model.classes)
     label_dtype = object if labels.dtype.kind in "US" else labels.dtype
     return pd.DataFrame({"label": np.empty(0, dtype=label_dtype),
@@ -325,103 +297,6 @@ def file_format(path: str) -> str:
     )
 
 
-@dataclass
-class _Source:
-    """An input file's batches, the names in them of the model's columns (in its order)
-    and of the kept ones (output name -> batch name), its rows if known, the unused columns."""
-
-    batches: Iterator[pa.RecordBatch]
-    model_columns: list[str]
-    kept: dict[str, str]
-    total_rows: int | None
-    ignored: list[str]
-
-
-def _parquet_source(path: str, model: NeuMissOnnxModel, keep: list[str],
-                    batch_rows: int) -> _Source:
-    try:
-        # Column chunks read in 1 MB pieces, not prefetched whole: memory stays about
-        # one row group of the selected columns (1M rows x 50 floats: 0.2 GB) plus a batch.
-        parquet = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
-    except (OSError, pa.ArrowException) as error:
-        raise ScoringError(f"{path} is not a readable Parquet file ({error})") from None
-    names = parquet.schema_arrow.names
-    positions = match_columns(names, model, where=path)
-    selected = [names[p] for p in positions]
-    check_column_types(parquet.schema_arrow, selected, model, path)
-    absent = [k for k in keep if k not in names]
-    if absent:
-        raise ScoringError(f"{path}: --keep columns {absent} are not in the file")
-    wanted = list(dict.fromkeys(selected + keep))
-    # Decoded in the reading thread alone: batches are scored in parallel (score_file), and
-    # Arrow's own threads would only compete with them (more processor time, no speed).
-    return _Source(parquet.iter_batches(batch_size=batch_rows, columns=wanted, use_threads=False),
-                   selected,
-                   {k: k for k in keep}, parquet.metadata.num_rows,
-                   unused_columns(names, positions + [names.index(k) for k in keep]))
-
-
-#: pyarrow's messages for a cell that is not a number, and for a row of the wrong width.
-_CSV_CELL_ERROR = re.compile(r"column #(\d+).*invalid value '(.*)'", re.S)
-_CSV_WIDTH_ERROR = re.compile(r"Expected (\d+) columns, got (\d+): (.*)", re.S)
-
-
-def _csv_error(path: str, error: pa.ArrowInvalid, positions: list[int],
-               model: NeuMissOnnxModel) -> ScoringError:
-    """pyarrow's error on a CSV file, in the words of ``export/score.py``.
-
-    ``positions``: the file's column of each of the model's columns. pyarrow names
-    neither the line nor (for a row of the wrong width) the column: the message names the
-    file, and the row's text.
-    """
-    cell = _CSV_CELL_ERROR.search(str(error))
-    if cell and int(cell[1]) in positions:
-        position = positions.index(int(cell[1]))
-        return cell_error(path, position, model.encoding[position], cell[2])
-    width = _CSV_WIDTH_ERROR.search(str(error))
-    if width:
-        return width_error(f"{path}, the row {width[3].strip()!r}", int(width[1]), int(width[2]))
-    return ScoringError(f"{path}: {' '.join(str(error).split())}")
-
-
-def _csv_source(path: str, model: NeuMissOnnxModel, keep: list[str], header: str) -> _Source:
-    try:
-        with open_text(path) as handle:
-            first = next(csv.reader(handle), None)
-    except UnicodeDecodeError as exc:
-        raise not_text_error(path, exc) from None
-    if not first:
-        raise ScoringError(f"{path}: no data rows")
-    positions, names = locate_columns(first, model, header, where=f"{path}, line 1")
-    has_header = names is not None
-    names = names or [str(i) for i in range(len(first))]
-    absent = [k for k in keep if k not in names]
-    if absent:
-        raise ScoringError(f"{path}: --keep columns {absent} are not in the header")
-    slots = [f"c{i}" for i in range(len(names))]
-    types = {slots[p]: pa.float64() if column["kind"] == "numeric" else pa.string()
-             for p, column in zip(positions, model.encoding, strict=True)}
-    kept = [slots[names.index(k)] for k in keep]
-    types.update({k: pa.string() for k in kept if k not in types})
-
-    def batches():
-        try:
-            yield from pcsv.open_csv(
-                path,
-                read_options=pcsv.ReadOptions(column_names=slots, skip_rows=int(has_header),
-                                              block_size=CSV_BLOCK_BYTES),
-                convert_options=pcsv.ConvertOptions(
-                    column_types=types, include_columns=list(dict.fromkeys(
-                        [slots[p] for p in positions] + kept)),
-                    null_values=NULL_TOKENS, strings_can_be_null=False),
-            )
-        except pa.ArrowInvalid as error:
-            raise _csv_error(path, error, positions, model) from None
-
-    return _Source(batches(), [slots[p] for p in positions], dict(zip(keep, kept)), None,
-                   unused_columns(names, positions + [names.index(k) for k in keep]))
-
-
 def _in_order(work: Callable, items: Iterator, workers: int) -> Iterator:
     """``work(item)`` for each of ``items``, in order, computed by ``workers`` threads.
 
@@ -467,14 +342,6 @@ class _Sink:
             self.writer.close()
 
 
-def _source(path: str, kind: str, model: NeuMissOnnxModel, keep: list[str], header: str,
-            batch_rows: int) -> _Source:
-    """The :class:`_Source` of the input file ``path`` of format ``kind``."""
-    if kind == "parquet":
-        return _parquet_source(path, model, keep, batch_rows)
-    return _csv_source(path, model, keep, header)
-
-
 def score_file(model, input_path: str, output_path: str, *, keep: list[str] = (),
                header: str = "auto", batch_rows: int = BATCH_ROWS, threads: int | None = None,
                progress: bool = False, note: Callable[[str], None] | None = None) -> Scored:
@@ -515,7 +382,8 @@ def score_file(model, input_path: str, output_path: str, *, keep: list[str] = ()
     if input_path == "-":
         raise ScoringError("the input must be a file (standard input is not read)")
     kind_in, kind_out = file_format(input_path), file_format(output_path)
-    source = _source(input_path, kind_in, model, list(keep), header, batch_rows)
+    check_not_input(input_path, output_path)
+    source = read_source(input_path, kind_in, model, list(keep), header, batch_rows)
     partial = output_path if output_path == "-" else f"{output_path}.partial"
     sink, result = _Sink(partial, kind_out), Scored(unseen={})
     from tqdm.auto import tqdm
@@ -532,7 +400,7 @@ def score_file(model, input_path: str, output_path: str, *, keep: list[str] = ()
     def scored(item) -> pa.RecordBatch:
         batch, first = item
         columns = [batch.column(name) for name in source.model_columns]
-        outputs = score_batch(model, columns, first, result.unseen)
+        outputs = score_batch(model, columns, first, result.unseen, source.place)
         kept = {(k if k not in outputs else f"input_{k}"): batch.column(name)
                 for k, name in source.kept.items()}
         return pa.RecordBatch.from_pydict({**kept, **outputs})

@@ -9,38 +9,26 @@ Usage::
 ``neumiss.scoring._table_scorer``, whose table rules ``neumiss score`` reuses; it
 imports neither torch nor neumiss, so it can be copied alone next to a model.)
 
-The table rules, defined here once for both scorers: empty cells, ``NA`` and ``nan``
-(any case) are missing values (:data:`MISSING_TOKENS`), cells are compared with the
-spaces around them stripped (``neumiss score`` does not strip missing tokens:
-:func:`missing_spellings`), and the first line is a header when it spells the model's
-feature names, or when none of its cells is a number (``--header yes/no`` forces it;
-:func:`locate_columns`). Errors name the line (or file) and the column
-(:func:`cell_error`, :func:`width_error`). With a header, and a model that carries
-feature names, columns are matched by name: their order does not matter,
-columns the model does not use are ignored (and reported on standard error),
-and a missing one is an error naming it. Categorical and boolean columns are
-encoded as the model's metadata ``encoding`` says: one 0/1 column per category
-seen at fit (a missing or unseen category marks the whole group missing; unseen
-ones are reported on standard error), booleans as 0/1 (``true``/``false``/``1``/``0``).
-Output: one column ``prediction`` for a regressor (and ``lower``, ``upper``
-for an interval model, whose ONNX outputs are ``y``, ``lower``, ``upper``); ``label`` and one
-``proba_<class>`` column per class for a classifier.
-
-As a library (``importlib`` on this file): :class:`NeuMissOnnxModel` scores
-encoded arrays, :func:`build_inputs` turns an array with NaN, or an explicit
-``(X, M)`` pair, into the model's float32 inputs and rejects NaN in observed
-entries, :func:`locate_columns` reads the first line and :func:`match_columns` a
-header, :func:`encode_columns` encodes columns (numbers, or text cells for boolean
-and categorical columns) and :func:`encode_rows` rows of text cells,
-:func:`output_columns` names the outputs. Errors are :class:`ScoringError`; the
-command prints them and exits with 1.
+The table rules, defined here once for both scorers (each function documents its own):
+missing values are empty cells, ``NA`` and ``nan`` in any case (:data:`MISSING_TOKENS`),
+cells are compared with their spaces stripped, except that a cell spelled exactly as a
+category seen at fit is that category; the first line is a header when it spells the
+model's feature names or holds no number (:func:`locate_columns`); columns are matched by
+name when there is a header (:func:`match_columns`); categorical and boolean columns are
+encoded as the metadata ``encoding`` says (:func:`encode_columns`). The scorer refuses
+what ``predict`` refuses: values too far from the training data (:meth:`NeuMissOnnxModel.
+check_range`), a file changed since its export (the metadata's ``integrity_sha256``,
+:func:`verify_digest`) and outputs that are not finite. Errors are :class:`ScoringError`,
+naming the file, the line or row (1-based) and the column; the command prints them on
+one line and exits with 1. Output: ``prediction`` (with ``lower`` and ``upper`` for an
+interval model), or ``label`` and ``proba_<class>`` per class (:func:`output_columns`).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import itertools
+import hashlib
 import json
 import os
 import sys
@@ -61,17 +49,49 @@ CHUNK_PAIRS = 2**20
 #: layer, each rows x width floats) to stay in the processor's cache.
 CHUNK_ROWS = 4096
 
+#: Largest absolute standardized value ``predict`` accepts (``neumiss.tables``).
+MAX_STANDARDIZED = 1e30
+#: Metadata key of the file's digest (``neumiss.export.DIGEST_KEY``).
+DIGEST_KEY = "integrity_sha256"
+
 
 class ScoringError(ValueError):
     """A model or input the scorer cannot use; the message says what and where."""
 
 
-def missing_spellings() -> list[str]:
-    """Every spelling of :data:`MISSING_TOKENS` in upper and lower case, sorted: for readers
-    that compare cells with null markers as they are (pyarrow's ``null_values``), which
-    therefore do not read a token with spaces around it as missing."""
-    return sorted({"".join(letters) for token in MISSING_TOKENS
-                   for letters in itertools.product(*zip(token, token.upper()))})
+class RowError(ScoringError):
+    """An error that already names its row over the whole input."""
+
+
+def verify_digest(content: bytes, where: str, expected: bool) -> None:
+    """Check the SHA-256 digest an export writes as the last metadata property: that of
+    the file with the digest's 64 hex digits written as zeros. ``expected``: the metadata
+    holds one (files exported before digests hold none, and are not checked).
+
+    Raises
+    ------
+    ScoringError
+        If the file was changed since its export (or its digest cannot be found).
+    """
+    key = DIGEST_KEY.encode()
+    marker = bytes([0x0A, len(key)]) + key + bytes([0x12, 64])  # key, then 64-byte value
+    at = content.rfind(marker)
+    if at < 0 and not expected:
+        return
+    start = at + len(marker)
+    blank = content[:start] + b"0" * 64 + content[start + 64:]
+    if at < 0 or hashlib.sha256(blank).hexdigest().encode() != content[start : start + 64]:
+        raise ScoringError(f"{where} fails its integrity check: the file was changed after "
+                           "its export (damaged, or edited); export the model again")
+
+
+def check_not_input(input_path: str, output_path: str | None) -> None:
+    """Refuse an output path that names the input file (also through a link)."""
+    if output_path in (None, "-") or input_path == "-" or not os.path.exists(output_path):
+        return
+    if os.path.samefile(input_path, output_path):
+        raise ScoringError(f"{output_path} is the input file {input_path}: the predictions "
+                           "would replace it; choose another output")
 
 
 def cell_error(where: str, position: int, column: dict, text) -> ScoringError:
@@ -126,31 +146,13 @@ def _parse_cell(text: str) -> float | None:
 class NeuMissOnnxModel:
     """An ONNX model exported by ``neumiss.export_onnx``, ready to score.
 
-    Parameters
-    ----------
-    path : str or bytes
-        The ``.onnx`` file, or its content.
-    session_options : onnxruntime.SessionOptions, optional
-
-    Attributes
-    ----------
-    task : {"regression", "classification"}
-    n_features : int
-        Columns of the input table.
-    n_encoded : int
-        Columns of the graph's inputs ``X`` and ``M`` (one per category of a
-        categorical column).
-    feature_names : list of str or None
-    encoding : list of dict
-        Per input column: ``name``, ``kind`` ("numeric", "boolean" or
-        "categorical"), ``categories`` and ``other`` (a last shared column).
-    classes : list or None
-        Class labels in the order of the probability columns (classifier).
-
-    Raises
-    ------
-    ScoringError
-        If the file is not an ONNX model, or not one exported by neumiss.
+    ``path``: the ``.onnx`` file or its content. Attributes: ``task`` ("regression" or
+    "classification"), ``n_features`` (input columns), ``n_encoded`` (columns of the
+    graph's ``X`` and ``M``), ``feature_names`` (or None), ``encoding`` (per input
+    column: ``name``, ``kind`` ("numeric", "boolean" or "categorical"), ``categories``,
+    ``other``), ``classes`` (classifier, in the order of the probabilities).
+    Raises :class:`ScoringError` for a file that is not an ONNX model exported by
+    neumiss, or that fails its integrity check (:func:`verify_digest`).
     """
 
     def __init__(self, path: str | bytes,
@@ -160,7 +162,9 @@ class NeuMissOnnxModel:
         elif not os.path.isfile(path):
             raise ScoringError(f"{path}: no such model file")
         else:
-            content = path
+            with open(path, "rb") as handle:
+                content = handle.read()
+        self.path = path
         try:
             self.session = ort.InferenceSession(content, sess_options=session_options,
                                                 providers=["CPUExecutionProvider"])
@@ -183,28 +187,66 @@ class NeuMissOnnxModel:
             {"name": name, "kind": "numeric", "categories": [], "other": False} for name in names
         ]
         self.n_encoded = sum(_width(column) for column in self.encoding)
+        verify_digest(content, path, DIGEST_KEY in props)
+        # Per encoded column (absent before format 2's digest): mean, scale, inverse_bound.
+        self.standardization = json.loads(props.get("standardization", "null"))
+        self.column_of = np.repeat(np.arange(len(self.encoding)),
+                                   [_width(column) for column in self.encoding])
 
-    def predict(self, X, M=None, *, overwrite: bool = False) -> dict[str, np.ndarray]:
-        """Run the model on encoded ``X`` (NaN = missing) or on an explicit ``(X, M)`` pair.
+    def check_range(self, X: np.ndarray, where=lambda row: f"row {row + 1}",
+                    M: np.ndarray | None = None) -> None:
+        """Refuse observed values of encoded ``X`` (n, n_encoded) that lie further from the
+        training data than ``predict`` accepts: more than :data:`MAX_STANDARDIZED`
+        deviations from the column's training mean (after the tails' compression).
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_encoded)
-            The input table's columns as :func:`encode_rows` writes them (the
-            table itself when every column is numeric).
-        M : array-like of shape (n_samples, n_encoded), optional
-            1 / True = missing. When omitted, the NaN entries of ``X`` are missing.
-        overwrite : bool
-            A float32 ``X`` may be overwritten (:func:`build_inputs`).
+        ``where(i)`` names row ``i`` of ``X``; ``M`` (1 = missing) when not the NaN of
+        ``X``. Raises :class:`RowError` naming the first such cell's row and column.
+        """
+        if self.standardization is None:
+            return
+        mean, scale, bound = (np.asarray(self.standardization[key], dtype=np.float64)
+                              for key in ("mean", "scale", "inverse_bound"))
+        with np.errstate(over="ignore", invalid="ignore"):
+            z = (np.asarray(X, dtype=np.float64) - mean) / scale
+            if bound.any():
+                z = z / np.hypot(1.0, z * bound)
+        too_far = np.abs(z) > MAX_STANDARDIZED  # NaN (missing) is not
+        if M is not None:
+            too_far &= ~np.asarray(M, dtype=bool)
+        if too_far.any():
+            row, col = np.argwhere(too_far)[0]
+            position = int(self.column_of[col])
+            raise RowError(
+                f"{where(int(row))}, column {position + 1} ({self.encoding[position]['name']}): "
+                f"{float(X[row, col]):.7g} is too far from the training data for the network: "
+                f"more than {MAX_STANDARDIZED:g} standard deviations from the column's training "
+                f"mean ({int(too_far.sum())} such cells)")
 
-        Rows are filled and scored in chunks of :data:`CHUNK_ROWS`; an error names
-        its row over all of ``X``.
+    def check_outputs(self, outputs: list, where) -> None:
+        """Refuse outputs that are not finite (a damaged or edited graph): a
+        :class:`RowError` naming the model file and ``where`` of the first rows."""
+        bad = np.zeros(len(outputs[0]), dtype=bool)
+        for values in outputs:
+            if values.dtype.kind == "f":
+                bad |= ~np.isfinite(values.reshape(len(values), -1)).all(axis=1)
+        if bad.any():
+            rows = [where(int(i)) for i in np.flatnonzero(bad)[:5]]
+            raise RowError(f"{self.path}: the outputs of {', '.join(rows)}"
+                           f"{' and others' if bad.sum() > 5 else ''} are not finite although "
+                           "their inputs are in range: the graph is damaged or was edited")
 
-        Returns
-        -------
-        dict
-            ``{"y": (n,) float64}`` for a regressor, ``{"label": (n,),
-            "probabilities": (n, n_classes) float32}`` for a classifier.
+    def predict(self, X, M=None, *, overwrite: bool = False,
+                where=lambda row: f"row {row + 1}") -> dict[str, np.ndarray]:
+        """Run the model on encoded ``X`` (n, n_encoded), NaN = missing, or on an explicit
+        ``(X, M)`` pair (``M``: 1 / True = missing).
+
+        ``X`` holds the table's columns as :func:`encode_rows` writes them; a float32
+        ``X`` may be overwritten with ``overwrite`` (:func:`build_inputs`). Rows are
+        scored in chunks of :data:`CHUNK_ROWS`; errors name rows with ``where(i)``
+        (:meth:`check_range`, :meth:`check_outputs`), or over all of ``X``.
+
+        Returns ``{"y": (n,) float64}`` (a regressor; ``lower`` and ``upper`` for an
+        interval model), or ``{"label": (n,), "probabilities": (n, n_classes) float32}``.
         """
         X, M = _checked(X, M, self.n_encoded)
         names = [o.name for o in self.session.get_outputs()]
@@ -215,6 +257,8 @@ class NeuMissOnnxModel:
         step = min(CHUNK_ROWS, max(1, CHUNK_PAIRS // n_cal)) if n_cal else CHUNK_ROWS
         chunks = []
         for i in range(0, max(len(X), 1), step):
+            here = lambda row, i=i: where(i + row)  # noqa: E731
+            self.check_range(X[i : i + step], here, None if M is None else M[i : i + step])
             try:
                 x, m = _filled(X[i : i + step], None if M is None else M[i : i + step],
                                overwrite)
@@ -222,6 +266,7 @@ class NeuMissOnnxModel:
                 build_inputs(X, M)  # raises the error numbered over all rows
                 raise
             chunks.append(self.session.run(names, {"X": x, "M": m}))
+            self.check_outputs(chunks[-1], here)
         if len(chunks) == 1:
             return dict(zip(names, chunks[0], strict=True))
         return {name: np.concatenate([c[k] for c in chunks]) for k, name in enumerate(names)}
@@ -231,25 +276,12 @@ def build_inputs(X, M=None, *, n_features: int | None = None,
                  overwrite: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The model's inputs ``(X with 0 where missing, M)``, both float32 (n, d).
 
-    Parameters
-    ----------
-    X : array-like of shape (n, d)
-        Feature values; NaN marks a missing value when ``M`` is omitted. A
-        float32 array is read as it is (no float64 copy).
-    M : array-like of shape (n, d), optional
-        1 / True = missing, 0 / False = observed. Where ``M`` says missing the
-        value of ``X`` is ignored; where it says observed ``X`` must be finite.
-    n_features : int, optional
-        Expected ``d``.
-    overwrite : bool
-        With a float32 ``X`` and no ``M``: write the zeros into ``X`` itself and
-        return it (no copy); otherwise the arguments are never modified.
-
-    Raises
-    ------
-    ScoringError
-        Wrong shapes, a mask with values other than 0 and 1, or a NaN / infinite
-        value of ``X`` at an observed entry.
+    ``X`` (n, d): NaN marks a missing value when ``M`` (1 / True = missing) is omitted;
+    where ``M`` says missing the value of ``X`` is ignored, where it says observed it
+    must be finite. ``n_features``: the expected ``d``. ``overwrite``: with a float32
+    ``X`` and no ``M``, write the zeros into ``X`` itself (otherwise the arguments are
+    never modified). Raises :class:`ScoringError` for wrong shapes, a mask of other values
+    than 0 and 1, or a NaN or infinite value at an observed entry.
     """
     return _filled(*_checked(X, M, n_features), overwrite)
 
@@ -317,24 +349,32 @@ def _width(column: dict) -> int:
 
 def _text_codes(texts: np.ndarray, column: dict, unseen: dict | None) -> np.ndarray:
     """Per cell of a boolean or categorical column: its one-hot position, -1 if missing
-    (or an unseen category), -2 if not a boolean. Each distinct text is looked at once."""
+    (or an unseen category), -2 if not a boolean. Each distinct text is looked at once.
+
+    A cell spelled as a category seen at fit is that category (even ``NA`` or `` a``),
+    first as it is, then both with their spaces stripped; else a missing token (stripped,
+    any case) is missing."""
     texts = np.where(np.equal(texts, None), "", texts)
     distinct, inverse = np.unique(texts.astype(str), return_inverse=True)
     index = {c: i for i, c in enumerate(column["categories"])}
+    stripped = {}
+    for c, i in index.items():
+        stripped.setdefault(c.strip(), i)
     other = len(index) if column["other"] else None
     codes = np.empty(len(distinct), dtype=np.int64)
     for k, raw in enumerate(distinct):
         text = raw.strip()
-        if text.lower() in MISSING_TOKENS:
+        if raw in index or text in stripped:  # a category seen at fit, even "NA" or " a"
+            codes[k] = index.get(raw, stripped.get(text))
+        elif text.lower() in MISSING_TOKENS:
             codes[k] = -1
         elif column["kind"] == "boolean":
             value = BOOLEAN_TOKENS.get(text.lower())
             codes[k] = -2 if value is None else int(value)
         else:
-            position = index.get(text, other)
-            if position is None and unseen is not None:
+            if other is None and unseen is not None:
                 unseen.setdefault(str(column["name"]), set()).add(text)
-            codes[k] = -1 if position is None else position
+            codes[k] = -1 if other is None else other
     return codes[inverse.reshape(-1)]
 
 
@@ -342,25 +382,11 @@ def encode_columns(columns: list, model: NeuMissOnnxModel, *, unseen: dict | Non
                    where=lambda row: f"row {row}", dtype=np.float64) -> np.ndarray:
     """Encode the model's input columns: ``dtype`` array (n, n_encoded), NaN = missing.
 
-    Parameters
-    ----------
-    columns : list of n_features arrays of shape (n,)
-        In the model's column order. A numeric column is an array of numbers
-        (NaN = missing); a boolean or categorical one an array of cells
-        (strings, numbers, bools or None; ``None`` and the missing tokens are
-        missing), compared as ``str(cell).strip()`` (booleans: lower-cased).
-    model : NeuMissOnnxModel
-    unseen : dict, optional
-        Filled with column name -> set of categories not seen at fit (scored as missing).
-    where : callable
-        ``where(i)`` names row ``i`` in error messages (e.g. ``"line 3"``).
-    dtype : numpy float dtype
-        float32 halves the memory; the graph reads float32 anyway.
-
-    Raises
-    ------
-    ScoringError
-        A boolean cell that is not one, with its row and column.
+    ``columns``: ``n_features`` arrays (n,) in the model's order; numbers (NaN = missing)
+    for a numeric column, cells (text, numbers, bools or None) for the others, read by
+    :func:`_text_codes`. ``unseen`` is filled with column name -> categories not seen at
+    fit; ``where(i)`` names row ``i`` in errors. Raises :class:`ScoringError` for a boolean
+    cell that is not one, naming its row and column.
     """
     n = len(columns[0]) if columns else 0
     out = np.zeros((n, model.n_encoded), dtype=dtype)
@@ -386,26 +412,13 @@ def encode_columns(columns: list, model: NeuMissOnnxModel, *, unseen: dict | Non
 
 
 def encode_rows(rows: list[list[str]], model: NeuMissOnnxModel, lines: list[int] | None = None,
-                unseen: dict | None = None) -> np.ndarray:
-    """Encode rows of text cells for the model: float64 (n, n_encoded), NaN = missing.
-
-    Parameters
-    ----------
-    rows : list of lists of str
-        One list of ``n_features`` cells per row.
-    model : NeuMissOnnxModel
-    lines : list of int, optional
-        Line number of each row, for error messages (default 1, 2, ...).
-    unseen : dict, optional
-        Filled with column name -> set of categories not seen at fit (scored as missing).
-
-    Raises
-    ------
-    ScoringError
-        A numeric cell that is not a number, or a boolean cell that is not one,
-        with its line and column.
+                unseen: dict | None = None, path: str = "") -> np.ndarray:
+    """Encode rows of text cells (``n_features`` per row) for the model: float64
+    (n, n_encoded), NaN = missing. ``lines``: each row's line, and ``path`` the file, for
+    errors (a cell that does not fit its column); ``unseen`` as :func:`encode_columns`.
     """
     lines = list(range(1, len(rows) + 1)) if lines is None else lines
+    place = f"{path}, line " if path else "line "
     columns = []
     for position, column in enumerate(model.encoding):
         cells = [cells[position] for cells in rows]
@@ -413,25 +426,19 @@ def encode_rows(rows: list[list[str]], model: NeuMissOnnxModel, lines: list[int]
             numbers = [_parse_cell(text) for text in cells]
             if None in numbers:
                 row = numbers.index(None)
-                raise cell_error(f"line {lines[row]}", position, column, cells[row])
+                raise cell_error(f"{place}{lines[row]}", position, column, cells[row])
             cells = np.array(numbers, dtype=np.float64)
         columns.append(cells)
-    return encode_columns(columns, model, unseen=unseen, where=lambda row: f"line {lines[row]}")
+    return encode_columns(columns, model, unseen=unseen,
+                          where=lambda row: f"{place}{lines[row]}")
 
 
-def match_columns(names: list[str], model: NeuMissOnnxModel, *,
-                  where: str = "the header") -> list[int]:
-    """Positions in ``names`` (a table's column names) of the model's input columns.
-
-    Columns are matched by name when the model has feature names: in any order,
-    other columns ignored. Without feature names the table must have exactly
-    the model's number of columns, in order.
-
-    Raises
-    ------
-    ScoringError
-        A column of the model is absent (the message names it, with the
-        unexpected columns), a name appears twice, or the count differs.
+def match_columns(names: list[str], model: NeuMissOnnxModel, *, where: str = "the header",
+                  kept=()) -> list[int]:
+    """Positions in ``names`` (a table's column names) of the model's input columns:
+    by name when the model has feature names (any order, others ignored), else all
+    columns in order. Raises :class:`ScoringError` for an absent column (naming it),
+    a name twice, or another count; ``kept`` columns are not called unexpected.
     """
     names = [str(n).strip() for n in names]
     if model.feature_names is None:
@@ -441,7 +448,7 @@ def match_columns(names: list[str], model: NeuMissOnnxModel, *,
     expected = [str(e) for e in model.feature_names]
     missing = [e for e in expected if e not in names]
     if missing:
-        unexpected = [n for n in names if n not in expected]
+        unexpected = [n for n in names if n not in expected and n not in kept]
         raise ScoringError(
             f"{where}: missing {missing}, unexpected {unexpected} (the model's columns: "
             f"{expected}, in any order)"
@@ -459,18 +466,15 @@ def unused_columns(names: list[str], positions: list[int]) -> list[str]:
 
 
 def locate_columns(first: list[str], model: NeuMissOnnxModel, header: str = "auto",
-                   where: str = "line 1") -> tuple[list[int], list[str] | None]:
-    """Where the model's columns are in a table whose first line has the cells ``first``.
-
-    ``header`` ("auto", "yes" or "no") says whether ``first`` holds column names; "auto":
-    :func:`is_header`. ``where`` names the line in error messages. Returns the position
-    of each of the model's columns in the table's lines, and the header's names (stripped;
-    None when ``first`` is a data line). Raises :class:`ScoringError` for a header without
-    the model's columns (:func:`match_columns`) or a data line of another width.
+                   where: str = "line 1", kept=()) -> tuple[list[int], list[str] | None]:
+    """Where the model's columns are in a table whose first line has the cells ``first``,
+    and the header's names (stripped; None when ``first`` is data). ``header`` ("auto",
+    "yes", "no"; "auto": :func:`is_header`); ``where`` names the line in errors; ``kept``
+    as :func:`match_columns`.
     """
     if header == "yes" or (header == "auto" and is_header(first, model)):
         names = [c.strip() for c in first]
-        return match_columns(names, model, where=f"{where} (header)"), names
+        return match_columns(names, model, where=f"{where} (header)", kept=kept), names
     if len(first) != model.n_features:
         error = width_error(where, model.n_features, len(first))
         raise ScoringError(f"{error} (and no header naming them)")
@@ -478,24 +482,15 @@ def locate_columns(first: list[str], model: NeuMissOnnxModel, header: str = "aut
 
 
 def read_table(path: str, model: NeuMissOnnxModel, header: str = "auto") -> np.ndarray:
-    """Read a CSV file into the model's encoded features, float64 (n, n_encoded), NaN = missing.
+    """Read a CSV file (``-``: standard input) into the model's encoded features,
+    float64 (n, n_encoded), NaN = missing.
 
-    Parameters
-    ----------
-    path : str, or "-" for standard input
-    model : NeuMissOnnxModel
-        Gives the expected columns, their encoding and, if any, the feature names.
-    header : {"auto", "yes", "no"}
-        Whether the first line holds column names (:func:`locate_columns`). With a
-        header, columns are matched by name (:func:`match_columns`).
-
-    Raises
-    ------
-    ScoringError
-        Wrong number of columns, a cell that does not fit its column, a column
-        of the model absent from the header (each message gives the line and
-        column), an empty table, or a file that is not UTF-8 text. Categories
-        not seen at fit are scored as missing and reported on standard error.
+    ``header`` ("auto", "yes", "no"): whether the first line holds column names
+    (:func:`locate_columns`; columns are then matched by name). Raises
+    :class:`ScoringError` for a line of another width, a cell that does not fit its
+    column or lies too far from the training data, a missing column (each naming the
+    file, line and column), an empty table or a file that is not UTF-8 text. Unseen
+    categories are scored as missing and reported on standard error.
     """
     positions, width = list(range(model.n_features)), model.n_features
     rows, lines = [], []
@@ -521,7 +516,8 @@ def read_table(path: str, model: NeuMissOnnxModel, header: str = "auto") -> np.n
     if not rows:
         raise ScoringError(f"{path}: no data rows")
     unseen: dict[str, set] = {}
-    encoded = encode_rows(rows, model, lines=lines, unseen=unseen)
+    encoded = encode_rows(rows, model, lines=lines, unseen=unseen, path=path)
+    model.check_range(encoded, where=lambda row: f"{path}, line {lines[row]}")
     for name, values in unseen.items():
         print(f"score.py: warning: {unseen_note(name, values)}", file=sys.stderr)
     return encoded
@@ -540,11 +536,8 @@ def output_columns(model: NeuMissOnnxModel, outputs: dict[str, np.ndarray]) -> d
 
 
 def write_predictions(stream, model: NeuMissOnnxModel, outputs: dict[str, np.ndarray]) -> None:
-    """Write the predictions as CSV (:func:`output_columns`).
-
-    Numbers are written with the shortest text that reads back to the same
-    float64 (``y``) or float32 (probabilities).
-    """
+    """Write the predictions as CSV (:func:`output_columns`), each number as the shortest
+    text that reads back to the same float64 (``y``) or float32 (probabilities)."""
     columns = output_columns(model, outputs)
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow(columns)
@@ -569,6 +562,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
+        check_not_input(args.input, args.output)
         model = NeuMissOnnxModel(args.model)
         X = read_table(args.input, model, header=args.header)
         outputs = model.predict(X)

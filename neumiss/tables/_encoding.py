@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 #: Most one-hot columns a categorical column may take; beyond it the least
 #: frequent categories share one ``<other>`` column.
@@ -69,6 +70,26 @@ def _category_strings(values: pd.Series) -> pd.Series:
 
 def _is_number(value) -> bool:
     return isinstance(value, numbers.Number) and not isinstance(value, (bool, np.bool_))
+
+
+def plain_column(column: pd.Series) -> pd.Series:
+    """``column`` with an Arrow-backed dtype (``read_parquet(dtype_backend="pyarrow")``,
+    ``convert_dtypes``) as the numpy-backed one it stands for: numbers as float64 (NaN =
+    missing), booleans as pandas ``boolean``, text as ``object`` (None = missing).
+    Other columns are returned as they are."""
+    if not isinstance(column.dtype, pd.ArrowDtype):
+        return column
+    kind = column.dtype.pyarrow_dtype
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind):
+        return pd.Series(column.to_numpy(dtype=np.float64, na_value=np.nan), index=column.index,
+                         name=column.name)
+    if pa.types.is_boolean(kind):
+        return column.astype("boolean")
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_null(kind):
+        return column.astype(object).where(column.notna(), None)
+    return column
 
 
 def _column_kind(name, column: pd.Series) -> str:
@@ -158,7 +179,7 @@ class TableEncoder:
         if isinstance(X, pd.DataFrame):
             self.columns_ = []
             for name in X.columns:
-                column = X[name]
+                column = plain_column(X[name])
                 kind = _column_kind(name, column)
                 if kind == "categorical":
                     self.columns_.append(_fit_categories(name, column))
@@ -195,14 +216,34 @@ class TableEncoder:
         float64 array is returned as it is (the estimators pass a copy).
         """
         if not isinstance(X, pd.DataFrame):
+            self.check_input(X)
             return np.asarray(X, dtype=np.float64)
         out = np.empty((X.shape[0], self.n_features_out_), dtype=np.float64)
         start = 0
         for position, encoding in enumerate(self.columns_):
             block = out[:, start : start + encoding.width]
-            _encode_column(encoding, X.iloc[:, position], block)
+            _encode_column(encoding, plain_column(X.iloc[:, position]), block)
             start += encoding.width
         return out
+
+    def check_input(self, X) -> None:
+        """Refuse an input that is not a DataFrame when some column is boolean or
+        categorical: an array has no column names to match, nor cells of categories.
+
+        Raises
+        ------
+        ValueError
+            Naming the columns the encoder expects and the kind of each.
+        """
+        if self.is_identity or isinstance(X, pd.DataFrame):
+            return
+        expected = ", ".join(
+            f"{c.name!r} ({c.kind}" + (f": {list(c.categories)[:5]!r}" if c.categories else "")
+            + ")" for c in self.columns_)
+        raise ValueError(
+            "the model was fitted on a DataFrame with boolean or categorical columns: pass a "
+            f"DataFrame with the columns {expected}, not an array"
+        )
 
     def get_state(self) -> list[dict]:
         """Plain data for saving and for the ONNX metadata: one dict per column."""
