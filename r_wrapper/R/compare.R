@@ -115,14 +115,14 @@ compare_methods.default <- function(x, y, task = NULL, test_fraction = 0.25, see
     do.call(neumiss, c(list(.table_frame(train_table), ytr), args))
   }
   if (response$task == "regression") {
-    python_baseline <- function(name) {
+    python_baseline <- function(name, method) {
       function() {
         result <- .py_call(
           adapter$baseline_r2(name, .values(xtr), nrow(xtr), ytr, .values(xte),
                                  nrow(xte), ncol(xtr), yte),
-          sprintf("neumiss.baselines.%s failed", name)
+          sprintf("%s failed", method)
         )
-        .rethrow_warnings(sprintf("neumiss.baselines.%s: %s", name, unlist(result$warnings)))
+        .rethrow_warnings(sprintf("%s: %s", method, unlist(result$warnings)))
         result$r2
       }
     }
@@ -130,29 +130,22 @@ compare_methods.default <- function(x, y, task = NULL, test_fraction = 0.25, see
       .run_method("NeuMiss", function() {
         .r2(yte, stats::predict(neumiss_fit(), .table_frame(test_table)))
       }),
-      if (requireNamespace("norm", quietly = TRUE)) {
-        .run_method("EM (R norm)", function() {
-          .r2(yte, .norm_em_predict(xtr, ytr, xte, em_max_iter, em_criterion))
-        })
-      } else {
-        data.frame(method = "EM (R norm)", r2 = NA_real_, seconds = NA_real_,
-                   note = paste("R package 'norm' is not installed (CRAN only:",
-                                "install.packages(\"norm\")); not run"))
-      },
-      .run_method("EM (Python neumiss)", python_baseline("EMRegressor")),
-      .run_method("MICE + linear regression", python_baseline("MICERegressor"))
+      .norm_em_row(xtr, ytr, xte, yte, em_max_iter, em_criterion),
+      .run_method("EM (Python neumiss)", python_baseline("EMRegressor", "EM (Python neumiss)")),
+      .run_method("MICE + linear regression",
+                  python_baseline("MICERegressor", "MICE + linear regression"))
     )
     return(do.call(rbind, rows))
   }
-  python_classifier <- function(name) {
+  python_classifier <- function(name, method) {
     function() {
       result <- .py_call(
         adapter$baseline_classification(name, .values(xtr), nrow(xtr),
                                            as.character(ytr), .values(xte), nrow(xte),
                                            ncol(xtr)),
-        sprintf("the %s baseline failed", name)
+        sprintf("%s failed", method)
       )
-      .rethrow_warnings(sprintf("%s: %s", name, unlist(result$warnings)))
+      .rethrow_warnings(sprintf("%s: %s", method, unlist(result$warnings)))
       matrix(as.numeric(result$proba), nrow = nrow(xte), byrow = TRUE,
              dimnames = list(NULL, as.character(unlist(result$classes))))
     }
@@ -161,10 +154,13 @@ compare_methods.default <- function(x, y, task = NULL, test_fraction = 0.25, see
     .run_method("NeuMiss", function() {
       stats::predict(neumiss_fit(), .table_frame(test_table), type = "prob")
     }, yte),
-    .run_method("MICE + logistic regression", python_classifier("MICELogistic"), yte),
+    .run_method("MICE + logistic regression",
+                python_classifier("MICELogistic", "MICE + logistic regression"), yte),
     .run_method("Mean imputation + mask + logistic regression",
-                python_classifier("MeanMaskLogistic"), yte),
-    .run_method("Gradient boosting", python_classifier("HistGradientBoosting"), yte)
+                python_classifier("MeanMaskLogistic",
+                                  "Mean imputation + mask + logistic regression"), yte),
+    .run_method("Gradient boosting",
+                python_classifier("HistGradientBoosting", "Gradient boosting"), yte)
   )
   do.call(rbind, rows)
 }
@@ -243,6 +239,19 @@ compare_methods.default <- function(x, y, task = NULL, test_fraction = 0.25, see
   })
   set.seed(seed)
   expr
+}
+
+# The "EM (R norm)" row: its test R², or NA and a note when `norm` is not installed.
+.norm_em_row <- function(xtr, ytr, xte, yte, max_iter, criterion,
+                         installed = requireNamespace("norm", quietly = TRUE)) {
+  if (!installed) {
+    return(data.frame(method = "EM (R norm)", r2 = NA_real_, seconds = NA_real_,
+                      note = paste("R package 'norm' is not installed (CRAN only:",
+                                   "install.packages(\"norm\")); not run")))
+  }
+  .run_method("EM (R norm)", function() {
+    .r2(yte, .norm_em_predict(xtr, ytr, xte, max_iter, criterion))
+  })
 }
 
 # EM for the joint Gaussian of (y, x) with R's norm, then E[y | x_obs] per row.

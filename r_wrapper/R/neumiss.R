@@ -85,8 +85,8 @@
 #' @param verbose Logical: show a progress bar while training.
 #' @param interval Logical: fit for prediction intervals (regression only).
 #'   The network is then a quantile head (outputs at `(1 - level) / 2`, 0.5
-#'   and `(1 + level) / 2`, pinball loss) trained on 75% of the rows, and the
-#'   other 25% calibrate it by conformal prediction (Python's
+#'   and `(1 + level) / 2`, pinball loss) trained on 75% of the rows (by default), and the
+#'   other 25% (`calibration_fraction`) calibrate it by conformal prediction (Python's
 #'   `ConformalRegressor`); [predict.neumiss()] with `interval = "prediction"`
 #'   gives the intervals, and the predictions are the conditional median.
 #'   Case weights are not supported with intervals.
@@ -98,6 +98,12 @@
 #'   `"cqr-mda-exact"` (valid for every pattern when values are missing
 #'   completely at random), `"cqr-mda-nested"`, `"cqr"` or `"split"` (valid on
 #'   average only); see the Python documentation of `neumiss.intervals`.
+#' @param calibration_fraction With `interval = TRUE`, the share of rows that
+#'   calibrate the intervals (the network trains on the others).
+#' @param calibration_confidence With `interval = TRUE`, the probability that
+#'   the calibrated margin of methods `"split"`, `"cqr"` and `"cqr-mondrian"`
+#'   holds the coverage for the finite calibration set (a higher value needs
+#'   more calibration rows); `NULL` for the plain conformal quantile.
 #' @param ... Further parameters of the Python estimator by their Python names
 #'   (e.g. `lr_patience`, `tol`, `weight_decay`, `compress_tails`); unknown
 #'   names are an error. For the formula method, the arguments of the default
@@ -160,7 +166,8 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
                             batch_size = NULL, max_epochs = NULL,
                             validation_fraction = NULL, patience = NULL, seed = NULL,
                             device = NULL, verbose = FALSE, interval = FALSE, level = 0.9,
-                            interval_method = "cqr-mondrian", ...) {
+                            interval_method = "cqr-mondrian", calibration_fraction = 0.25,
+                            calibration_confidence = 0.75, ...) {
   call <- .generic_call(match.call())
   .check_dots(list(...), formula = FALSE)
   table <- .predictor_table(x, "x")
@@ -170,7 +177,8 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
     learning_rate = learning_rate, batch_size = batch_size, max_epochs = max_epochs,
     validation_fraction = validation_fraction, patience = patience, seed = seed,
     device = device, verbose = verbose, interval = interval, level = level,
-    interval_method = interval_method, ...
+    interval_method = interval_method, calibration_fraction = calibration_fraction,
+    calibration_confidence = calibration_confidence, ...
   )
   .neumiss_fit(table, y, weights, args, call = call, terms = NULL)
 }
@@ -181,7 +189,8 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
                             learning_rate = NULL, batch_size = NULL, max_epochs = NULL,
                             validation_fraction = NULL, patience = NULL, seed = NULL,
                             device = NULL, verbose = FALSE, interval = FALSE, level = 0.9,
-                            interval_method = "cqr-mondrian", ...) {
+                            interval_method = "cqr-mondrian", calibration_fraction = 0.25,
+                            calibration_confidence = 0.75, ...) {
   params <- c(
     list(depth = depth, mlp_depth = mlp_depth, mlp_width = mlp_width,
          weight_sharing = weight_sharing, residual = residual, optimizer = optimizer,
@@ -192,18 +201,35 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
   )
   params <- params[!vapply(params, is.null, logical(1))]
   list(task = task, seed = seed, params = c(params, .option_args(names(params))),
-       interval = .interval_args(interval, level, interval_method))
+       interval = .interval_args(interval, level, interval_method, calibration_fraction,
+                                 calibration_confidence))
 }
 
 # The conformal settings of a fit with intervals (NULL without).
-.interval_args <- function(interval, level, method) {
+.interval_args <- function(interval, level, method, calibration_fraction = 0.25,
+                           calibration_confidence = 0.75) {
   if (!is.logical(interval) || length(interval) != 1 || is.na(interval)) {
     .abort("`interval` must be TRUE or FALSE.")
   }
   if (!interval) {
     return(NULL)
   }
-  list(method = .interval_method(method), alpha = 1 - .check_level(level))
+  .check_fraction(calibration_fraction, "calibration_fraction")
+  if (!is.null(calibration_confidence)) {
+    .check_fraction(calibration_confidence, "calibration_confidence", "or NULL")
+  }
+  list(method = .interval_method(method), alpha = 1 - .check_level(level),
+       calibration_fraction = calibration_fraction,
+       calibration_confidence = calibration_confidence)
+}
+
+# A number strictly between 0 and 1 (`or`: what else the argument may be).
+.check_fraction <- function(value, name, or = "") {
+  if (!is.numeric(value) || length(value) != 1 || is.na(value) || value <= 0 || value >= 1) {
+    .abort("`%s` must be a number strictly between 0 and 1%s, got %s.", name,
+           if (nzchar(or)) paste0(" ", or) else "", .cut(deparse(value), 40L))
+  }
+  value
 }
 
 .interval_methods <- c("cqr-mondrian", "cqr-mda-exact", "cqr-mda-nested", "cqr", "split")

@@ -81,7 +81,7 @@ test_that("errors raised in Python arrive as R errors without traceback", {
   skip_if_no_python_neumiss()
   data <- simulate_data(n = 100)
   err <- tryCatch(neumiss(data$x, data$y, learning_rate = -1), error = identity)
-  expect_match(conditionMessage(err), "^fitting the NeuMiss model failed: NeuMissRegressor: learning_rate must be")
+  expect_match(conditionMessage(err), "^fitting the NeuMiss model failed: learning_rate must be")
   expect_no_match(conditionMessage(err), "Traceback|File \"")
   expect_null(conditionCall(err))
 })
