@@ -52,7 +52,7 @@
 # whether the user supplied the column names (else x1, x2, ...).
 .predictor_table <- function(x, arg = "x") {
   if (is.data.frame(x)) {
-    if (ncol(x) == 0 || nrow(x) == 0) {
+    if (ncol(x) == 0 || (nrow(x) == 0 && arg != "newdata")) {
       .abort("`%s` is empty (%d rows, %d columns).", arg, nrow(x), ncol(x))
     }
     names_x <- names(x)
@@ -65,7 +65,7 @@
       .abort("`%s` must be a matrix or data frame, not an array with %d dimensions.",
              arg, length(dim(x)))
     }
-    if (nrow(x) == 0 || ncol(x) == 0) {
+    if (ncol(x) == 0 || (nrow(x) == 0 && arg != "newdata")) {
       .abort("`%s` is empty (%d rows, %d columns).", arg, nrow(x), ncol(x))
     }
     named <- !is.null(colnames(x))

@@ -353,6 +353,8 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
                       levels = if (task == "classification") levels(response$y))
   fit$y <- response$y
   fit$weights <- weights
+  fit$n_missing <- as.integer(Reduce(`+`, lapply(table, is.na)))
+  fit$patterns <- .pattern_counts(table)
   # fitted values on the training rows (those held out for validation included)
   if (task == "regression") {
     fit$fitted.values <- .predict_table(fit, table, "response")

@@ -16,7 +16,7 @@ test_that("factors with NA are one-hot encoded, levels stored, and used", {
   fit <- neumiss(y ~ x + g, data = df, max_epochs = 40, seed = 1)
   expect_equal(fit$column_kinds, c(x = "numeric", g = "categorical"))
   expect_equal(fit$xlevels, list(g = c("c", "a", "b")))
-  expect_equal(names(coef(fit)), c("x", "g=c", "g=a", "g=b"))
+  expect_equal(names(coef(fit)), c("(Intercept)", "x", "ga", "gb"))
   expect_gt(r_squared(df$y[-(1:20)], fitted(fit)[-(1:20)]), 0.95)
   # an NA factor value is a missing value: a prediction, between the group means
   na_rows <- fitted(fit)[1:20]
@@ -29,7 +29,7 @@ test_that("factors with NA are one-hot encoded, levels stored, and used", {
   expect_identical(predict(fit, transform(newdata, g = factor(g, levels = c("b", "a", "c")))),
                    pred)
   expect_warning(unseen <- predict(fit, data.frame(x = 0, g = "z")),
-                 "column 'g' has categories not seen at fit, treated as missing: \\['z'\\]")
+                 "column 'g' has categories not seen at fit, treated as missing: 'z'$")
   expect_identical(unseen, pred[4])
   # an all-NA column (logical in R) where the fit had a factor
   expect_identical(predict(fit, data.frame(x = 0, g = NA)), pred[4])
@@ -62,7 +62,10 @@ test_that("classification with factor predictors", {
   df$cls <- factor(ifelse(df$y > 0.5, "high", "low"))
   df$g[5:15] <- NA
   fit <- neumiss(cls ~ x + g, data = df, max_epochs = 30, seed = 1)
-  expect_gt(mean(fitted(fit) == df$cls), 0.9)
+  expect_gt(mean(fitted(fit, type = "class") == df$cls), 0.9)
+  # as glm's fitted(): the probability of the second level
+  expect_equal(fitted(fit), fitted(fit, type = "prob")[, "low"])
+  expect_equal(unname(fitted(fit) > 0.5), fitted(fit, type = "class") == "low")
   expect_equal(colnames(predict(fit, df[1:3, ], type = "prob")), c("high", "low"))
   expect_error(residuals(fit), "regression only")
 })
