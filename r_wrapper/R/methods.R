@@ -152,8 +152,18 @@ print.neumiss <- function(x, ...) {
     cat(sprintf("Prediction intervals: %s, level %g\n", x$interval$method,
                 1 - x$interval$alpha))
   }
-  cat(sprintf("%s: %s\n", .score_label(x), format(.score_value(x), digits = 4)))
+  cat(sprintf("%s: %s%s\n", .score_label(x), format(.score_value(x), digits = 4),
+              if (isTRUE(x$n_valid > 0)) sprintf(" (%d rows)", x$n_valid) else ""))
+  .warn_few_validation_rows(x$n_valid)
   invisible(x)
+}
+
+# A warning when the validation metric rests on too few rows to be trusted.
+.warn_few_validation_rows <- function(n_valid) {
+  if (!is.na(n_valid) && n_valid > 0 && n_valid < .min_validation_rows) {
+    .warn("the validation metric rests on %d row(s) only: it is unreliable (more rows, or a larger validation_fraction, would help).",
+          n_valid)
+  }
 }
 
 .deleted_note <- function(x) {
@@ -221,10 +231,7 @@ print.neumiss <- function(x, ...) {
 summary.neumiss <- function(object, ...) {
   .check_fit(object)
   n_valid <- object$n_valid
-  if (!is.na(n_valid) && n_valid > 0 && n_valid < .min_validation_rows) {
-    .warn("the validation metric rests on %d row(s) only: it is unreliable (more rows, or a larger validation_fraction, would help).",
-          n_valid)
-  }
+  .warn_few_validation_rows(n_valid)
   structure(list(
     call = object$call,
     task = object$task,
@@ -252,7 +259,8 @@ summary.neumiss <- function(object, ...) {
   ), class = "summary.neumiss")
 }
 
-# Fewer validation rows than this: summary() warns that the metric is unreliable.
+# Fewer validation rows than this: print() and summary() warn that the metric is
+# unreliable.
 .min_validation_rows <- 20L
 
 # A parameter value on one line: c(3, 1) as [3, 1].

@@ -108,6 +108,13 @@
 #'   (e.g. `lr_patience`, `tol`, `weight_decay`, `compress_tails`); unknown
 #'   names are an error. For the formula method, the arguments of the default
 #'   method.
+#' @section Small data:
+#' A fit needs at least 20 rows with a response (and a non-zero weight);
+#' fewer are refused with an error. The validation rows (`validation_fraction`
+#' of them, 10% by default) stop the training early and give the validation
+#' metric: [print()] and [summary.neumiss()] show how many there were, and warn
+#' when they are fewer than 20, as the metric is then unreliable.
+#'
 #' @return An object of class `"neumiss"`: a list with, among others, `call`,
 #'   `terms` (formula fits), `task`, `feature_names`, `column_kinds`,
 #'   `xlevels`, `seed`, `history` (a data frame of per-epoch losses),
@@ -322,6 +329,7 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
   n <- .table_rows(table)
   response <- .response(y, args$task, n)
   weights <- .case_weights(weights, n)
+  .check_enough_rows(if (is.null(weights)) n else sum(weights > 0))
   seed <- args$seed
   params <- .python_params(c(args$params, list(random_state = seed)))
   if (is.null(seed)) {
@@ -366,6 +374,19 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
     )
   }
   fit
+}
+
+# Fewer rows than this (with a response and a non-zero weight) are refused: the
+# validation split that stops the training early would hold one or two rows, and a
+# network fitted on so few rows is no better than their mean.
+.min_fit_rows <- 20L
+
+.check_enough_rows <- function(n) {
+  if (n < .min_fit_rows) {
+    .abort("too few rows to fit a NeuMiss network: %d with a response (and a non-zero weight), at least %d are needed; with so few rows, use lm() or glm() on complete cases.",
+           n, .min_fit_rows)
+  }
+  invisible(n)
 }
 
 .deparse <- function(expr) {

@@ -38,16 +38,28 @@ test_that("update() changes the formula or the arguments", {
 test_that("summary reports training and validation rows; warns when validation is tiny", {
   skip_if_no_python_neumiss()
   set.seed(5)
-  small <- data.frame(x = rnorm(25), z = rnorm(25))
-  small$y <- small$x + rnorm(25, sd = 0.1)
+  small <- data.frame(x = rnorm(30), z = rnorm(30))
+  small$y <- small$x + rnorm(30, sd = 0.1)
   small$y[1:10] <- NA
-  # (15 rows: the fit itself may warn that it does no better than a constant)
+  # (20 rows: the fit itself may warn that it does no better than a constant)
   fit <- suppressWarnings(neumiss(y ~ x + z, data = small, max_epochs = 3, seed = 1))
   expect_warning(s <- summary(fit), "the validation metric rests on 2 row\\(s\\) only")
-  expect_equal(c(s$n_obs, s$n_train, s$n_valid, s$n_deleted), c(15L, 13L, 2L, 10L))
-  expect_output(print(s), "Rows: 15 used: 13 training, 2 validation \\(10 deleted: missing response\\)")
+  expect_equal(c(s$n_obs, s$n_train, s$n_valid, s$n_deleted), c(20L, 18L, 2L, 10L))
+  expect_output(print(s), "Rows: 20 used: 18 training, 2 validation \\(10 deleted: missing response\\)")
   expect_output(print(s), "Validation R\\^2: .* \\(2 rows\\)")
-  expect_output(print(s), "Training R\\^2: .* \\(all 15 rows, in-sample\\)")
+  expect_output(print(s), "Training R\\^2: .* \\(all 20 rows, in-sample\\)")
+  # print() says how many rows the validation used, and warns too
+  expect_warning(out <- capture.output(print(fit)), "rests on 2 row\\(s\\) only")
+  expect_match(out, "Rows: 20 \\(18 training, 2 validation\\); 10 deleted", all = FALSE)
+  expect_match(out, "Validation R\\^2: .* \\(2 rows\\)$", all = FALSE)
+  big <- neumiss(data.frame(x = rnorm(300)), rnorm(300), max_epochs = 2, seed = 1)
+  expect_silent(capture.output(print(big)))
+  expect_output(print(big), "Validation R\\^2: .* \\(30 rows\\)")
+  # fewer rows than the minimum are refused, with the minimum in the message
+  expect_error(neumiss(y ~ x + z, data = small[1:25, ]),
+               "too few rows to fit a NeuMiss network: 15 with a response .*at least 20")
+  expect_error(neumiss(small$x[11:30], small$y[11:30], weights = rep(0:1, 10)),
+               ": 10 with a response \\(and a non-zero weight\\), at least 20")
   none <- suppressWarnings(neumiss(y ~ x + z, data = small, max_epochs = 3, seed = 1,
                                    validation_fraction = 0))
   expect_silent(s0 <- summary(none))
