@@ -2,10 +2,16 @@
 #
 # Predictors become a "table": a named list of columns, each a double vector
 # (numeric, NA = missing) or a factor (categorical, NA = missing), with the kind
-# of each column. Numbers and logicals (TRUE = 1) are numeric; factors (ordered
-# or not) and character vectors are categorical, one-hot encoded by the Python
-# estimator, a missing value marking the whole group missing. A column that is
-# entirely NA (logical in R whatever was meant) is numeric: it carries no value.
+# of each column. Numbers and logicals (TRUE = 1) are numeric; factors and
+# character vectors are categorical, one-hot encoded by the Python estimator, a
+# missing value marking the whole group missing; the NA level of a factor made by
+# addNA() is a category, "<NA>", not a missing value. An ordered factor is numeric:
+# the scores 1, 2, ... of its levels (kept in the attribute "ordered_levels"), so its
+# order is used. A column that is entirely NA (logical in R whatever was meant) is
+# numeric: it carries no value.
+
+#: The label of the category made of a factor's NA level (addNA()).
+.na_level <- "<NA>"
 
 .is_all_na <- function(col) {
   is.atomic(col) && length(col) > 0 && all(is.na(col))
@@ -28,8 +34,13 @@
     .abort("`%s`: column '%s' is a %s with %d columns, which NeuMiss cannot use.",
            arg, name, class(col)[1], NCOL(col))
   }
+  if (is.factor(col) && anyNA(levels(col))) {
+    levels(col)[is.na(levels(col))] <- .na_level
+  }
   value <- if (.is_all_na(col)) {
     rep(NA_real_, length(col))
+  } else if (is.ordered(col)) {
+    structure(as.numeric(as.integer(col)), ordered_levels = levels(col))
   } else if (is.factor(col)) {
     factor(col, levels = levels(col)[levels(col) %in% as.character(col)], ordered = FALSE)
   } else if (is.character(col)) {
@@ -203,11 +214,13 @@
   if (!(is.factor(y) || is.character(y) || is.logical(y) || is.numeric(y))) {
     .abort("cannot use a %s response for classification.", class(y)[1])
   }
-  y <- if (is.factor(y)) y else factor(y)
+  logical <- is.logical(y)
+  y <- if (is.factor(y)) y else if (logical) factor(y, levels = c(FALSE, TRUE)) else factor(y)
   if (nlevels(droplevels(y)) < 2) {
-    .abort("classification needs at least 2 classes in the response `y`.")
+    .abort("classification needs at least 2 classes in the response `y`, which has only %s.",
+           .quote(levels(droplevels(y))))
   }
-  list(task = task, y = y)
+  list(task = task, y = y, logical = logical)
 }
 
 # Case weights: NULL, or one finite non-negative number per row, not all zero.
@@ -274,6 +287,9 @@
   } else {
     names(table) <- fit_names
   }
+  for (name in intersect(names(object$ordered_levels), fit_names)) {
+    table[[name]] <- .ordered_scores(table[[name]], object$ordered_levels[[name]], name)
+  }
   kinds <- object$column_kinds
   if (!is.null(kinds)) {
     for (name in fit_names) {
@@ -289,4 +305,27 @@
     }
   }
   table
+}
+
+# The scores of a column of newdata for an ordered factor of the fit, whose levels are
+# `levels`: the levels of a factor, ordered or not, or a character column are matched
+# by label (a level not seen at fit is missing, with a warning); numbers are scores.
+.ordered_scores <- function(col, levels, name) {
+  labels <- attr(col, "ordered_levels")
+  if (is.null(labels) && !is.factor(col)) {
+    return(col)
+  }
+  values <- if (is.factor(col)) as.character(col) else labels[col]
+  unseen <- setdiff(stats::na.omit(values), levels)
+  if (length(unseen)) {
+    .warn("column '%s' of `newdata` has levels not seen at fit, treated as missing: %s.",
+          name, .quote(unseen))
+  }
+  as.numeric(match(values, levels))
+}
+
+# The levels of the ordered factors of a table (a named list; empty if none).
+.table_ordered_levels <- function(table) {
+  levels <- lapply(table, attr, "ordered_levels")
+  levels[!vapply(levels, is.null, logical(1))]
 }

@@ -116,7 +116,13 @@ predict.neumiss <- function(object, newdata, type = c("response", "prob", "class
   if (object$task == "regression") {
     return(as.numeric(result$values))
   }
-  factor(object$py_classes[as.integer(result$values) + 1L], levels = object$levels)
+  .as_response(object, factor(object$py_classes[as.integer(result$values) + 1L],
+                              levels = object$levels))
+}
+
+# Predicted classes as the response was: logical for a logical response, else a factor.
+.as_response <- function(object, classes) {
+  if (isTRUE(object$logical_response)) as.logical(as.character(classes)) else classes
 }
 
 # A prediction for no rows, of the type of predict().
@@ -127,7 +133,7 @@ predict.neumiss <- function(object, newdata, type = c("response", "prob", "class
   if (type == "prob") {
     return(matrix(numeric(0), 0, length(object$classes), dimnames = list(NULL, object$classes)))
   }
-  factor(character(0), levels = object$levels)
+  .as_response(object, factor(character(0), levels = object$levels))
 }
 
 #' @export

@@ -9,13 +9,20 @@
 #' * Numeric and integer columns are used as they are; logical columns are
 #'   numeric (`TRUE` = 1). A column that is `NA` in every row (which R makes
 #'   logical) is a numeric column with every value missing.
-#' * Factors (ordered or not) and character columns are categorical: the Python
+#' * Factors and character columns are categorical: the Python
 #'   estimator one-hot encodes them, one column per level seen at fit (at most
 #'   30 per column; rarer levels then share one `<other>` column). An `NA`
 #'   value marks the whole group missing, so the network treats it as a
 #'   missing value, not as "none of the levels". The levels are stored in the
 #'   fit (`xlevels`). At prediction a level not seen at fit is treated as
-#'   missing, with a warning.
+#'   missing, with a warning. The `NA` level of a factor made by [addNA()] is a
+#'   category of its own, named `"<NA>"` (an `NA` value of such a factor is not
+#'   missing).
+#' * Ordered factors keep their order: they are numeric, the scores 1, 2, ...,
+#'   K of their K levels (kept in the fit as `ordered_levels`), so a linear
+#'   head gives them one coefficient, a trend over the levels. At prediction
+#'   the levels (of a factor, ordered or not, or of a character column) are
+#'   matched to those of the fit by label.
 #' * With a formula, transformations such as `log(x)`, `I(x^2)` or `poly(x, 2)`
 #'   are allowed; interaction terms (`a:b`, `a*b`) and `offset()` are refused
 #'   with an error.
@@ -42,7 +49,9 @@
 #' @param x A matrix or data frame of predictors, `NA` for missing values (a
 #'   numeric vector is one predictor). For the generic, a formula or that.
 #' @param y The response: numeric for regression; a factor (or character,
-#'   logical) for classification. No `NA` (the formula method drops those rows).
+#'   logical) for classification. A logical response predicts logicals
+#'   (`TRUE`/`FALSE`, from the classes `"FALSE"` and `"TRUE"`). No `NA` (the
+#'   formula method drops those rows).
 #' @param formula A formula `response ~ predictors`; `y ~ .` uses every other
 #'   column of `data`.
 #' @param data A data frame holding the variables of `formula` (else they are
@@ -345,6 +354,10 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
     predvars = if (!is.null(attr(terms, "predvars"))) .deparse(attr(terms, "predvars")),
     response = if (!is.null(terms)) .response_name(terms),
     levels = if (task == "classification") as.list(levels(response$y)),
+    logical_response = if (isTRUE(response$logical)) TRUE,
+    ordered_levels = if (length(.table_ordered_levels(table))) {
+      lapply(.table_ordered_levels(table), as.list)
+    },
     named_features = isTRUE(attr(table, "named")),
     n_obs = n,
     missing_rate = .missing_rate(table),
@@ -369,9 +382,9 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
     fit$residuals <- fit$y - fit$fitted.values
   } else {
     fit$probabilities <- .predict_table(fit, table, "prob")
-    fit$fitted.values <- factor(
+    fit$fitted.values <- .as_response(fit, factor(
       fit$classes[max.col(fit$probabilities, ties.method = "first")], levels = fit$levels
-    )
+    ))
   }
   fit
 }
@@ -467,6 +480,8 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
     call = call,
     terms = terms,
     task = task,
+    logical_response = isTRUE(meta$logical_response),
+    ordered_levels = lapply(meta$ordered_levels, function(l) as.character(unlist(l))),
     feature_names = feature_names,
     named_features = named,
     column_kinds = kinds,
