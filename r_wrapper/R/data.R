@@ -37,6 +37,10 @@
   if (is.factor(col) && anyNA(levels(col))) {
     levels(col)[is.na(levels(col))] <- .na_level
   }
+  if (is.factor(col) && arg != "newdata" && .is_all_na(col)) {
+    .abort("`%s`: factor '%s' is NA in every row: it carries nothing to learn from; drop it from the predictors.",
+           arg, name)
+  }
   value <- if (.is_all_na(col)) {
     rep(NA_real_, length(col))
   } else if (is.ordered(col)) {
@@ -148,12 +152,28 @@
   if (default_na) mf$na.action <- quote(stats::na.pass)
   mf$drop.unused.levels <- TRUE
   mf[[1L]] <- quote(stats::model.frame)
-  mf <- eval(mf, env)
+  mf <- tryCatch(eval(mf, env), error = function(e) .model_frame_error(e, call, env))
   if (attr(attr(mf, "terms"), "response") == 0) {
     .abort("the formula has no response (write it as response ~ predictors).")
   }
   if (default_na) mf <- .drop_missing_response(mf)
   mf
+}
+
+# R's "object 'x' not found" of a variable of the formula, as an error naming it and
+# the columns of `data`; other errors as they are.
+.model_frame_error <- function(e, call, env) {
+  absent <- regmatches(conditionMessage(e),
+                       regexec("object '(.*)' not found", conditionMessage(e)))[[1]]
+  if (length(absent) < 2) stop(e)
+  data <- if (!is.null(call$data)) tryCatch(eval(call$data, env), error = function(e) NULL)
+  where <- if (is.data.frame(data)) {
+    sprintf("a column of `data` (which has %s) or a variable", .quote(names(data)))
+  } else {
+    "a variable"
+  }
+  .abort("the formula uses '%s', which is neither %s in the formula's environment.",
+         absent[2], where)
 }
 
 .formula_table <- function(mf, terms) {
@@ -181,7 +201,7 @@
 }
 
 # The response as a numeric vector (regression) or a factor (classification).
-.response <- function(y, task, n_rows) {
+.response <- function(y, task, n_rows, name = "y") {
   if (is.data.frame(y) || (!is.null(dim(y)) && ncol(as.matrix(y)) != 1)) {
     .abort("the response `y` must be a vector (one column).")
   }
@@ -217,8 +237,8 @@
   logical <- is.logical(y)
   y <- if (is.factor(y)) y else if (logical) factor(y, levels = c(FALSE, TRUE)) else factor(y)
   if (nlevels(droplevels(y)) < 2) {
-    .abort("classification needs at least 2 classes in the response `y`, which has only %s.",
-           .quote(levels(droplevels(y))))
+    .abort("the response '%s' has a single class (%s): classification needs at least 2.",
+           name, .quote(levels(droplevels(y))))
   }
   list(task = task, y = y, logical = logical)
 }
@@ -235,8 +255,13 @@
   if (length(weights) != n_rows) {
     .abort("`weights` has %d values but the data have %d rows.", length(weights), n_rows)
   }
-  if (anyNA(weights) || any(!is.finite(weights)) || any(weights < 0)) {
-    .abort("`weights` must be finite and non-negative, without NA.")
+  bad <- list("NA" = which(is.na(weights)), infinite = which(is.infinite(weights)),
+              negative = which(!is.na(weights) & weights < 0))
+  bad <- bad[lengths(bad) > 0]
+  if (length(bad)) {
+    .abort("`weights` must be finite and non-negative, without NA; %s.",
+           paste(sprintf("%s in row(s) %s", names(bad), vapply(bad, .quote, "")),
+                 collapse = "; "))
   }
   if (!any(weights > 0)) {
     .abort("`weights` are all zero.")

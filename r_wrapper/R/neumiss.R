@@ -336,7 +336,7 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
 # Fit on a table; the shared part of the formula and default methods.
 .neumiss_fit <- function(table, y, weights, args, call, terms) {
   n <- .table_rows(table)
-  response <- .response(y, args$task, n)
+  response <- .response(y, args$task, n, if (is.null(terms)) "y" else .response_name(terms))
   weights <- .case_weights(weights, n)
   .check_enough_rows(if (is.null(weights)) n else sum(weights > 0))
   seed <- args$seed

@@ -12,7 +12,10 @@ test_that("the formula drops rows with an NA response and keeps NA predictors", 
   expect_false(anyNA(fitted(fit)[as.character(kept_na)]))
   expect_equal(names(fitted(fit)), setdiff(rownames(airquality), missing_y))
   expect_equal(c(fit$n_train, fit$n_valid), c(104L, 12L))
-  expect_output(print(fit), "Rows: 116 \\(104 training, 12 validation\\); 37 deleted \\(missing response\\)")
+  expect_warning(  # 12 validation rows: print() warns that the metric is unreliable
+    expect_output(print(fit),
+                  "Rows: 116 \\(104 training, 12 validation\\); 37 deleted \\(missing response\\)"),
+    "rests on 12 row")
 
   # the issue's example: an all-NA column is logical in R, and still a missing value
   one <- data.frame(Solar.R = NA, Wind = 10, Temp = 80, Month = 6, Day = 1)
