@@ -176,7 +176,7 @@
          absent[2], where)
 }
 
-.formula_table <- function(mf, terms) {
+.formula_table <- function(mf, terms, arg = "data") {
   if (!is.null(attr(terms, "offset"))) {
     .abort(paste(
       "offset() terms are not supported: a NeuMiss network has no linear predictor to",
@@ -195,8 +195,8 @@
   }
   factors <- attr(terms, "factors")
   index <- apply(factors, 2, function(col) which(col > 0)[1])
-  columns <- do.call(c, unname(Map(.table_columns, mf[index], names(mf)[index], "data")))
-  .check_table(columns, "data")
+  columns <- do.call(c, unname(Map(.table_columns, mf[index], names(mf)[index], arg)))
+  .check_table(columns, arg)
   structure(columns, named = TRUE)
 }
 
@@ -284,7 +284,7 @@
       .abort("`newdata` lacks the variable(s) %s used at fit.", .quote(absent))
     }
     mf <- stats::model.frame(terms, newdata, na.action = stats::na.pass)
-    table <- .formula_table(mf, terms)
+    table <- .formula_table(mf, terms, "newdata")
   } else {
     table <- .predictor_table(newdata, "newdata")
   }
