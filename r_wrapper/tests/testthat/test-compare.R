@@ -116,9 +116,10 @@ test_that("in compare_methods(), R's norm EM agrees with the package's EM", {
   skip_if_not(requireNamespace("norm", quietly = TRUE),
               "R package 'norm' (CRAN only) is not installed")
   data <- simulate_data(n = 500, d = 4, seed = 5)
-  result <- compare_methods(data$x, data$y, folds = 2, repeats = 1, seed = 11,
-                            neumiss_args = list(max_epochs = 1),
-                            em_max_iter = 10000L, em_criterion = 1e-10)
+  # (one epoch may not beat the constant predictor: NeuMiss is not the point here)
+  result <- suppressWarnings(compare_methods(data$x, data$y, folds = 2, repeats = 1, seed = 11,
+                                             neumiss_args = list(max_epochs = 1),
+                                             em_max_iter = 10000L, em_criterion = 1e-10))
   expect_equal(result$note[2], "")
   # the two EM implementations fit the same Gaussian: same test R²
   expect_equal(result$mean[2], result$mean[3], tolerance = 1e-4)
