@@ -389,3 +389,27 @@ def baseline_classification(name, x_train, n_train, y_train, x_test, n_test, n_c
         "proba": _float_list(proba),
         "warnings": messages + [m for m in more if m not in messages],
     }
+
+
+def simulate(n, d, mechanism, missing_rate, snr, link, random_state, n_test):
+    """Data of ``neumiss.simulation.make_regression`` (Gaussian predictors, a response
+    through ``link``, values removed by ``mechanism``) and a test set from the same
+    truth. Returns ``{"x", "y", "x_test", "y_test", "bayes_test"}``: matrices flattened
+    row by row (NaN = missing), and the Bayes predictor's predictions on the test set
+    (an empty list where the simulation has none, e.g. under probit self-masking)."""
+    from neumiss.simulation import make_regression
+
+    X, y, truth = make_regression(int(n), int(d), mechanism=str(mechanism),
+                                  missing_rate=float(missing_rate), snr=float(snr),
+                                  link=str(link), random_state=random_state)
+    out = {"x": _float_list(X), "y": _float_list(y), "x_test": [], "y_test": [],
+           "bayes_test": []}
+    if int(n_test) > 0:
+        test_seed = None if random_state is None else int(random_state) + 1
+        X_test, y_test = truth.sample(int(n_test), random_state=test_seed)[:2]
+        out.update(x_test=_float_list(X_test), y_test=_float_list(y_test))
+        try:
+            out["bayes_test"] = _float_list(truth.bayes_predict(X_test))
+        except (NotImplementedError, ValueError):
+            pass
+    return out
