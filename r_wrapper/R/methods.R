@@ -34,7 +34,6 @@
 #'   missing completely at random (`"cqr-mda-exact"`), on average over the
 #'   rows only for `"cqr"` and `"split"`.
 #' @examples
-#' \donttest{
 #' if (is_neumiss_available()) {
 #'   set.seed(1)
 #'   fit <- neumiss(Species ~ ., data = iris, max_epochs = 20)
@@ -44,7 +43,6 @@
 #'   predict(fit, newdata, type = "prob")
 #'   fit2 <- neumiss(Sepal.Length ~ ., data = iris, max_epochs = 20, interval = TRUE)
 #'   predict(fit2, newdata, interval = "prediction", level = 0.9)
-#' }
 #' }
 #' @export
 predict.neumiss <- function(object, newdata, type = c("response", "prob", "class"),

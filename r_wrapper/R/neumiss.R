@@ -136,7 +136,6 @@
 #' @seealso [predict.neumiss()], [summary.neumiss()], [plot.neumiss()],
 #'   [tidy.neumiss()], [write_neumiss()], [export_onnx()], [compare_methods()].
 #' @examples
-#' \donttest{
 #' if (is_neumiss_available()) {
 #'   # 37 rows have no Ozone (dropped), 7 no Solar.R (kept: NA = missing)
 #'   set.seed(1)
@@ -148,7 +147,6 @@
 #'   # prediction intervals, valid for every pattern of missing predictors
 #'   fit3 <- neumiss(Ozone ~ ., data = airquality, max_epochs = 20, interval = TRUE)
 #'   predict(fit3, airquality[1:5, ], interval = "prediction", level = 0.9)
-#' }
 #' }
 #' @export
 neumiss <- function(x, ...) {

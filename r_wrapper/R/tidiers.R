@@ -36,14 +36,13 @@ generics::augment
 #' @param ... Unused.
 #' @return A data frame.
 #' @examples
-#' \donttest{
 #' if (is_neumiss_available()) {
 #'   set.seed(1)
-#'   fit <- neumiss(Ozone ~ Solar.R + Wind + Temp, data = airquality, max_epochs = 10)
-#'   tidy(fit)
+#'   fit <- neumiss(Ozone ~ Solar.R + Wind + Temp, data = airquality, max_epochs = 10,
+#'                  mlp_depth = 0)
+#'   tidy(fit)   # the linear model of each frequent pattern of missing predictors
 #'   glance(fit)
 #'   head(augment(fit))
-#' }
 #' }
 #' @name tidy.neumiss
 NULL
