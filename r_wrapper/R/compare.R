@@ -14,7 +14,12 @@
 #'   E\[y | x_obs\] computed in R; needs the CRAN package `norm`, otherwise the
 #'   row has `mean = NA` and says so in `note`;
 #' * `"EM (Python neumiss)"`: the Python package's `EMRegressor` (same model);
-#' * `"MICE + linear regression"`: the Python package's `MICERegressor`.
+#' * `"MICE + linear regression"`: the Python package's `MICERegressor`;
+#' * `"Mean imputation + mask + linear regression"`: the means of the training
+#'   rows and one missingness indicator per column with missing values, then a
+#'   ridge regression (penalty by leave-one-out cross-validation);
+#' * `"Gradient boosting"`: scikit-learn's `HistGradientBoostingRegressor`,
+#'   which handles missing values natively.
 #'
 #' Classification (a factor, character or logical response), scored by test
 #' accuracy and log-loss (`metric = "accuracy"`, `"log_loss"`):
@@ -214,7 +219,10 @@ compare_methods.default <- function(x, y, task = NULL, folds = 5L, repeats = 2L,
       .norm_em_row(xtr, ytr, xte, yte, em_max_iter, em_criterion),
       .run_method("EM (Python neumiss)", python_baseline("EMRegressor", "EM (Python neumiss)")),
       .run_method("MICE + linear regression",
-                  python_baseline("MICERegressor", "MICE + linear regression"))
+                  python_baseline("MICERegressor", "MICE + linear regression")),
+      .run_method("Mean imputation + mask + linear regression",
+                  python_baseline("MeanMaskLinear", "Mean imputation + mask + linear regression")),
+      .run_method("Gradient boosting", python_baseline("HistGradientBoosting", "Gradient boosting"))
     )
     return(do.call(rbind, rows))
   }
@@ -376,6 +384,9 @@ print.neumiss_comparison <- function(x, digits = 3, ...) {
                            format(signif(x$se, 2)))),
     n_train = x$n_train, n_test = x$n_test, splits = x$folds,
     seconds = format(signif(x$seconds, 2)), stringsAsFactors = FALSE)
+  # one line per row, even in a narrow console (R would split the columns in blocks)
+  old <- options(width = max(getOption("width"), 150L))
+  on.exit(options(old))
   print(shown, row.names = FALSE, right = FALSE)
   notes <- unique(x$note[nzchar(x$note)])
   if (length(notes)) cat("Notes:", paste0("\n  ", unique(x$method[nzchar(x$note)]), ": ", notes), "\n")

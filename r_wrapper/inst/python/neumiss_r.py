@@ -339,7 +339,8 @@ def export_onnx(estimator, path):
 #: The R side's names of the baselines of ``compare_methods()``, and their names in the
 #: registry of ``neumiss.baselines``.
 _BASELINES = {
-    "regression": {"EMRegressor": "em", "MICERegressor": "mice_lr"},
+    "regression": {"EMRegressor": "em", "MICERegressor": "mice_lr",
+                   "MeanMaskLinear": "mean_mask_linear", "HistGradientBoosting": "hgb"},
     "classification": {"MICELogistic": "mice_linear", "MeanMaskLogistic": "mean_mask_linear",
                        "HistGradientBoosting": "hgb"},
 }
@@ -356,14 +357,16 @@ def _baseline(name, task, random_state):
 
 
 def baseline_r2(name, x_train, n_train, y_train, x_test, n_test, n_cols, y_test):
-    """Test R² of a regression baseline: ``EMRegressor`` (EM of a joint Gaussian) or
-    ``MICERegressor`` (iterative imputation, linear regression; unseeded).
+    """Test R² of a regression baseline: ``EMRegressor`` (EM of a joint Gaussian),
+    ``MICERegressor`` (iterative imputation, linear regression; unseeded),
+    ``MeanMaskLinear`` (mean imputation and missingness indicators, ridge regression) or
+    ``HistGradientBoosting`` (native missing values).
 
     Returns ``{"r2", "warnings"}``.
     """
     from sklearn.metrics import r2_score
 
-    model = _baseline(name, "regression", None)
+    model = _baseline(name, "regression", 0 if name == "HistGradientBoosting" else None)
     X_train = _matrix(x_train, n_train, n_cols)
     _, messages = _collecting_warnings(model.fit, X_train, _vector(y_train).astype(np.float64))
     predictions = model.predict(_matrix(x_test, n_test, n_cols))

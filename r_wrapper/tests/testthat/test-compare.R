@@ -26,14 +26,16 @@ test_that("compare_methods() cross-validates every method on the same splits", {
   expect_named(result, c("method", "metric", "mean", "se", "n_train", "n_test", "folds",
                          "seconds", "note"))
   expect_equal(result$method, c("NeuMiss", "EM (R norm)", "EM (Python neumiss)",
-                                "MICE + linear regression"))
+                                "MICE + linear regression",
+                                "Mean imputation + mask + linear regression",
+                                "Gradient boosting"))
   expect_equal(unique(result$metric), "r2")
-  python_rows <- c(1, 3, 4)
-  expect_equal(result$note[python_rows], rep("", 3),
+  python_rows <- c(1, 3:6)
+  expect_equal(result$note[python_rows], rep("", 5),
                info = paste(result$note, collapse = "\n"))
-  expect_equal(result$folds[python_rows], rep(6L, 3))
-  expect_equal(result$n_test[python_rows], rep(167, 3))  # 500 / 3, rounded
-  expect_equal(result$n_train[python_rows], rep(333, 3))
+  expect_equal(result$folds[python_rows], rep(6L, 5))
+  expect_equal(result$n_test[python_rows], rep(167, 5))  # 500 / 3, rounded
+  expect_equal(result$n_train[python_rows], rep(333, 5))
   expect_true(all(result$se[python_rows] > 0 & result$se[python_rows] < 0.1))
   # the splits made by the seed, and the Bayes predictor's mean R² on them
   splits <- neumiss:::.with_seed(11, neumiss:::.cv_splits(500, 3, 2))
@@ -45,6 +47,8 @@ test_that("compare_methods() cross-validates every method on the same splits", {
   # EM fits the true model family: close to Bayes; the others learned something real
   expect_gt(result$mean[3], bayes - 0.03)
   expect_gt(result$mean[4], bayes - 0.1)
+  expect_gt(result$mean[5], bayes - 0.1)
+  expect_gt(result$mean[6], 0.3)
   expect_gt(result$mean[1], 0.3)
   expect_true(all(result$mean[python_rows] < 1))
   out <- capture.output(print(result))
@@ -72,8 +76,8 @@ test_that("compare_methods() has a formula interface and handles classification"
   df$y[1:10] <- NA  # dropped by default
   result <- compare_methods(y ~ v1 + v2 + g, data = df, seed = 3, folds = 2, repeats = 1,
                             neumiss_args = list(max_epochs = 10))
-  python_rows <- c(1, 3, 4)
-  expect_equal(result$note[python_rows], rep("", 3), info = paste(result$note, collapse = "\n"))
+  python_rows <- c(1, 3:6)
+  expect_equal(result$note[python_rows], rep("", 5), info = paste(result$note, collapse = "\n"))
   expect_true(all(result$mean[python_rows] > 0.3))
   expect_equal(result$n_train[1] + result$n_test[1], 390)
 
