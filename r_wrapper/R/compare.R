@@ -93,6 +93,9 @@ compare_methods.formula <- function(formula, data, subset, na.action, ...) {
 compare_methods.default <- function(x, y, task = NULL, folds = 5L, repeats = 2L, seed = NULL,
                                     neumiss_args = list(), em_max_iter = 1000L,
                                     em_criterion = 1e-4, ...) {
+  if ("test_fraction" %in% ...names()) {
+    .abort("`test_fraction` is gone: compare_methods() cross-validates; set `folds` and `repeats`.")
+  }
   if (...length()) {
     .abort("unknown argument(s) %s; pass arguments of neumiss() in `neumiss_args`.",
            .quote(names(list(...))))

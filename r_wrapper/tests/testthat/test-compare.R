@@ -65,6 +65,8 @@ test_that("compare_methods() cross-validates every method on the same splits", {
   expect_error(compare_methods(data$x[1:30, ], data$y[1:30], folds = 2),
                "too few rows \\(30\\) for 2 folds: each training set needs at least 20")
   expect_error(compare_methods(data$x, data$y, max_epochs = 1), "in `neumiss_args`")
+  expect_error(compare_methods(data$x, data$y, test_fraction = 0.3),
+               "`test_fraction` is gone: .* set `folds` and `repeats`")
 })
 
 test_that("compare_methods() has a formula interface and handles classification", {
