@@ -55,9 +55,14 @@ check() {
   echo "test_r.sh: R CMD check --as-cran ($1)"
   R_LIBS="$2" VENV="$VENV" bash scripts/build_r_package.sh --check --no-wheel \
     "$CHECK_OUT/$1" || true
-  if ! grep -Eq "^Status: (OK|[0-9]+ NOTEs?)$" "$CHECK_OUT/$1/check.log"; then
+  local log="$CHECK_OUT/$1/check.log"
+  if [[ ! -f $log ]]; then
+    echo "test_r.sh: R CMD check $1: the package did not build" >&2
+    exit 1
+  fi
+  if ! grep -Eq "^Status: (OK|[0-9]+ NOTEs?)$" "$log"; then
     echo "test_r.sh: R CMD check $1 failed:" >&2
-    sed -n '/^\* checking .*\(ERROR\|WARNING\)$/,/^\* /p' "$CHECK_OUT/$1/check.log" >&2
+    sed -n '/^\* checking .*\(ERROR\|WARNING\)$/,/^\* /p' "$log" >&2
     exit 1
   fi
 }

@@ -406,7 +406,10 @@ plot.neumiss_comparison <- function(x, metric = x$metric[1], ...) {
   }
   se <- ifelse(is.na(one$se), 0, one$se)
   at <- rev(seq_len(nrow(one)))
-  old <- graphics::par(mar = c(4, max(8, max(nchar(one$method)) * 0.5), 2, 1))
+  # a left margin for the method names, at most half the figure's width
+  left <- max(graphics::strwidth(one$method, units = "inches", cex = 0.8)) + 0.2
+  mai <- graphics::par("mai")
+  old <- graphics::par(mai = c(mai[1], min(left, 0.5 * graphics::par("fin")[1]), mai[3], 0.2))
   on.exit(graphics::par(old))
   args <- utils::modifyList(
     list(xlim = range(c(one$mean - 2 * se, one$mean + 2 * se)), ylim = c(0.5, nrow(one) + 0.5),
