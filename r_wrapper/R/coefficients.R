@@ -20,18 +20,16 @@
 #' MLP head makes the network nonlinear: there are no coefficients, and
 #' `coef()` says so.
 #'
-#' @param object,x A model fitted by [neumiss()].
+#' @param object A model fitted by [neumiss()].
 #' @param pattern Which predictors are missing: `NULL` or `character(0)` for
 #'   rows with every predictor observed, else a character vector of names of
 #'   predictors (see `fit$feature_names`), or a logical vector with one value
 #'   per predictor (`TRUE` = missing) such as `is.na()` of a row.
-#' @param n_patterns For `tidy()`: the number of most frequent patterns of the
-#'   training rows to describe.
 #' @param ... Unused.
-#' @return `coef()`: a named numeric vector, `(Intercept)` first.
-#'   `tidy()`: a data frame with one row per term and pattern: `pattern` (the
-#'   missing predictors, `"none"` for complete rows), `n` (training rows with
-#'   that pattern), `term` and `estimate`.
+#' @return A named numeric vector, `(Intercept)` first. [tidy()][tidy.neumiss]
+#'   gives these models as a data frame with one row per term and pattern:
+#'   `pattern` (the missing predictors, `"none"` for complete rows), `n`
+#'   (training rows with that pattern), `term` and `estimate`.
 #' @examples
 #' if (is_neumiss_available()) {
 #'   set.seed(1)
