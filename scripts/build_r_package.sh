@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Build the R package's source tarball (neumiss_<version>.tar.gz) with a wheel of this
-# checkout's Python package inside it (inst/python/wheels/), which install_neumiss()
+# Build the R package's source tarball (neumiss_<version>.tar.gz), its vignette built
+# with this checkout's Python package, and a wheel of that package inside it
+# (inst/python/wheels/), which install_neumiss()
 # installs: the Python package is not on PyPI, so the R package brings it. The checkout
 # is left as it is (the wheel goes into a staged copy of r_wrapper/).
 #
@@ -46,7 +47,9 @@ if ((WHEEL)); then
 fi
 VERSION=$(sed -n 's/^Version: *//p' r_wrapper/DESCRIPTION)
 TARBALL="$OUT/neumiss_$VERSION.tar.gz"
-(cd "$STAGE" && R CMD build --no-build-vignettes neumiss >"$STAGE/build.log" 2>&1) || {
+# the vignette runs NeuMiss: this checkout's Python package, from the venv's Python
+PY_ENV=("RETICULATE_PYTHON=$PYTHON" "PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}")
+(cd "$STAGE" && env "${PY_ENV[@]}" R CMD build neumiss >"$STAGE/build.log" 2>&1) || {
   cat "$STAGE/build.log" >&2
   exit 1
 }
@@ -54,11 +57,7 @@ mv "$STAGE/neumiss_$VERSION.tar.gz" "$TARBALL"
 echo "build_r_package.sh: built $TARBALL"
 ((CHECK)) || exit 0
 
-CHECK_ENV=(
-  "_R_CHECK_FORCE_SUGGESTS_=false"
-  "RETICULATE_PYTHON=$PYTHON"
-  "PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}"
-)
+CHECK_ENV=("_R_CHECK_FORCE_SUGGESTS_=false" "${PY_ENV[@]}")
 if ! curl -sfI --max-time 10 https://cloud.r-project.org/web/packages/ >/dev/null 2>&1; then
   echo "build_r_package.sh: CRAN unreachable: an empty local CRAN package database for the check"
   mkdir -p "$STAGE/cran-web/web/packages"

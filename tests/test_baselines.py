@@ -447,6 +447,10 @@ def test_r_adapter_builds_its_baselines_from_the_registry():
     model = make_baseline("mean_mask_linear", "classification", 0).fit(X[:90], labels[:90])
     assert result["classes"] == ["no", "yes"]
     np.testing.assert_array_equal(result["proba"], model.predict_proba(X[90:]).ravel())
+    result = adapter.baseline_r2("MeanMaskLinear", columns(X[:90]), 90, list(y[:90]),
+                                 columns(X[90:]), 30, 3, list(y[90:]))
+    model = make_baseline("mean_mask_linear", "regression").fit(X[:90], y[:90])
+    assert result["r2"] == r2_score(y[90:], model.predict(X[90:]))
     with pytest.raises(ValueError, match=r"unknown regression baseline 'MICELogistic'"):
         adapter.baseline_r2("MICELogistic", [], 0, [], [], 0, 3, [])
 

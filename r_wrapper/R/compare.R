@@ -1,19 +1,28 @@
 #' Compare NeuMiss with other methods for missing values
 #'
-#' Splits the rows into a training and a test set, fits each method on the
-#' training rows and scores it on the test rows.
+#' Repeated K-fold cross-validation: the rows are split into `folds` folds,
+#' `repeats` times; on every split each method is fitted on the training rows
+#' and scored on the test rows, the same splits for every method. The result
+#' has one row per method and metric: the mean score over the splits, its
+#' standard error, the numbers of training and test rows and of splits scored,
+#' ready for a table in a paper (`print()`) or a figure (`plot()`).
 #'
-#' Regression (a numeric response), scored by test R²:
+#' Regression (a numeric response), scored by test R² (`metric = "r2"`):
 #' * `"NeuMiss"`: [neumiss()] with `neumiss_args`;
 #' * `"EM (R norm)"`: the joint Gaussian of (y, x) by R's `norm` package
 #'   (`prelim.norm()`, `em.norm()`, `getparam.norm()`), predictions
 #'   E\[y | x_obs\] computed in R; needs the CRAN package `norm`, otherwise the
-#'   row has `r2 = NA` and says so in `note`;
+#'   row has `mean = NA` and says so in `note`;
 #' * `"EM (Python neumiss)"`: the Python package's `EMRegressor` (same model);
-#' * `"MICE + linear regression"`: the Python package's `MICERegressor`.
+#' * `"MICE + linear regression"`: the Python package's `MICERegressor`;
+#' * `"Mean imputation + mask + linear regression"`: the means of the training
+#'   rows and one missingness indicator per column with missing values, then a
+#'   ridge regression (penalty by leave-one-out cross-validation);
+#' * `"Gradient boosting"`: scikit-learn's `HistGradientBoostingRegressor`,
+#'   which handles missing values natively.
 #'
 #' Classification (a factor, character or logical response), scored by test
-#' accuracy and log-loss:
+#' accuracy and log-loss (`metric = "accuracy"`, `"log_loss"`):
 #' * `"NeuMiss"`;
 #' * `"MICE + logistic regression"`: scikit-learn's `IterativeImputer`, then a
 #'   logistic regression;
@@ -26,8 +35,15 @@
 #' Factor and character predictors are one-hot encoded for NeuMiss (see
 #' [neumiss()]); for the other methods they are coded as indicators of every
 #' level but the first (of the training rows), `NA` where the factor is `NA`
-#' or holds a level absent from the training rows. A method that fails gets
-#' `NA` scores and its error in `note`.
+#' or holds a level absent from the training rows. A method that fails on a
+#' split is left out of that split's scores, its error in `note`. A warning
+#' raised on several splits is given once, with the number of fits that raised
+#' it.
+#'
+#' The standard error is the standard deviation of the split scores divided by
+#' the square root of their number: the splits share rows, so it understates
+#' the uncertainty somewhat (it is the usual summary of cross-validation, and
+#' fair for comparing methods scored on the same splits).
 #'
 #' @param x A matrix or data frame of predictors (`NA` = missing); for the
 #'   generic, a formula or that.
@@ -36,22 +52,28 @@
 #'   with a missing response are dropped, rows with missing predictors kept.
 #' @param task `"regression"` or `"classification"` (by default from the
 #'   response, as in [neumiss()]).
-#' @param test_fraction Share of rows in the test set, in (0, 1).
-#' @param seed Whole number for the split and for NeuMiss (`NULL`: the current
-#'   random state; the global random state is left unchanged when given).
+#' @param folds Number of folds (K >= 2).
+#' @param repeats Number of repetitions of the K-fold split (each with other
+#'   folds); the scores are over `folds * repeats` splits.
+#' @param seed Whole number for the splits and for NeuMiss (`NULL`: the
+#'   current random state; the global random state is left unchanged when
+#'   given).
 #' @param neumiss_args A list of further arguments of [neumiss()].
 #' @param em_max_iter,em_criterion Maximum number of iterations and convergence
 #'   criterion of `em.norm()`.
-#' @param ... For the formula method, the arguments of the default method.
-#' @return A data frame with columns `method`, `r2` (regression) or
-#'   `accuracy` and `log_loss` (classification), `seconds` (fit and predict
-#'   time) and `note`.
+#' @param ... For the formula method, the arguments of the default method;
+#'   for `print()` and `plot()`, unused or graphical parameters.
+#' @return A data frame of class `"neumiss_comparison"` with columns `method`,
+#'   `metric`, `mean`, `se`, `n_train` and `n_test` (mean numbers of rows of a
+#'   split), `folds` (the number of splits scored), `seconds` (mean time to fit
+#'   and predict) and `note`; attributes `folds` and `repeats`.
 #' @examples
-#' \donttest{
 #' if (is_neumiss_available()) {
-#'   compare_methods(Ozone ~ Solar.R + Wind + Temp, data = airquality, seed = 1,
-#'                   neumiss_args = list(max_epochs = 20))
-#' }
+#'   cmp <- compare_methods(Ozone ~ Solar.R + Wind + Temp, data = airquality,
+#'                          folds = 3, repeats = 1, seed = 1,
+#'                          neumiss_args = list(max_epochs = 10))
+#'   cmp
+#'   plot(cmp)
 #' }
 #' @export
 compare_methods <- function(x, ...) {
@@ -68,42 +90,109 @@ compare_methods.formula <- function(formula, data, subset, na.action, ...) {
 
 #' @rdname compare_methods
 #' @export
-compare_methods.default <- function(x, y, task = NULL, test_fraction = 0.25, seed = NULL,
+compare_methods.default <- function(x, y, task = NULL, folds = 5L, repeats = 2L, seed = NULL,
                                     neumiss_args = list(), em_max_iter = 1000L,
                                     em_criterion = 1e-4, ...) {
+  if ("test_fraction" %in% ...names()) {
+    .abort("`test_fraction` is gone: compare_methods() cross-validates; set `folds` and `repeats`.")
+  }
   if (...length()) {
     .abort("unknown argument(s) %s; pass arguments of neumiss() in `neumiss_args`.",
            .quote(names(list(...))))
   }
-  .compare(.predictor_table(x, "x"), y, task = task, test_fraction = test_fraction,
+  .compare(.predictor_table(x, "x"), y, task = task, folds = folds, repeats = repeats,
            seed = seed, neumiss_args = neumiss_args, em_max_iter = em_max_iter,
            em_criterion = em_criterion)
 }
 
-.compare <- function(table, y, task = NULL, test_fraction = 0.25, seed = NULL,
+.compare <- function(table, y, task = NULL, folds = 5L, repeats = 2L, seed = NULL,
                      neumiss_args = list(), em_max_iter = 1000L, em_criterion = 1e-4) {
   n <- .table_rows(table)
   response <- .response(y, task, n)
-  y <- response$y
-  if (!is.numeric(test_fraction) || length(test_fraction) != 1 ||
-      !(test_fraction > 0 && test_fraction < 1)) {
-    .abort("`test_fraction` must be a number in (0, 1).")
-  }
+  .check_whole(folds, "folds", 2L)
+  .check_whole(repeats, "repeats", 1L)
   if (!is.list(neumiss_args)) {
     .abort("`neumiss_args` must be a list of arguments of neumiss().")
   }
-  n_test <- round(test_fraction * n)
-  n_columns <- sum(vapply(table, function(col) max(1L, nlevels(col) - 1L), integer(1)))
-  if (n_test < 2 || n - n_test < 2 * n_columns + 2) {
-    .abort("too few rows (%d) to split with test_fraction = %s.", n, format(test_fraction))
+  if (n - ceiling(n / folds) < .min_fit_rows || floor(n / folds) < 2) {
+    .abort("too few rows (%d) for %d folds: each training set needs at least %d rows and each test set 2.",
+           n, as.integer(folds), .min_fit_rows)
   }
-  test <- .with_seed(seed, sample.int(n, n_test))
+  splits <- .with_seed(seed, .cv_splits(n, folds, repeats))
+  caught <- character(0)
+  scores <- withCallingHandlers(
+    lapply(seq_along(splits), function(i) {
+      test <- splits[[i]]
+      split_seed <- if (is.null(seed)) NULL else seed + i - 1L
+      cbind(split = i, n_train = n - length(test), n_test = length(test),
+            .compare_split(table, response, test, split_seed, neumiss_args, em_max_iter,
+                           em_criterion))
+    }),
+    warning = function(w) {
+      caught <<- c(caught, conditionMessage(w))
+      invokeRestart("muffleWarning")
+    })
+  for (m in unique(caught)) {
+    .warn("%s (in %d of the %d fits)", m, sum(caught == m), length(splits))
+  }
+  .summarise_comparison(do.call(rbind, scores), folds, repeats)
+}
+
+# Check a whole number of at least `min`.
+.check_whole <- function(value, name, min) {
+  if (!is.numeric(value) || length(value) != 1 || is.na(value) || value != round(value) ||
+      value < min) {
+    .abort("`%s` must be a whole number >= %d.", name, min)
+  }
+  invisible(value)
+}
+
+# The test rows of each split of `repeats` times K-fold cross-validation (K = folds).
+.cv_splits <- function(n, folds, repeats) {
+  splits <- list()
+  for (r in seq_len(repeats)) {
+    fold <- sample(rep_len(seq_len(folds), n))
+    for (k in seq_len(folds)) splits[[length(splits) + 1]] <- which(fold == k)
+  }
+  splits
+}
+
+# One row per method and metric: the mean over the splits, its standard error, the
+# mean numbers of training and test rows and the number of splits scored.
+.summarise_comparison <- function(scores, folds, repeats) {
+  metrics <- intersect(c("r2", "accuracy", "log_loss"), names(scores))
+  rows <- list()
+  for (method in unique(scores$method)) {
+    one <- scores[scores$method == method, ]
+    notes <- unique(one$note[nzchar(one$note)])
+    for (metric in metrics) {
+      values <- one[[metric]][is.finite(one[[metric]])]
+      k <- length(values)
+      rows[[length(rows) + 1]] <- data.frame(
+        method = method, metric = metric,
+        mean = if (k) mean(values) else NA_real_,
+        se = if (k > 1) stats::sd(values) / sqrt(k) else NA_real_,
+        n_train = round(mean(one$n_train)), n_test = round(mean(one$n_test)),
+        folds = k, seconds = mean(one$seconds),
+        note = if (length(notes)) paste(notes, collapse = "; ") else "",
+        stringsAsFactors = FALSE)
+    }
+  }
+  out <- do.call(rbind, rows)
+  structure(out, class = c("neumiss_comparison", "data.frame"), folds = as.integer(folds),
+            repeats = as.integer(repeats))
+}
+
+# The scores of every method on one split (`test`: the test rows), one row per method.
+.compare_split <- function(table, response, test, seed, neumiss_args, em_max_iter,
+                           em_criterion) {
+  y <- response$y
   train_table <- .table_subset(table, -test)
   test_table <- .table_subset(table, test)
   ytr <- y[-test]
   yte <- y[test]
   if (response$task == "classification" && nlevels(droplevels(ytr)) < 2) {
-    .abort("the training rows of the split hold a single class.")
+    .abort("the training rows of a split hold a single class.")
   }
   adapter <- .adapter()
   # numeric matrices for the other methods: factors as indicators of their levels
@@ -115,14 +204,14 @@ compare_methods.default <- function(x, y, task = NULL, test_fraction = 0.25, see
     do.call(neumiss, c(list(.table_frame(train_table), ytr), args))
   }
   if (response$task == "regression") {
-    python_baseline <- function(name) {
+    python_baseline <- function(name, method) {
       function() {
         result <- .py_call(
           adapter$baseline_r2(name, .values(xtr), nrow(xtr), ytr, .values(xte),
                                  nrow(xte), ncol(xtr), yte),
-          sprintf("neumiss.baselines.%s failed", name)
+          sprintf("%s failed", method)
         )
-        .rethrow_warnings(sprintf("neumiss.baselines.%s: %s", name, unlist(result$warnings)))
+        .rethrow_warnings(sprintf("%s: %s", method, unlist(result$warnings)))
         result$r2
       }
     }
@@ -130,29 +219,25 @@ compare_methods.default <- function(x, y, task = NULL, test_fraction = 0.25, see
       .run_method("NeuMiss", function() {
         .r2(yte, stats::predict(neumiss_fit(), .table_frame(test_table)))
       }),
-      if (requireNamespace("norm", quietly = TRUE)) {
-        .run_method("EM (R norm)", function() {
-          .r2(yte, .norm_em_predict(xtr, ytr, xte, em_max_iter, em_criterion))
-        })
-      } else {
-        data.frame(method = "EM (R norm)", r2 = NA_real_, seconds = NA_real_,
-                   note = paste("R package 'norm' is not installed (CRAN only:",
-                                "install.packages(\"norm\")); not run"))
-      },
-      .run_method("EM (Python neumiss)", python_baseline("EMRegressor")),
-      .run_method("MICE + linear regression", python_baseline("MICERegressor"))
+      .norm_em_row(xtr, ytr, xte, yte, em_max_iter, em_criterion),
+      .run_method("EM (Python neumiss)", python_baseline("EMRegressor", "EM (Python neumiss)")),
+      .run_method("MICE + linear regression",
+                  python_baseline("MICERegressor", "MICE + linear regression")),
+      .run_method("Mean imputation + mask + linear regression",
+                  python_baseline("MeanMaskLinear", "Mean imputation + mask + linear regression")),
+      .run_method("Gradient boosting", python_baseline("HistGradientBoosting", "Gradient boosting"))
     )
     return(do.call(rbind, rows))
   }
-  python_classifier <- function(name) {
+  python_classifier <- function(name, method) {
     function() {
       result <- .py_call(
         adapter$baseline_classification(name, .values(xtr), nrow(xtr),
                                            as.character(ytr), .values(xte), nrow(xte),
                                            ncol(xtr)),
-        sprintf("the %s baseline failed", name)
+        sprintf("%s failed", method)
       )
-      .rethrow_warnings(sprintf("%s: %s", name, unlist(result$warnings)))
+      .rethrow_warnings(sprintf("%s: %s", method, unlist(result$warnings)))
       matrix(as.numeric(result$proba), nrow = nrow(xte), byrow = TRUE,
              dimnames = list(NULL, as.character(unlist(result$classes))))
     }
@@ -161,10 +246,13 @@ compare_methods.default <- function(x, y, task = NULL, test_fraction = 0.25, see
     .run_method("NeuMiss", function() {
       stats::predict(neumiss_fit(), .table_frame(test_table), type = "prob")
     }, yte),
-    .run_method("MICE + logistic regression", python_classifier("MICELogistic"), yte),
+    .run_method("MICE + logistic regression",
+                python_classifier("MICELogistic", "MICE + logistic regression"), yte),
     .run_method("Mean imputation + mask + logistic regression",
-                python_classifier("MeanMaskLogistic"), yte),
-    .run_method("Gradient boosting", python_classifier("HistGradientBoosting"), yte)
+                python_classifier("MeanMaskLogistic",
+                                  "Mean imputation + mask + logistic regression"), yte),
+    .run_method("Gradient boosting",
+                python_classifier("HistGradientBoosting", "Gradient boosting"), yte)
   )
   do.call(rbind, rows)
 }
@@ -245,6 +333,19 @@ compare_methods.default <- function(x, y, task = NULL, test_fraction = 0.25, see
   expr
 }
 
+# The "EM (R norm)" row: its test R², or NA and a note when `norm` is not installed.
+.norm_em_row <- function(xtr, ytr, xte, yte, max_iter, criterion,
+                         installed = requireNamespace("norm", quietly = TRUE)) {
+  if (!installed) {
+    return(data.frame(method = "EM (R norm)", r2 = NA_real_, seconds = NA_real_,
+                      note = paste("R package 'norm' is not installed (CRAN only:",
+                                   "install.packages(\"norm\")); not run")))
+  }
+  .run_method("EM (R norm)", function() {
+    .r2(yte, .norm_em_predict(xtr, ytr, xte, max_iter, criterion))
+  })
+}
+
 # EM for the joint Gaussian of (y, x) with R's norm, then E[y | x_obs] per row.
 .norm_em_predict <- function(xtr, ytr, xte, max_iter, criterion) {
   s <- norm::prelim.norm(cbind(ytr, xtr))
@@ -271,4 +372,52 @@ compare_methods.default <- function(x, y, task = NULL, test_fraction = 0.25, see
                                        solve(sigma[obs + 1, obs + 1], centred))
   }
   prediction
+}
+
+#' @rdname compare_methods
+#' @param digits Number of significant digits of the scores.
+#' @export
+print.neumiss_comparison <- function(x, digits = 3, ...) {
+  cat(sprintf("Comparison by %d-fold cross-validation, repeated %d time(s): mean +/- standard error over the splits\n",
+              attr(x, "folds"), attr(x, "repeats")))
+  shown <- data.frame(
+    method = x$method, metric = x$metric,
+    score = ifelse(is.na(x$mean), "NA",
+                   sprintf("%s +/- %s", format(signif(x$mean, digits)),
+                           format(signif(x$se, 2)))),
+    n_train = x$n_train, n_test = x$n_test, splits = x$folds,
+    seconds = format(signif(x$seconds, 2)), stringsAsFactors = FALSE)
+  # one line per row, even in a narrow console (R would split the columns in blocks)
+  old <- options(width = max(getOption("width"), 150L))
+  on.exit(options(old))
+  print(shown, row.names = FALSE, right = FALSE)
+  notes <- unique(x$note[nzchar(x$note)])
+  if (length(notes)) cat("Notes:", paste0("\n  ", unique(x$method[nzchar(x$note)]), ": ", notes), "\n")
+  invisible(x)
+}
+
+#' @rdname compare_methods
+#' @param metric For `plot()`, the metric to draw (by default the first).
+#' @export
+plot.neumiss_comparison <- function(x, metric = x$metric[1], ...) {
+  one <- x[x$metric == metric & !is.na(x$mean), , drop = FALSE]
+  if (nrow(one) == 0) {
+    .abort("no scores for metric '%s' (metrics: %s).", metric, .quote(unique(x$metric)))
+  }
+  se <- ifelse(is.na(one$se), 0, one$se)
+  at <- rev(seq_len(nrow(one)))
+  # a left margin for the method names, at most half the figure's width
+  left <- max(graphics::strwidth(one$method, units = "inches", cex = 0.8)) + 0.2
+  mai <- graphics::par("mai")
+  old <- graphics::par(mai = c(mai[1], min(left, 0.5 * graphics::par("fin")[1]), mai[3], 0.2))
+  on.exit(graphics::par(old))
+  args <- utils::modifyList(
+    list(xlim = range(c(one$mean - 2 * se, one$mean + 2 * se)), ylim = c(0.5, nrow(one) + 0.5),
+         yaxt = "n", pch = 19, ylab = "", xlab = sprintf("%s (mean +/- 2 SE)", metric),
+         main = sprintf("%d-fold CV, %d repeat(s)", attr(x, "folds"), attr(x, "repeats"))),
+    list(...))
+  do.call(graphics::plot, c(list(one$mean, at), args))
+  graphics::segments(one$mean - 2 * se, at, one$mean + 2 * se, at)
+  graphics::axis(2, at = at, labels = one$method, las = 1, cex.axis = 0.8)
+  invisible(x)
 }

@@ -2,10 +2,16 @@
 #
 # Predictors become a "table": a named list of columns, each a double vector
 # (numeric, NA = missing) or a factor (categorical, NA = missing), with the kind
-# of each column. Numbers and logicals (TRUE = 1) are numeric; factors (ordered
-# or not) and character vectors are categorical, one-hot encoded by the Python
-# estimator, a missing value marking the whole group missing. A column that is
-# entirely NA (logical in R whatever was meant) is numeric: it carries no value.
+# of each column. Numbers and logicals (TRUE = 1) are numeric; factors and
+# character vectors are categorical, one-hot encoded by the Python estimator, a
+# missing value marking the whole group missing; the NA level of a factor made by
+# addNA() is a category, "<NA>", not a missing value. An ordered factor is numeric:
+# the scores 1, 2, ... of its levels (kept in the attribute "ordered_levels"), so its
+# order is used. A column that is entirely NA (logical in R whatever was meant) is
+# numeric: it carries no value.
+
+#: The label of the category made of a factor's NA level (addNA()).
+.na_level <- "<NA>"
 
 .is_all_na <- function(col) {
   is.atomic(col) && length(col) > 0 && all(is.na(col))
@@ -28,8 +34,17 @@
     .abort("`%s`: column '%s' is a %s with %d columns, which NeuMiss cannot use.",
            arg, name, class(col)[1], NCOL(col))
   }
+  if (is.factor(col) && anyNA(levels(col))) {
+    levels(col)[is.na(levels(col))] <- .na_level
+  }
+  if (is.factor(col) && arg != "newdata" && .is_all_na(col)) {
+    .abort("`%s`: factor '%s' is NA in every row: it carries nothing to learn from; drop it from the predictors.",
+           arg, name)
+  }
   value <- if (.is_all_na(col)) {
     rep(NA_real_, length(col))
+  } else if (is.ordered(col)) {
+    structure(as.numeric(as.integer(col)), ordered_levels = levels(col))
   } else if (is.factor(col)) {
     factor(col, levels = levels(col)[levels(col) %in% as.character(col)], ordered = FALSE)
   } else if (is.character(col)) {
@@ -52,7 +67,7 @@
 # whether the user supplied the column names (else x1, x2, ...).
 .predictor_table <- function(x, arg = "x") {
   if (is.data.frame(x)) {
-    if (ncol(x) == 0 || nrow(x) == 0) {
+    if (ncol(x) == 0 || (nrow(x) == 0 && arg != "newdata")) {
       .abort("`%s` is empty (%d rows, %d columns).", arg, nrow(x), ncol(x))
     }
     names_x <- names(x)
@@ -65,7 +80,7 @@
       .abort("`%s` must be a matrix or data frame, not an array with %d dimensions.",
              arg, length(dim(x)))
     }
-    if (nrow(x) == 0 || ncol(x) == 0) {
+    if (ncol(x) == 0 || (nrow(x) == 0 && arg != "newdata")) {
       .abort("`%s` is empty (%d rows, %d columns).", arg, nrow(x), ncol(x))
     }
     named <- !is.null(colnames(x))
@@ -137,7 +152,7 @@
   if (default_na) mf$na.action <- quote(stats::na.pass)
   mf$drop.unused.levels <- TRUE
   mf[[1L]] <- quote(stats::model.frame)
-  mf <- eval(mf, env)
+  mf <- tryCatch(eval(mf, env), error = function(e) .model_frame_error(e, call, env))
   if (attr(attr(mf, "terms"), "response") == 0) {
     .abort("the formula has no response (write it as response ~ predictors).")
   }
@@ -145,7 +160,23 @@
   mf
 }
 
-.formula_table <- function(mf, terms) {
+# R's "object 'x' not found" of a variable of the formula, as an error naming it and
+# the columns of `data`; other errors as they are.
+.model_frame_error <- function(e, call, env) {
+  absent <- regmatches(conditionMessage(e),
+                       regexec("object '(.*)' not found", conditionMessage(e)))[[1]]
+  if (length(absent) < 2) stop(e)
+  data <- if (!is.null(call$data)) tryCatch(eval(call$data, env), error = function(e) NULL)
+  where <- if (is.data.frame(data)) {
+    sprintf("a column of `data` (which has %s) or a variable", .quote(names(data)))
+  } else {
+    "a variable"
+  }
+  .abort("the formula uses '%s', which is neither %s in the formula's environment.",
+         absent[2], where)
+}
+
+.formula_table <- function(mf, terms, arg = "data") {
   if (!is.null(attr(terms, "offset"))) {
     .abort(paste(
       "offset() terms are not supported: a NeuMiss network has no linear predictor to",
@@ -164,13 +195,13 @@
   }
   factors <- attr(terms, "factors")
   index <- apply(factors, 2, function(col) which(col > 0)[1])
-  columns <- do.call(c, unname(Map(.table_columns, mf[index], names(mf)[index], "data")))
-  .check_table(columns, "data")
+  columns <- do.call(c, unname(Map(.table_columns, mf[index], names(mf)[index], arg)))
+  .check_table(columns, arg)
   structure(columns, named = TRUE)
 }
 
 # The response as a numeric vector (regression) or a factor (classification).
-.response <- function(y, task, n_rows) {
+.response <- function(y, task, n_rows, name = "y") {
   if (is.data.frame(y) || (!is.null(dim(y)) && ncol(as.matrix(y)) != 1)) {
     .abort("the response `y` must be a vector (one column).")
   }
@@ -203,11 +234,13 @@
   if (!(is.factor(y) || is.character(y) || is.logical(y) || is.numeric(y))) {
     .abort("cannot use a %s response for classification.", class(y)[1])
   }
-  y <- if (is.factor(y)) y else factor(y)
+  logical <- is.logical(y)
+  y <- if (is.factor(y)) y else if (logical) factor(y, levels = c(FALSE, TRUE)) else factor(y)
   if (nlevels(droplevels(y)) < 2) {
-    .abort("classification needs at least 2 classes in the response `y`.")
+    .abort("the response '%s' has a single class (%s): classification needs at least 2.",
+           name, .quote(levels(droplevels(y))))
   }
-  list(task = task, y = y)
+  list(task = task, y = y, logical = logical)
 }
 
 # Case weights: NULL, or one finite non-negative number per row, not all zero.
@@ -222,8 +255,13 @@
   if (length(weights) != n_rows) {
     .abort("`weights` has %d values but the data have %d rows.", length(weights), n_rows)
   }
-  if (anyNA(weights) || any(!is.finite(weights)) || any(weights < 0)) {
-    .abort("`weights` must be finite and non-negative, without NA.")
+  bad <- list("NA" = which(is.na(weights)), infinite = which(is.infinite(weights)),
+              negative = which(!is.na(weights) & weights < 0))
+  bad <- bad[lengths(bad) > 0]
+  if (length(bad)) {
+    .abort("`weights` must be finite and non-negative, without NA; %s.",
+           paste(sprintf("%s in row(s) %s", names(bad), vapply(bad, .quote, "")),
+                 collapse = "; "))
   }
   if (!any(weights > 0)) {
     .abort("`weights` are all zero.")
@@ -246,7 +284,7 @@
       .abort("`newdata` lacks the variable(s) %s used at fit.", .quote(absent))
     }
     mf <- stats::model.frame(terms, newdata, na.action = stats::na.pass)
-    table <- .formula_table(mf, terms)
+    table <- .formula_table(mf, terms, "newdata")
   } else {
     table <- .predictor_table(newdata, "newdata")
   }
@@ -274,6 +312,9 @@
   } else {
     names(table) <- fit_names
   }
+  for (name in intersect(names(object$ordered_levels), fit_names)) {
+    table[[name]] <- .ordered_scores(table[[name]], object$ordered_levels[[name]], name)
+  }
   kinds <- object$column_kinds
   if (!is.null(kinds)) {
     for (name in fit_names) {
@@ -289,4 +330,27 @@
     }
   }
   table
+}
+
+# The scores of a column of newdata for an ordered factor of the fit, whose levels are
+# `levels`: the levels of a factor, ordered or not, or a character column are matched
+# by label (a level not seen at fit is missing, with a warning); numbers are scores.
+.ordered_scores <- function(col, levels, name) {
+  labels <- attr(col, "ordered_levels")
+  if (is.null(labels) && !is.factor(col)) {
+    return(col)
+  }
+  values <- if (is.factor(col)) as.character(col) else labels[col]
+  unseen <- setdiff(stats::na.omit(values), levels)
+  if (length(unseen)) {
+    .warn("column '%s' of `newdata` has levels not seen at fit, treated as missing: %s.",
+          name, .quote(unseen))
+  }
+  as.numeric(match(values, levels))
+}
+
+# The levels of the ordered factors of a table (a named list; empty if none).
+.table_ordered_levels <- function(table) {
+  levels <- lapply(table, attr, "ordered_levels")
+  levels[!vapply(levels, is.null, logical(1))]
 }

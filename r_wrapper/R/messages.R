@@ -27,8 +27,24 @@
   warning(.format(fmt, ...), call. = FALSE)
 }
 
-# Python warnings (already short) re-emitted in R.
+# Python warnings (already short, one per problem) re-emitted in R, in R terms.
 .rethrow_warnings <- function(messages) {
-  for (m in messages) warning(.cut(m), call. = FALSE)
+  for (m in messages) warning(.cut(.r_terms(m)), call. = FALSE)
   invisible(NULL)
+}
+
+# A Python message in R terms: without the Python class it starts with, lists as
+# quoted names without brackets, and the intervals' `alpha` as the R argument `level`.
+.r_terms <- function(message) {
+  message <- sub("^(NeuMiss[A-Za-z]*|ConformalRegressor): ", "", message)
+  message <- gsub("\\[((['\"][^'\"]*['\"](, )?)+)\\]", "\\1", message)
+  alpha <- regmatches(message, regexpr("(?<=alpha=)[0-9.eE+-]+", message, perl = TRUE))
+  if (length(alpha)) {
+    level <- format(signif(1 - as.numeric(alpha), 10))
+    message <- sub(paste0("alpha=", alpha), paste("level =", level), message, fixed = TRUE)
+    message <- sub("n >= 1/alpha - 1", "n >= 1/(1 - level) - 1", message, fixed = TRUE)
+    message <- sub("(1 - alpha)^n", "level^n", message, fixed = TRUE)
+    message <- sub("raise alpha", "lower level", message, fixed = TRUE)
+  }
+  message
 }

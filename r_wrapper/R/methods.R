@@ -18,9 +18,14 @@
 #'   model was fitted for. Another level is calibrated from the stored
 #'   calibration scores, with the quantile head trained at the fit's level
 #'   (valid, possibly wider than a model fitted for that level).
+#' @param se.fit Must be `FALSE`: a NeuMiss network has no standard errors
+#'   (see [neumiss-inference]); `TRUE` is an error pointing to prediction
+#'   intervals.
 #' @param ... Unused.
 #' @return A numeric vector, a factor, or a matrix (`type = "prob"`), one value
 #'   (row) per row of `newdata`: rows with missing predictors get predictions.
+#'   A `newdata` without rows gives a prediction without values (length 0, or
+#'   0 rows).
 #'   A factor level not seen at fit is treated as missing, with a warning.
 #'   With `interval = "prediction"`, a matrix with columns `fit`, `lwr` and
 #'   `upr`, as [stats::predict.lm()] returns: the interval holds the response
@@ -29,7 +34,6 @@
 #'   missing completely at random (`"cqr-mda-exact"`), on average over the
 #'   rows only for `"cqr"` and `"split"`.
 #' @examples
-#' \donttest{
 #' if (is_neumiss_available()) {
 #'   set.seed(1)
 #'   fit <- neumiss(Species ~ ., data = iris, max_epochs = 20)
@@ -40,14 +44,17 @@
 #'   fit2 <- neumiss(Sepal.Length ~ ., data = iris, max_epochs = 20, interval = TRUE)
 #'   predict(fit2, newdata, interval = "prediction", level = 0.9)
 #' }
-#' }
 #' @export
 predict.neumiss <- function(object, newdata, type = c("response", "prob", "class"),
                             interval = c("none", "prediction", "confidence"), level = NULL,
-                            ...) {
+                            se.fit = FALSE, ...) {
   .check_fit(object)
   type <- match.arg(type)
   interval <- match.arg(interval)
+  if (!isFALSE(se.fit)) {
+    .abort("se.fit = TRUE: a NeuMiss network has no standard errors of its predictions (%s); %s.",
+           "its weights are not identified", .intervals_instead)
+  }
   if (interval != "none") {
     return(.predict_interval(object, newdata, interval, level))
   }
@@ -77,6 +84,9 @@ predict.neumiss <- function(object, newdata, type = c("response", "prob", "class
   }
   level <- if (is.null(level)) 1 - object$interval$alpha else .check_level(level)
   table <- .newdata_table(object, newdata)
+  if (.table_rows(table) == 0) {
+    return(matrix(numeric(0), 0, 3, dimnames = list(NULL, c("fit", "lwr", "upr"))))
+  }
   result <- .py_call(.adapter()$predict_interval(.estimator(object), .table_for_python(table),
                                                  1 - level), "prediction failed")
   .rethrow_warnings(result$warnings)
@@ -86,6 +96,9 @@ predict.neumiss <- function(object, newdata, type = c("response", "prob", "class
 
 # Predictions for a table already conformed to the fit.
 .predict_table <- function(object, table, type) {
+  if (.table_rows(table) == 0) {
+    return(.empty_prediction(object, type))
+  }
   estimator <- .estimator(object)
   adapter <- .adapter()
   spec <- .table_for_python(table)
@@ -101,7 +114,24 @@ predict.neumiss <- function(object, newdata, type = c("response", "prob", "class
   if (object$task == "regression") {
     return(as.numeric(result$values))
   }
-  factor(object$py_classes[as.integer(result$values) + 1L], levels = object$levels)
+  .as_response(object, factor(object$py_classes[as.integer(result$values) + 1L],
+                              levels = object$levels))
+}
+
+# Predicted classes as the response was: logical for a logical response, else a factor.
+.as_response <- function(object, classes) {
+  if (isTRUE(object$logical_response)) as.logical(as.character(classes)) else classes
+}
+
+# A prediction for no rows, of the type of predict().
+.empty_prediction <- function(object, type) {
+  if (object$task == "regression") {
+    return(numeric(0))
+  }
+  if (type == "prob") {
+    return(matrix(numeric(0), 0, length(object$classes), dimnames = list(NULL, object$classes)))
+  }
+  .as_response(object, factor(character(0), levels = object$levels))
 }
 
 #' @export
@@ -126,8 +156,18 @@ print.neumiss <- function(x, ...) {
     cat(sprintf("Prediction intervals: %s, level %g\n", x$interval$method,
                 1 - x$interval$alpha))
   }
-  cat(sprintf("%s: %s\n", .score_label(x), format(.score_value(x), digits = 4)))
+  cat(sprintf("%s: %s%s\n", .score_label(x), format(.score_value(x), digits = 4),
+              if (isTRUE(x$n_valid > 0)) sprintf(" (%d rows)", x$n_valid) else ""))
+  .warn_few_validation_rows(x$n_valid)
   invisible(x)
+}
+
+# A warning when the validation metric rests on too few rows to be trusted.
+.warn_few_validation_rows <- function(n_valid) {
+  if (!is.na(n_valid) && n_valid > 0 && n_valid < .min_validation_rows) {
+    .warn("the validation metric rests on %d row(s) only: it is unreliable (more rows, or a larger validation_fraction, would help).",
+          n_valid)
+  }
 }
 
 .deleted_note <- function(x) {
@@ -195,10 +235,7 @@ print.neumiss <- function(x, ...) {
 summary.neumiss <- function(object, ...) {
   .check_fit(object)
   n_valid <- object$n_valid
-  if (!is.na(n_valid) && n_valid > 0 && n_valid < .min_validation_rows) {
-    .warn("the validation metric rests on %d row(s) only: it is unreliable (more rows, or a larger validation_fraction, would help).",
-          n_valid)
-  }
+  .warn_few_validation_rows(n_valid)
   structure(list(
     call = object$call,
     task = object$task,
@@ -226,7 +263,8 @@ summary.neumiss <- function(object, ...) {
   ), class = "summary.neumiss")
 }
 
-# Fewer validation rows than this: summary() warns that the metric is unreliable.
+# Fewer validation rows than this: print() and summary() warn that the metric is
+# unreliable.
 .min_validation_rows <- 20L
 
 # A parameter value on one line: c(3, 1) as [3, 1].
@@ -286,19 +324,84 @@ print.summary.neumiss <- function(x, ...) {
   invisible(x)
 }
 
-#' Plot the training curves of a NeuMiss model
+#' Diagnostic plots of a NeuMiss model
 #'
-#' Training and validation loss per epoch (base graphics), with the epoch
-#' whose weights were kept marked by a dotted line.
+#' As [stats::plot.lm()], one plot per value of `which` (base graphics):
+#' 1. residuals against fitted values, with a smooth ([stats::lowess()]);
+#' 2. a normal Q-Q plot of the residuals divided by [sigma()][neumiss-inference];
+#' 3. residuals by the number of missing predictors of the row (box plots):
+#'    whether the fit is worse where more values are missing;
+#' 4. the training curve: training and validation loss per epoch, with the
+#'    epoch whose weights were kept marked by a dotted line.
+#'
+#' Plots 1 to 3 use the training rows (validation rows included) and need a
+#' regression fit with its training data; a classifier has plot 4 only.
 #'
 #' @param x A model fitted by [neumiss()].
 #' @param y Unused.
-#' @param ... Graphical parameters passed to [graphics::matplot()] (they
+#' @param which Which plots (a subset of 1:4); by default all four for
+#'   regression, 4 for classification or a model read from a file.
+#' @param ask Logical: ask before each new plot (by default when several plots
+#'   do not fit on an interactive device).
+#' @param ... Graphical parameters passed to the plotting function (they
 #'   replace the defaults, e.g. `main`, `ylab`, `log = "y"`).
 #' @return `x`, invisibly.
 #' @export
-plot.neumiss <- function(x, y, ...) {
+plot.neumiss <- function(x, y, which = NULL, ask = NULL, ...) {
   .check_fit(x, "x")
+  has_residuals <- x$task == "regression" && !is.null(x$residuals)
+  if (is.null(which)) which <- if (has_residuals) 1:4 else 4L
+  if (!is.numeric(which) || !length(which) || anyNA(which) || !all(which %in% 1:4)) {
+    .abort("`which` must hold plot numbers among 1:4.")
+  }
+  if (any(which < 4) && !has_residuals) {
+    .abort("plots 1 to 3 show residuals: a regression fit with its training data only (which = 4 is the training curve).")
+  }
+  if (is.null(ask)) {
+    ask <- length(which) > prod(graphics::par("mfcol")) && grDevices::dev.interactive()
+  }
+  if (ask) {
+    old <- grDevices::devAskNewPage(TRUE)
+    on.exit(grDevices::devAskNewPage(old))
+  }
+  for (k in which) {
+    switch(k, .plot_residuals(x, ...), .plot_qq(x, ...), .plot_by_missing(x, ...),
+           .plot_training(x, ...))
+  }
+  invisible(x)
+}
+
+# Call `fun` with `defaults` replaced by the user's graphical parameters.
+.plot_call <- function(fun, data, defaults, ...) {
+  do.call(fun, c(data, utils::modifyList(defaults, list(...))))
+}
+
+.plot_residuals <- function(x, ...) {
+  .plot_call(graphics::plot, list(x$fitted.values, x$residuals),
+             list(xlab = "fitted values", ylab = "residuals", main = "Residuals vs fitted"),
+             ...)
+  graphics::abline(h = 0, lty = 3, col = "grey50")
+  graphics::lines(stats::lowess(x$fitted.values, x$residuals), col = 2)
+}
+
+.plot_qq <- function(x, ...) {
+  standardized <- x$residuals / sigma.neumiss(x)
+  .plot_call(stats::qqnorm, list(standardized),
+             list(ylab = "residuals / sigma", main = "Normal Q-Q"), ...)
+  stats::qqline(standardized, lty = 3, col = "grey50")
+}
+
+.plot_by_missing <- function(x, ...) {
+  if (is.null(x$n_missing)) {
+    .abort("this fit does not record the missing predictors of its rows: refit it to draw plot 3.")
+  }
+  .plot_call(graphics::boxplot, list(x$residuals ~ x$n_missing),
+             list(xlab = "number of missing predictors", ylab = "residuals",
+                  main = "Residuals by missing predictors"), ...)
+  graphics::abline(h = 0, lty = 3, col = "grey50")
+}
+
+.plot_training <- function(x, ...) {
   h <- x$history
   curves <- cbind(training = h$train_loss, validation = h$val_loss)
   curves <- curves[, colSums(is.finite(curves)) > 0, drop = FALSE]
@@ -312,32 +415,18 @@ plot.neumiss <- function(x, y, ...) {
   graphics::abline(v = x$best_epoch, lty = 3, col = "grey50")
   graphics::legend("topright", legend = colnames(curves), lty = args$lty,
                    col = args$col, bty = "n")
-  invisible(x)
-}
-
-#' The learned mean of a NeuMiss block
-#'
-#' A NeuMiss network has no regression coefficients in the usual sense; its
-#' block learns a mean vector \eqn{\mu} of the predictors, the centre of its
-#' estimate of the missing values. `coef()` returns it in the units of the
-#' predictors, named by encoded feature (`name=level` for a level of a
-#' factor). See [tidy.neumiss()] for a table.
-#'
-#' @param object A model fitted by [neumiss()].
-#' @param ... Unused.
-#' @return A named numeric vector, one value per encoded feature.
-#' @export
-coef.neumiss <- function(object, ...) {
-  .check_fit(object)
-  object$mu
 }
 
 #' Extractors of a NeuMiss fit
 #'
 #' The usual accessors of a model fitted by [neumiss()]:
 #' * `fitted()`: predictions on the training rows (validation rows included),
-#'   numeric for regression, the predicted class for classification; padded
-#'   with `NA` with `na.action = na.exclude`.
+#'   padded with `NA` with `na.action = na.exclude`. For regression, numbers.
+#'   For classification, as `fitted()` of a [stats::glm()] (`type =
+#'   "response"`): with two classes, the probability of the second level of
+#'   the response; with more, the matrix of class probabilities. `type =
+#'   "prob"` always gives that matrix (one column per class), `type =
+#'   "class"` the predicted class (a factor).
 #' * `residuals()`: response minus fitted values (regression only).
 #' * `nobs()`: the number of rows used (with non-zero weight).
 #' * `formula()`, `terms()`: those of a formula fit, with the response, so that
@@ -348,6 +437,8 @@ coef.neumiss <- function(object, ...) {
 #' `residuals()` and `model.frame()` give an error, `nobs()` the recorded count.
 #'
 #' @param object,formula,x A model fitted by [neumiss()].
+#' @param type For `fitted()` of a classifier: `"response"`, `"prob"` or
+#'   `"class"` (see above); ignored for regression.
 #' @param ... Unused.
 #' @return As for [stats::lm()] fits.
 #' @name neumiss-extractors
@@ -356,12 +447,20 @@ NULL
 #' @rdname neumiss-extractors
 #' @importFrom stats coef fitted formula model.frame nobs predict residuals terms
 #' @export
-fitted.neumiss <- function(object, ...) {
+fitted.neumiss <- function(object, type = c("response", "prob", "class"), ...) {
   .check_fit(object)
+  type <- match.arg(type)
   if (is.null(object$fitted.values)) {
     .abort("no fitted values: this model was read from a file, without its training data.")
   }
-  stats::napredict(object$na.action, object$fitted.values)
+  values <- object$fitted.values
+  if (object$task == "classification" && type != "class") {
+    values <- object$probabilities
+    if (type == "response" && ncol(values) == 2) {
+      values <- stats::setNames(values[, 2], rownames(values))
+    }
+  }
+  stats::napredict(object$na.action, values)
 }
 
 #' @rdname neumiss-extractors

@@ -9,13 +9,20 @@
 #' * Numeric and integer columns are used as they are; logical columns are
 #'   numeric (`TRUE` = 1). A column that is `NA` in every row (which R makes
 #'   logical) is a numeric column with every value missing.
-#' * Factors (ordered or not) and character columns are categorical: the Python
+#' * Factors and character columns are categorical: the Python
 #'   estimator one-hot encodes them, one column per level seen at fit (at most
 #'   30 per column; rarer levels then share one `<other>` column). An `NA`
 #'   value marks the whole group missing, so the network treats it as a
 #'   missing value, not as "none of the levels". The levels are stored in the
 #'   fit (`xlevels`). At prediction a level not seen at fit is treated as
-#'   missing, with a warning.
+#'   missing, with a warning. The `NA` level of a factor made by [addNA()] is a
+#'   category of its own, named `"<NA>"` (an `NA` value of such a factor is not
+#'   missing).
+#' * Ordered factors keep their order: they are numeric, the scores 1, 2, ...,
+#'   K of their K levels (kept in the fit as `ordered_levels`), so a linear
+#'   head gives them one coefficient, a trend over the levels. At prediction
+#'   the levels (of a factor, ordered or not, or of a character column) are
+#'   matched to those of the fit by label.
 #' * With a formula, transformations such as `log(x)`, `I(x^2)` or `poly(x, 2)`
 #'   are allowed; interaction terms (`a:b`, `a*b`) and `offset()` are refused
 #'   with an error.
@@ -42,7 +49,9 @@
 #' @param x A matrix or data frame of predictors, `NA` for missing values (a
 #'   numeric vector is one predictor). For the generic, a formula or that.
 #' @param y The response: numeric for regression; a factor (or character,
-#'   logical) for classification. No `NA` (the formula method drops those rows).
+#'   logical) for classification. A logical response predicts logicals
+#'   (`TRUE`/`FALSE`, from the classes `"FALSE"` and `"TRUE"`). No `NA` (the
+#'   formula method drops those rows).
 #' @param formula A formula `response ~ predictors`; `y ~ .` uses every other
 #'   column of `data`.
 #' @param data A data frame holding the variables of `formula` (else they are
@@ -85,8 +94,8 @@
 #' @param verbose Logical: show a progress bar while training.
 #' @param interval Logical: fit for prediction intervals (regression only).
 #'   The network is then a quantile head (outputs at `(1 - level) / 2`, 0.5
-#'   and `(1 + level) / 2`, pinball loss) trained on 75% of the rows, and the
-#'   other 25% calibrate it by conformal prediction (Python's
+#'   and `(1 + level) / 2`, pinball loss) trained on 75% of the rows (by default), and the
+#'   other 25% (`calibration_fraction`) calibrate it by conformal prediction (Python's
 #'   `ConformalRegressor`); [predict.neumiss()] with `interval = "prediction"`
 #'   gives the intervals, and the predictions are the conditional median.
 #'   Case weights are not supported with intervals.
@@ -98,10 +107,23 @@
 #'   `"cqr-mda-exact"` (valid for every pattern when values are missing
 #'   completely at random), `"cqr-mda-nested"`, `"cqr"` or `"split"` (valid on
 #'   average only); see the Python documentation of `neumiss.intervals`.
+#' @param calibration_fraction With `interval = TRUE`, the share of rows that
+#'   calibrate the intervals (the network trains on the others).
+#' @param calibration_confidence With `interval = TRUE`, the probability that
+#'   the calibrated margin of methods `"split"`, `"cqr"` and `"cqr-mondrian"`
+#'   holds the coverage for the finite calibration set (a higher value needs
+#'   more calibration rows); `NULL` for the plain conformal quantile.
 #' @param ... Further parameters of the Python estimator by their Python names
 #'   (e.g. `lr_patience`, `tol`, `weight_decay`, `compress_tails`); unknown
 #'   names are an error. For the formula method, the arguments of the default
 #'   method.
+#' @section Small data:
+#' A fit needs at least 20 rows with a response (and a non-zero weight);
+#' fewer are refused with an error. The validation rows (`validation_fraction`
+#' of them, 10% by default) stop the training early and give the validation
+#' metric: [print()] and [summary.neumiss()] show how many there were, and warn
+#' when they are fewer than 20, as the metric is then unreliable.
+#'
 #' @return An object of class `"neumiss"`: a list with, among others, `call`,
 #'   `terms` (formula fits), `task`, `feature_names`, `column_kinds`,
 #'   `xlevels`, `seed`, `history` (a data frame of per-epoch losses),
@@ -114,7 +136,6 @@
 #' @seealso [predict.neumiss()], [summary.neumiss()], [plot.neumiss()],
 #'   [tidy.neumiss()], [write_neumiss()], [export_onnx()], [compare_methods()].
 #' @examples
-#' \donttest{
 #' if (is_neumiss_available()) {
 #'   # 37 rows have no Ozone (dropped), 7 no Solar.R (kept: NA = missing)
 #'   set.seed(1)
@@ -126,7 +147,6 @@
 #'   # prediction intervals, valid for every pattern of missing predictors
 #'   fit3 <- neumiss(Ozone ~ ., data = airquality, max_epochs = 20, interval = TRUE)
 #'   predict(fit3, airquality[1:5, ], interval = "prediction", level = 0.9)
-#' }
 #' }
 #' @export
 neumiss <- function(x, ...) {
@@ -160,7 +180,8 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
                             batch_size = NULL, max_epochs = NULL,
                             validation_fraction = NULL, patience = NULL, seed = NULL,
                             device = NULL, verbose = FALSE, interval = FALSE, level = 0.9,
-                            interval_method = "cqr-mondrian", ...) {
+                            interval_method = "cqr-mondrian", calibration_fraction = 0.25,
+                            calibration_confidence = 0.75, ...) {
   call <- .generic_call(match.call())
   .check_dots(list(...), formula = FALSE)
   table <- .predictor_table(x, "x")
@@ -170,7 +191,8 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
     learning_rate = learning_rate, batch_size = batch_size, max_epochs = max_epochs,
     validation_fraction = validation_fraction, patience = patience, seed = seed,
     device = device, verbose = verbose, interval = interval, level = level,
-    interval_method = interval_method, ...
+    interval_method = interval_method, calibration_fraction = calibration_fraction,
+    calibration_confidence = calibration_confidence, ...
   )
   .neumiss_fit(table, y, weights, args, call = call, terms = NULL)
 }
@@ -181,7 +203,8 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
                             learning_rate = NULL, batch_size = NULL, max_epochs = NULL,
                             validation_fraction = NULL, patience = NULL, seed = NULL,
                             device = NULL, verbose = FALSE, interval = FALSE, level = 0.9,
-                            interval_method = "cqr-mondrian", ...) {
+                            interval_method = "cqr-mondrian", calibration_fraction = 0.25,
+                            calibration_confidence = 0.75, ...) {
   params <- c(
     list(depth = depth, mlp_depth = mlp_depth, mlp_width = mlp_width,
          weight_sharing = weight_sharing, residual = residual, optimizer = optimizer,
@@ -192,18 +215,35 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
   )
   params <- params[!vapply(params, is.null, logical(1))]
   list(task = task, seed = seed, params = c(params, .option_args(names(params))),
-       interval = .interval_args(interval, level, interval_method))
+       interval = .interval_args(interval, level, interval_method, calibration_fraction,
+                                 calibration_confidence))
 }
 
 # The conformal settings of a fit with intervals (NULL without).
-.interval_args <- function(interval, level, method) {
+.interval_args <- function(interval, level, method, calibration_fraction = 0.25,
+                           calibration_confidence = 0.75) {
   if (!is.logical(interval) || length(interval) != 1 || is.na(interval)) {
     .abort("`interval` must be TRUE or FALSE.")
   }
   if (!interval) {
     return(NULL)
   }
-  list(method = .interval_method(method), alpha = 1 - .check_level(level))
+  .check_fraction(calibration_fraction, "calibration_fraction")
+  if (!is.null(calibration_confidence)) {
+    .check_fraction(calibration_confidence, "calibration_confidence", "or NULL")
+  }
+  list(method = .interval_method(method), alpha = 1 - .check_level(level),
+       calibration_fraction = calibration_fraction,
+       calibration_confidence = calibration_confidence)
+}
+
+# A number strictly between 0 and 1 (`or`: what else the argument may be).
+.check_fraction <- function(value, name, or = "") {
+  if (!is.numeric(value) || length(value) != 1 || is.na(value) || value <= 0 || value >= 1) {
+    .abort("`%s` must be a number strictly between 0 and 1%s, got %s.", name,
+           if (nzchar(or)) paste0(" ", or) else "", .cut(deparse(value), 40L))
+  }
+  value
 }
 
 .interval_methods <- c("cqr-mondrian", "cqr-mda-exact", "cqr-mda-nested", "cqr", "split")
@@ -294,8 +334,9 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
 # Fit on a table; the shared part of the formula and default methods.
 .neumiss_fit <- function(table, y, weights, args, call, terms) {
   n <- .table_rows(table)
-  response <- .response(y, args$task, n)
+  response <- .response(y, args$task, n, if (is.null(terms)) "y" else .response_name(terms))
   weights <- .case_weights(weights, n)
+  .check_enough_rows(if (is.null(weights)) n else sum(weights > 0))
   seed <- args$seed
   params <- .python_params(c(args$params, list(random_state = seed)))
   if (is.null(seed)) {
@@ -311,6 +352,10 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
     predvars = if (!is.null(attr(terms, "predvars"))) .deparse(attr(terms, "predvars")),
     response = if (!is.null(terms)) .response_name(terms),
     levels = if (task == "classification") as.list(levels(response$y)),
+    logical_response = if (isTRUE(response$logical)) TRUE,
+    ordered_levels = if (length(.table_ordered_levels(table))) {
+      lapply(.table_ordered_levels(table), as.list)
+    },
     named_features = isTRUE(attr(table, "named")),
     n_obs = n,
     missing_rate = .missing_rate(table),
@@ -327,17 +372,32 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
                       levels = if (task == "classification") levels(response$y))
   fit$y <- response$y
   fit$weights <- weights
+  fit$n_missing <- as.integer(Reduce(`+`, lapply(table, is.na)))
+  fit$patterns <- .pattern_counts(table)
   # fitted values on the training rows (those held out for validation included)
   if (task == "regression") {
     fit$fitted.values <- .predict_table(fit, table, "response")
     fit$residuals <- fit$y - fit$fitted.values
   } else {
     fit$probabilities <- .predict_table(fit, table, "prob")
-    fit$fitted.values <- factor(
+    fit$fitted.values <- .as_response(fit, factor(
       fit$classes[max.col(fit$probabilities, ties.method = "first")], levels = fit$levels
-    )
+    ))
   }
   fit
+}
+
+# Fewer rows than this (with a response and a non-zero weight) are refused: the
+# validation split that stops the training early would hold one or two rows, and a
+# network fitted on so few rows is no better than their mean.
+.min_fit_rows <- 20L
+
+.check_enough_rows <- function(n) {
+  if (n < .min_fit_rows) {
+    .abort("too few rows to fit a NeuMiss network: %d with a response (and a non-zero weight), at least %d are needed; with so few rows, use lm() or glm() on complete cases.",
+           n, .min_fit_rows)
+  }
+  invisible(n)
 }
 
 .deparse <- function(expr) {
@@ -418,6 +478,8 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
     call = call,
     terms = terms,
     task = task,
+    logical_response = isTRUE(meta$logical_response),
+    ordered_levels = lapply(meta$ordered_levels, function(l) as.character(unlist(l))),
     feature_names = feature_names,
     named_features = named,
     column_kinds = kinds,

@@ -69,7 +69,6 @@
 #'   object. Its feature names are those the model was fitted with (from R, or
 #'   from a pandas DataFrame in Python), else `x1`, `x2`, ...
 #' @examples
-#' \donttest{
 #' if (is_neumiss_available()) {
 #'   set.seed(1)
 #'   fit <- neumiss(Ozone ~ Solar.R + Wind + Temp, data = airquality, max_epochs = 10)
@@ -78,7 +77,6 @@
 #'   same <- read_neumiss(path)
 #'   formula(same)
 #'   all.equal(predict(same, airquality), predict(fit, airquality))
-#' }
 #' }
 #' @export
 write_neumiss <- function(fit, file) {
@@ -107,12 +105,10 @@ read_neumiss <- function(file) {
 #' @param file Path of the `.onnx` file to write.
 #' @return `file`, invisibly.
 #' @examples
-#' \donttest{
 #' if (is_neumiss_available() && reticulate::py_module_available("onnx")) {
 #'   set.seed(1)
 #'   fit <- neumiss(Ozone ~ Solar.R + Wind + Temp, data = airquality, max_epochs = 5)
 #'   export_onnx(fit, tempfile(fileext = ".onnx"))
-#' }
 #' }
 #' @export
 export_onnx <- function(fit, file) {

@@ -79,7 +79,7 @@ is_neumiss_available <- function() {
   msg <- sub("(?s)\\s*Detailed traceback:.*$", "", msg, perl = TRUE)
   msg <- sub("(?s)\\s*Run `reticulate::py_last_error\\(\\)`.*$", "", msg, perl = TRUE)
   msg <- sub("^[A-Za-z_.]*(Error|Exception|Warning): ", "", trimws(msg))
-  trimws(msg)
+  .r_terms(trimws(msg))
 }
 
 # The values of a numeric vector or matrix for the adapter: a flat column-major

@@ -13,11 +13,11 @@ generics::augment
 #' Tidy a NeuMiss fit (broom's tidy, glance and augment)
 #'
 #' Methods for the `generics` (and broom) verbs, returning data frames:
-#' * `tidy()`: one row per encoded feature (a numeric predictor, or one level of
-#'   a factor, as `name=level`), with the predictor it comes from (`input`), its
-#'   kind, the block's learned mean `mu` (see [coef.neumiss()]), the mean and
-#'   scale used to standardize it (from its observed values in the training
-#'   rows).
+#' * `tidy()`: the per-pattern linear models of a fit with the linear head
+#'   (see [coef.neumiss()]): one row per term and pattern of missing
+#'   predictors, for the `n_patterns` most frequent patterns of the training
+#'   rows (a model read from a file: the complete rows only). An error with an
+#'   MLP head, which has no coefficients.
 #' * `glance()`: one row of fit statistics: `task`, `nobs`, `n_train`,
 #'   `n_valid`, `depth` (used), `weight_sharing`, `epochs`, `best_epoch`,
 #'   `metric` (`"R^2"` or `"log-loss"`), `validation` and `training` (that
@@ -32,17 +32,17 @@ generics::augment
 #' @param data The data the model was fitted on (default: its model frame);
 #'   must have the rows used by the fit.
 #' @param newdata New data to predict on (then `data` is ignored).
+#' @param n_patterns For `tidy()`: how many of the most frequent patterns.
 #' @param ... Unused.
 #' @return A data frame.
 #' @examples
-#' \donttest{
 #' if (is_neumiss_available()) {
 #'   set.seed(1)
-#'   fit <- neumiss(Ozone ~ Solar.R + Wind + Temp, data = airquality, max_epochs = 10)
-#'   tidy(fit)
+#'   fit <- neumiss(Ozone ~ Solar.R + Wind + Temp, data = airquality, max_epochs = 10,
+#'                  mlp_depth = 0)
+#'   tidy(fit)   # the linear model of each frequent pattern of missing predictors
 #'   glance(fit)
 #'   head(augment(fit))
-#' }
 #' }
 #' @name tidy.neumiss
 NULL
@@ -50,17 +50,18 @@ NULL
 #' @rdname tidy.neumiss
 #' @method tidy neumiss
 #' @export
-tidy.neumiss <- function(x, ...) {
+tidy.neumiss <- function(x, n_patterns = 3L, ...) {
   .check_fit(x, "x")
-  data.frame(
-    term = x$encoded_names,
-    input = x$encoded_input,
-    kind = unname(x$column_kinds[x$encoded_input]),
-    mu = unname(x$mu),
-    mean = unname(x$center),
-    scale = unname(x$scale),
-    stringsAsFactors = FALSE
-  )
+  counts <- x$patterns
+  if (is.null(counts)) counts <- c(none = NA_integer_)
+  counts <- utils::head(counts, n_patterns)
+  rows <- lapply(names(counts), function(key) {
+    missing <- if (key == "none") NULL else strsplit(key, ", ", fixed = TRUE)[[1]]
+    estimate <- coef.neumiss(x, pattern = missing)
+    data.frame(pattern = key, n = unname(counts[key]), term = names(estimate),
+               estimate = unname(estimate), stringsAsFactors = FALSE)
+  })
+  do.call(rbind, rows)
 }
 
 #' @rdname tidy.neumiss
@@ -107,7 +108,7 @@ augment.neumiss <- function(x, data = NULL, newdata = NULL, ...) {
     data <- x$model
   }
   data <- as.data.frame(data)
-  fitted <- fitted.neumiss(x)
+  fitted <- fitted.neumiss(x, type = "class")
   if (nrow(data) != length(fitted)) {
     .abort("`data` has %d rows but the fit has %d fitted values (rows used, or padded with na.exclude).",
            nrow(data), length(fitted))

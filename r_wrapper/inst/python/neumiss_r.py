@@ -17,12 +17,14 @@ around the NeuMiss regressor (its ``estimator_``); :func:`describe` describes
 that base model, :func:`predict_interval` gives the intervals.
 """
 
+import re
 import warnings
 
 import numpy as np
 import pandas as pd
 
 import neumiss
+from neumiss.network import DivergenceWarning
 
 _TASKS = {"regression": "NeuMissRegressor", "classification": "NeuMissClassifier"}
 
@@ -58,22 +60,56 @@ def _short(message):
     return message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 5] + " ..."
 
 
-def _collecting_warnings(func, *args, ignore=(), **kwargs):
-    """``func(...)`` and the (shortened) messages of the Python warnings it raised.
+#: Warnings of scikit-learn's imputer that say its default 10 rounds ended before its
+#: tolerance, which the baselines accept: not worth a warning.
+_IGNORED = (r"\[IterativeImputer\] Early stopping",)
 
-    ``ignore``: regular expressions matching the start of warnings to drop.
-    """
+#: "NeuMissRegressor[2](depth=2): " or "NeuMiss (stream): ", the network a
+#: DivergenceWarning is about.
+_NETWORK_LABEL = re.compile(r"^\S+?(?:\[\d+\])?(?:\(depth=\d+\))?(?: \(stream\))?: ")
+
+
+def _collecting_warnings(func, *args, n_networks=1, **kwargs):
+    """``func(...)`` and the (shortened) messages of the Python warnings it raised, one
+    per problem: the divergence warnings of the ``n_networks`` networks of an ensemble
+    become one message (see :func:`_divergence_message`)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for pattern in ignore:
+        for pattern in _IGNORED:
             warnings.filterwarnings("ignore", message=pattern)
         result = func(*args, **kwargs)
+    diverged = [str(w.message) for w in caught if issubclass(w.category, DivergenceWarning)]
+    texts = [str(w.message) for w in caught if not issubclass(w.category, DivergenceWarning)]
+    if diverged:
+        texts.append(_divergence_message(diverged, n_networks))
     messages = []
-    for w in caught:
-        text = _short(w.message)
+    for text in map(_short, texts):
         if text not in messages:
             messages.append(text)
     return result, messages
+
+
+def _divergence_message(reports, n_networks):
+    """One message for the divergence reports of some networks of an ensemble, without
+    the Python labels of the networks: how many diverged, how many fell back to the
+    constant predictor, and what may help."""
+    reports = [_NETWORK_LABEL.sub("", r) for r in dict.fromkeys(reports)]
+    n_diverged = sum("training diverged" in r for r in reports)
+    n_constant = sum("no epoch beat the constant predictor" in r for r in reports)
+    where = ("the network" if n_networks <= 1 else
+             "{} of the " + f"{n_networks} networks of the ensemble")
+    parts = []
+    if n_diverged:
+        parts.append(f"training diverged in {where.format(n_diverged)} (its learning rate "
+                     "was lowered and its best weights kept)")
+    if n_constant:
+        parts.append(f"in {where.format(n_constant)}, no epoch beat the constant predictor "
+                     "on validation (it predicts the training mean, or the class frequencies)")
+    if not parts:
+        return reports[0]
+    hint = ("a lower learning_rate, some weight_decay or a smaller network may help"
+            if n_diverged else "more epochs (max_epochs) or informative predictors may help")
+    return f"{'; '.join(parts)}: {hint}"
 
 
 def frame(table):
@@ -117,8 +153,9 @@ def fit(task, params, table, y, sample_weight, metadata, interval=None):
     ``y`` holds numbers (regression) or class labels as strings (classification);
     ``sample_weight`` is None or one non-negative number per row. ``metadata`` (a dict)
     becomes ``estimator.r_metadata_``. Python warnings raised while fitting are
-    returned as strings for R to re-emit. ``interval``: None, or a dict with
-    ``method`` and ``alpha``: the regressor (a quantile head at ``alpha/2``, 0.5,
+    returned as strings for R to re-emit, one per problem. ``interval``: None, or a dict
+    with ``method`` and ``alpha`` (and optionally ``calibration_fraction`` and
+    ``calibration_confidence``): the regressor (a quantile head at ``alpha/2``, 0.5,
     ``1 - alpha/2`` unless ``method`` is ``"split"``) is then fitted inside a
     ``ConformalRegressor``, seeded by ``random_state``.
     """
@@ -127,7 +164,7 @@ def fit(task, params, table, y, sample_weight, metadata, interval=None):
     unknown = sorted(set(params) - set(parameter_names(task)))
     if unknown:
         raise ValueError(
-            f"unknown parameter(s) {', '.join(unknown)} for {cls.__name__}; valid ones: "
+            f"unknown parameter(s) {', '.join(unknown)}; valid ones: "
             f"{', '.join(parameter_names(task))}"
         )
     defaults = cls().get_params(deep=False)
@@ -148,12 +185,15 @@ def fit(task, params, table, y, sample_weight, metadata, interval=None):
     else:
         target = _vector(y).astype(np.float64)
     weight = None if sample_weight is None else _vector(sample_weight).astype(np.float64)
+    n_networks = int(params.get("ensemble_size", defaults.get("ensemble_size", 1)))
     if interval is not None:
         if weight is not None:
             raise ValueError("case weights are not supported with prediction intervals")
-        estimator, messages = _collecting_warnings(estimator.fit, X, target)
+        estimator, messages = _collecting_warnings(estimator.fit, X, target,
+                                                   n_networks=n_networks)
     else:
-        estimator, messages = _collecting_warnings(estimator.fit, X, target, sample_weight=weight)
+        estimator, messages = _collecting_warnings(estimator.fit, X, target,
+                                                   sample_weight=weight, n_networks=n_networks)
     estimator.r_metadata_ = dict(metadata or {})
     return {"estimator": estimator, "warnings": messages}
 
@@ -163,12 +203,16 @@ def _conformal(task, params, interval):
     if task != "regression":
         raise ValueError("prediction intervals are available for regression only")
     method, alpha = str(interval["method"]), float(interval["alpha"])
+    confidence = interval.get("calibration_confidence", 0.75)
     if method == "split":
         base = neumiss.NeuMissRegressor(**params)
     else:
         base = neumiss.NeuMissQuantileRegressor((alpha / 2, 0.5, 1 - alpha / 2), **params)
-    return neumiss.ConformalRegressor(base, method=method, alpha=alpha,
-                                      random_state=params.get("random_state"))
+    return neumiss.ConformalRegressor(
+        base, method=method, alpha=alpha,
+        calibration_fraction=float(interval.get("calibration_fraction", 0.25)),
+        calibration_confidence=confidence if confidence is None else float(confidence),
+        random_state=params.get("random_state"))
 
 
 def _base(estimator):
@@ -295,7 +339,8 @@ def export_onnx(estimator, path):
 #: The R side's names of the baselines of ``compare_methods()``, and their names in the
 #: registry of ``neumiss.baselines``.
 _BASELINES = {
-    "regression": {"EMRegressor": "em", "MICERegressor": "mice_lr"},
+    "regression": {"EMRegressor": "em", "MICERegressor": "mice_lr",
+                   "MeanMaskLinear": "mean_mask_linear", "HistGradientBoosting": "hgb"},
     "classification": {"MICELogistic": "mice_linear", "MeanMaskLogistic": "mean_mask_linear",
                        "HistGradientBoosting": "hgb"},
 }
@@ -312,14 +357,16 @@ def _baseline(name, task, random_state):
 
 
 def baseline_r2(name, x_train, n_train, y_train, x_test, n_test, n_cols, y_test):
-    """Test R² of a regression baseline: ``EMRegressor`` (EM of a joint Gaussian) or
-    ``MICERegressor`` (iterative imputation, linear regression; unseeded).
+    """Test R² of a regression baseline: ``EMRegressor`` (EM of a joint Gaussian),
+    ``MICERegressor`` (iterative imputation, linear regression; unseeded),
+    ``MeanMaskLinear`` (mean imputation and missingness indicators, ridge regression) or
+    ``HistGradientBoosting`` (native missing values).
 
     Returns ``{"r2", "warnings"}``.
     """
     from sklearn.metrics import r2_score
 
-    model = _baseline(name, "regression", None)
+    model = _baseline(name, "regression", 0 if name == "HistGradientBoosting" else None)
     X_train = _matrix(x_train, n_train, n_cols)
     _, messages = _collecting_warnings(model.fit, X_train, _vector(y_train).astype(np.float64))
     predictions = model.predict(_matrix(x_test, n_test, n_cols))
@@ -338,13 +385,34 @@ def baseline_classification(name, x_train, n_train, y_train, x_test, n_test, n_c
     model = _baseline(name, "classification", 0)
     target = np.asarray([str(v) for v in _list(y_train)], dtype=object)
     X_train = _matrix(x_train, n_train, n_cols)
-    # the imputer's default 10 rounds often end before its tolerance: not worth a warning
-    _, messages = _collecting_warnings(
-        model.fit, X_train, target, ignore=(r"\[IterativeImputer\] Early stopping",)
-    )
+    _, messages = _collecting_warnings(model.fit, X_train, target)
     proba, more = _collecting_warnings(model.predict_proba, _matrix(x_test, n_test, n_cols))
     return {
         "classes": [str(c) for c in model.classes_],
         "proba": _float_list(proba),
         "warnings": messages + [m for m in more if m not in messages],
     }
+
+
+def simulate(n, d, mechanism, missing_rate, snr, link, random_state, n_test):
+    """Data of ``neumiss.simulation.make_regression`` (Gaussian predictors, a response
+    through ``link``, values removed by ``mechanism``) and a test set from the same
+    truth. Returns ``{"x", "y", "x_test", "y_test", "bayes_test"}``: matrices flattened
+    row by row (NaN = missing), and the Bayes predictor's predictions on the test set
+    (an empty list where the simulation has none, e.g. under probit self-masking)."""
+    from neumiss.simulation import make_regression
+
+    X, y, truth = make_regression(int(n), int(d), mechanism=str(mechanism),
+                                  missing_rate=float(missing_rate), snr=float(snr),
+                                  link=str(link), random_state=random_state)
+    out = {"x": _float_list(X), "y": _float_list(y), "x_test": [], "y_test": [],
+           "bayes_test": []}
+    if int(n_test) > 0:
+        test_seed = None if random_state is None else int(random_state) + 1
+        X_test, y_test = truth.sample(int(n_test), random_state=test_seed)[:2]
+        out.update(x_test=_float_list(X_test), y_test=_float_list(y_test))
+        try:
+            out["bayes_test"] = _float_list(truth.bayes_predict(X_test))
+        except (NotImplementedError, ValueError):
+            pass
+    return out

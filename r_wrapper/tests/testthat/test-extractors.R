@@ -38,16 +38,30 @@ test_that("update() changes the formula or the arguments", {
 test_that("summary reports training and validation rows; warns when validation is tiny", {
   skip_if_no_python_neumiss()
   set.seed(5)
-  small <- data.frame(x = rnorm(25), z = rnorm(25))
-  small$y <- small$x + rnorm(25, sd = 0.1)
+  small <- data.frame(x = rnorm(30), z = rnorm(30))
+  small$y <- small$x + rnorm(30, sd = 0.1)
   small$y[1:10] <- NA
-  # (15 rows: the fit itself may warn that it does no better than a constant)
+  # (20 rows: the fit itself may warn that it does no better than a constant)
   fit <- suppressWarnings(neumiss(y ~ x + z, data = small, max_epochs = 3, seed = 1))
   expect_warning(s <- summary(fit), "the validation metric rests on 2 row\\(s\\) only")
-  expect_equal(c(s$n_obs, s$n_train, s$n_valid, s$n_deleted), c(15L, 13L, 2L, 10L))
-  expect_output(print(s), "Rows: 15 used: 13 training, 2 validation \\(10 deleted: missing response\\)")
+  expect_equal(c(s$n_obs, s$n_train, s$n_valid, s$n_deleted), c(20L, 18L, 2L, 10L))
+  expect_output(print(s), "Rows: 20 used: 18 training, 2 validation \\(10 deleted: missing response\\)")
   expect_output(print(s), "Validation R\\^2: .* \\(2 rows\\)")
-  expect_output(print(s), "Training R\\^2: .* \\(all 15 rows, in-sample\\)")
+  expect_output(print(s), "Training R\\^2: .* \\(all 20 rows, in-sample\\)")
+  # print() says how many rows the validation used, and warns too
+  expect_warning(out <- capture.output(print(fit)), "rests on 2 row\\(s\\) only")
+  expect_match(out, "Rows: 20 \\(18 training, 2 validation\\); 10 deleted", all = FALSE)
+  expect_match(out, "Validation R\\^2: .* \\(2 rows\\)$", all = FALSE)
+  # (noise: the fit may warn that it does no better than a constant)
+  big <- suppressWarnings(neumiss(data.frame(x = rnorm(300)), rnorm(300), max_epochs = 2,
+                                  seed = 1))
+  expect_silent(capture.output(print(big)))
+  expect_output(print(big), "Validation R\\^2: .* \\(30 rows\\)")
+  # fewer rows than the minimum are refused, with the minimum in the message
+  expect_error(neumiss(y ~ x + z, data = small[1:25, ]),
+               "too few rows to fit a NeuMiss network: 15 with a response .*at least 20")
+  expect_error(neumiss(small$x[11:30], small$y[11:30], weights = rep(0:1, 10)),
+               ": 10 with a response \\(and a non-zero weight\\), at least 20")
   none <- suppressWarnings(neumiss(y ~ x + z, data = small, max_epochs = 3, seed = 1,
                                    validation_fraction = 0))
   expect_silent(s0 <- summary(none))
@@ -60,11 +74,14 @@ test_that("tidy, glance and augment", {
   aq$Month <- factor(month.abb[aq$Month])
   fit <- neumiss(Ozone ~ Solar.R + Wind + Month, data = aq, max_epochs = 5, seed = 1)
   td <- tidy(fit)
-  expect_named(td, c("term", "input", "kind", "mu", "mean", "scale"))
-  expect_equal(td$term, c("Solar.R", "Wind", paste0("Month=", sort(unique(aq$Month)))))
-  expect_equal(td$input, c("Solar.R", "Wind", rep("Month", 5)))
-  expect_equal(td$mean[1:2], c(mean(aq$Solar.R[!is.na(aq$Ozone)], na.rm = TRUE),
-                               mean(aq$Wind[!is.na(aq$Ozone)])), tolerance = 1e-6)
+  expect_named(td, c("pattern", "n", "term", "estimate"))
+  # the complete rows (111), then the rows without Solar.R (5)
+  expect_equal(unique(td$pattern), c("none", "Solar.R"))
+  expect_equal(unique(td$n), c(111L, 5L))
+  months <- sort(unique(aq$Month))
+  expect_equal(td$term[td$pattern == "none"],
+               c("(Intercept)", "Solar.R", "Wind", paste0("Month", months[-1])))
+  expect_equal(td$estimate[td$pattern == "Solar.R"], unname(coef(fit, pattern = "Solar.R")))
   gl <- suppressWarnings(glance(fit))
   expect_equal(nrow(gl), 1)
   expect_equal(gl$nobs, 116L)
@@ -87,7 +104,8 @@ test_that("the README's boys session runs (mice's data: factors with NA)", {
   boys <- mice::boys
   fit <- neumiss(tv ~ ., data = boys, max_epochs = 10, seed = 1)
   expect_equal(nobs(fit), sum(!is.na(boys$tv)))
-  expect_equal(names(fit$xlevels), c("gen", "phb", "reg"))
+  expect_equal(names(fit$xlevels), "reg")
+  expect_equal(fit$ordered_levels, list(gen = levels(boys$gen), phb = levels(boys$phb)))
   expect_gt(suppressWarnings(summary(fit))$validation, 0.5)
   newdata <- boys[c(700, 740), ]
   newdata$gen[1] <- NA

@@ -16,7 +16,7 @@ test_that("factors with NA are one-hot encoded, levels stored, and used", {
   fit <- neumiss(y ~ x + g, data = df, max_epochs = 40, seed = 1)
   expect_equal(fit$column_kinds, c(x = "numeric", g = "categorical"))
   expect_equal(fit$xlevels, list(g = c("c", "a", "b")))
-  expect_equal(names(coef(fit)), c("x", "g=c", "g=a", "g=b"))
+  expect_equal(names(coef(fit)), c("(Intercept)", "x", "ga", "gb"))
   expect_gt(r_squared(df$y[-(1:20)], fitted(fit)[-(1:20)]), 0.95)
   # an NA factor value is a missing value: a prediction, between the group means
   na_rows <- fitted(fit)[1:20]
@@ -29,7 +29,7 @@ test_that("factors with NA are one-hot encoded, levels stored, and used", {
   expect_identical(predict(fit, transform(newdata, g = factor(g, levels = c("b", "a", "c")))),
                    pred)
   expect_warning(unseen <- predict(fit, data.frame(x = 0, g = "z")),
-                 "column 'g' has categories not seen at fit, treated as missing: \\['z'\\]")
+                 "column 'g' has categories not seen at fit, treated as missing: 'z'$")
   expect_identical(unseen, pred[4])
   # an all-NA column (logical in R) where the fit had a factor
   expect_identical(predict(fit, data.frame(x = 0, g = NA)), pred[4])
@@ -62,7 +62,52 @@ test_that("classification with factor predictors", {
   df$cls <- factor(ifelse(df$y > 0.5, "high", "low"))
   df$g[5:15] <- NA
   fit <- neumiss(cls ~ x + g, data = df, max_epochs = 30, seed = 1)
-  expect_gt(mean(fitted(fit) == df$cls), 0.9)
+  expect_gt(mean(fitted(fit, type = "class") == df$cls), 0.9)
+  # as glm's fitted(): the probability of the second level
+  expect_equal(fitted(fit), fitted(fit, type = "prob")[, "low"])
+  expect_equal(unname(fitted(fit) > 0.5), fitted(fit, type = "class") == "low")
   expect_equal(colnames(predict(fit, df[1:3, ], type = "prob")), c("high", "low"))
   expect_error(residuals(fit), "regression only")
+})
+
+test_that("ordered factors are the scores of their levels, matched by label", {
+  skip_if_no_python_neumiss()
+  set.seed(4)
+  size <- factor(sample(c("S", "M", "L"), 300, TRUE), levels = c("S", "M", "L"),
+                 ordered = TRUE)
+  df <- data.frame(size = size, x = rnorm(300))
+  df$y <- 2 * as.integer(df$size) + df$x + rnorm(300, sd = 0.1)
+  df$size[1:20] <- NA
+  fit <- neumiss(y ~ size + x, data = df, max_epochs = 30, seed = 1)
+  expect_equal(fit$column_kinds, c(size = "numeric", x = "numeric"))
+  expect_equal(fit$ordered_levels, list(size = c("S", "M", "L")))
+  expect_equal(length(fit$xlevels), 0)
+  # one coefficient, the trend over the levels (2 per level)
+  expect_named(coef(fit), c("(Intercept)", "size", "x"))
+  expect_equal(unname(coef(fit)["size"]), 2, tolerance = 0.15)
+  # the levels of newdata are matched by label: another order, a character column
+  new <- data.frame(size = factor(c("L", "S", "M"), levels = c("L", "M", "S"), ordered = TRUE),
+                    x = 0)
+  pred <- predict(fit, new)
+  expect_equal(pred, predict(fit, data.frame(size = c("L", "S", "M"), x = 0)))
+  expect_equal(diff(pred[c(2, 3, 1)]), c(2, 2), tolerance = 0.3)
+  expect_warning(unseen <- predict(fit, data.frame(size = "XL", x = 0)),
+                 "column 'size' of `newdata` has levels not seen at fit, treated as missing: 'XL'")
+  expect_equal(unseen, predict(fit, data.frame(size = NA_character_, x = 0)))
+})
+
+test_that("the NA level of addNA() is a category of its own", {
+  skip_if_no_python_neumiss()
+  set.seed(6)
+  g <- sample(c("a", "b", NA), 300, TRUE)
+  df <- data.frame(g = addNA(factor(g)), x = rnorm(300))
+  df$y <- ifelse(is.na(g), 5, ifelse(g == "a", -1, 1)) + 0.1 * df$x
+  fit <- neumiss(y ~ g + x, data = df, max_epochs = 40, seed = 1)
+  expect_equal(fit$xlevels, list(g = c("a", "b", "<NA>")))
+  new <- data.frame(g = addNA(factor(c("a", "b", NA))), x = 0)
+  pred <- predict(fit, new)
+  expect_equal(pred, c(-1, 1, 5), tolerance = 0.5)
+  # a plain NA (no addNA level) is a missing value: not the "<NA>" category
+  plain <- predict(fit, data.frame(g = factor(NA, levels = c("a", "b")), x = 0))
+  expect_gt(abs(plain - pred[3]), 1)
 })

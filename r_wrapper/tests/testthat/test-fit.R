@@ -47,15 +47,17 @@ test_that("regression from a matrix: fit, predict, print, summary, coef, plot", 
   expect_output(print(s), "Training history")
   expect_output(print(fit), "NeuMiss regression model \\(depth 2")
 
-  # coef: the block's mean, named by feature, near the observed means
-  mu <- coef(fit)
-  expect_named(mu, colnames(data$x))
-  expect_true(all(is.finite(mu)))
+  # coef: the linear model of the complete rows, which their predictions follow
+  b <- coef(fit)
+  expect_named(b, c("(Intercept)", colnames(data$x)))
+  complete <- stats::complete.cases(data$x)
+  expect_equal(unname(predict(fit, data$x[complete, ])),
+               unname(b[1] + drop(data$x[complete, ] %*% b[-1])), tolerance = 1e-4)
 
   png_file <- tempfile(fileext = ".png")
   grDevices::png(png_file)
   expect_invisible(plot(fit))
-  expect_invisible(plot(fit, main = "my title", log = "y"))  # defaults give way
+  expect_invisible(plot(fit, which = 4, main = "my title", log = "y"))  # defaults give way
   grDevices::dev.off()
   expect_gt(file.size(png_file), 1000)
 })
@@ -147,7 +149,15 @@ test_that("classification: factor response, predictions keep its levels", {
 
   # binary from a logical response, and a numeric response forced to classification
   fit2 <- neumiss(data$x, data$y > 0, max_epochs = 10, seed = 2)
-  expect_equal(levels(predict(fit2, data$x)), c("FALSE", "TRUE"))
+  pred2 <- predict(fit2, data$x)
+  expect_type(pred2, "logical")  # a logical response predicts logicals
+  expect_equal(pred2, predict(fit2, data$x, type = "prob")[, "TRUE"] > 0.5)
+  expect_gt(mean(pred2 == (data$y > 0)), 0.8)
+  expect_identical(fitted(fit2, type = "class"), pred2)
+  expect_identical(predict(fit2, data$x[0, , drop = FALSE]), logical(0))
+  path <- tempfile(fileext = ".neumiss")
+  write_neumiss(fit2, path)
+  expect_identical(predict(read_neumiss(path), data$x), pred2)
   fit3 <- neumiss(data$x, as.integer(data$y > 0), task = "classification",
                   max_epochs = 10, seed = 2)
   expect_equal(levels(predict(fit3, data$x)), c("0", "1"))

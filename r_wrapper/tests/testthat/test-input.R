@@ -49,7 +49,7 @@ test_that("other bad inputs give clear R errors", {
   x[2, 3] <- Inf
   expect_error(neumiss(x, data$y), "infinite values in column\\(s\\) 'v3'")
   expect_error(neumiss(data$x[0, ], numeric(0)), "empty")
-  expect_error(neumiss(data$x, rep("a", 50)), "at least 2 classes")
+  expect_error(neumiss(data$x, rep("a", 50)), "the response .y. has a single class \\(.a.\\): classification needs at least 2")
   expect_error(neumiss(data$x, data$y, task = "survival"), "should be one of")
   expect_error(neumiss(y ~ 1, data = data.frame(y = 1:3)), "no predictors")
   dup <- data$x
@@ -81,7 +81,7 @@ test_that("errors raised in Python arrive as R errors without traceback", {
   skip_if_no_python_neumiss()
   data <- simulate_data(n = 100)
   err <- tryCatch(neumiss(data$x, data$y, learning_rate = -1), error = identity)
-  expect_match(conditionMessage(err), "^fitting the NeuMiss model failed: NeuMissRegressor: learning_rate must be")
+  expect_match(conditionMessage(err), "^fitting the NeuMiss model failed: learning_rate must be")
   expect_no_match(conditionMessage(err), "Traceback|File \"")
   expect_null(conditionCall(err))
 })
@@ -94,4 +94,27 @@ test_that("Python warnings become R warnings", {
   expect_warning(fit <- neumiss(x, data$y, max_epochs = 2, seed = 1),
                  "missing in every training row")
   expect_length(predict(fit, x), 100)
+})
+
+test_that("bad input gives one R error naming the column and what was expected", {
+  skip_if_no_python_neumiss()
+  aq <- airquality
+  expect_error(neumiss(Ozone ~ nope + Wind, data = aq),
+               "the formula uses 'nope', which is neither a column of `data` \\(which has 'Ozone'")
+  aq$cls <- factor("only")
+  expect_error(neumiss(cls ~ Wind, data = aq),
+               "the response 'cls' has a single class \\('only'\\): classification needs at least 2")
+  aq$empty <- factor(NA, levels = c("a", "b"))
+  expect_error(neumiss(Ozone ~ Wind + empty, data = aq),
+               "factor 'empty' is NA in every row: it carries nothing to learn from")
+  w <- ifelse(aq$Month == 5, -1, 1)
+  w[40] <- Inf
+  expect_error(neumiss(Ozone ~ Wind, data = aq, weights = w),
+               "without NA; infinite in row\\(s\\) '[0-9]+'; negative in row\\(s\\) '1', '2',")
+  expect_error(neumiss(aq[, c("Wind", "Temp")], aq$Temp, weights = c(NA, rep(1, 152))),
+               "NA in row\\(s\\) '1'")
+  fit <- suppressWarnings(neumiss(Ozone ~ Wind + Temp, data = airquality, max_epochs = 2,
+                                  seed = 1))
+  expect_error(predict(fit, data.frame(Wind = "a", Temp = 3)),
+               "column 'Wind' of `newdata` holds categories \\('a'\\) but was numeric at fit")
 })

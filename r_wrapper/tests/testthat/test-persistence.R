@@ -57,7 +57,7 @@ test_that("write_neumiss()/read_neumiss() use the Python package's file format",
   expect_identical(predict(back, data$x), predict(fit, data$x))
   expect_identical(predict(back, data$x[, 4:1]), predict(fit, data$x))  # matched by name
   expect_identical(predict(back, unname(data$x)), predict(fit, data$x))
-  expect_named(coef(back), colnames(data$x))
+  expect_named(coef(back), c("(Intercept)", colnames(data$x)))
   expect_equal(coef(back), coef(fit))
   expect_error(fitted(back), "read from a file")
   expect_error(formula(back), "not a formula")

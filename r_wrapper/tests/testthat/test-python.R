@@ -14,8 +14,8 @@ test_that("a Python without the neumiss package gives a message saying what to d
   out <- run_rscript(c(
     "library(neumiss)",
     "print(is_neumiss_available())",
-    "x <- matrix(rnorm(40), 10); x[1, 1] <- NA",
-    "tryCatch(neumiss(x, rnorm(10)), error = function(e) cat('ERROR:', conditionMessage(e), '\\n'))"
+    "x <- matrix(rnorm(120), 30); x[1, 1] <- NA",
+    "tryCatch(neumiss(x, rnorm(30)), error = function(e) cat('ERROR:', conditionMessage(e), '\\n'))"
   ), env = c(paste0("RETICULATE_PYTHON=", bare[1]), "PYTHONPATH="))
   expect_equal(attr(out, "status"), 0L, info = paste(out, collapse = "\n"))
   text <- paste(out, collapse = "\n")
