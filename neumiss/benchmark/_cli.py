@@ -320,6 +320,13 @@ def _rewrite_report(out, read, write) -> int:
     return 0
 
 
+def _show_report(summary, figure) -> None:
+    """Print a suite's summary table and where it and its figure are, if it was written."""
+    if summary.exists():
+        print(summary.read_text())
+        print(f"table: {summary}\nfigure: {figure}")
+
+
 def _run_simulated(args: argparse.Namespace) -> int:
     """``neumiss benchmark`` (the simulated suite); return the exit status."""
     out = args.out or OUT["simulated"]
@@ -362,9 +369,7 @@ def _run_simulated(args: argparse.Namespace) -> int:
         f"{len(result.failures)} failed"
         + (" (neumiss --debug benchmark ... prints their tracebacks)" if result.failures else "")
     )
-    if (out / SUMMARY_FILE).exists():
-        print((out / SUMMARY_FILE).read_text())
-        print(f"table: {out / SUMMARY_FILE}\nfigure: {out / FIGURE_FILE}")
+    _show_report(out / SUMMARY_FILE, out / FIGURE_FILE)
     return 1 if result.failures else 0
 
 
@@ -405,9 +410,7 @@ def _run_real(args: argparse.Namespace) -> int:
         f"{result.n_computed} fits computed, {result.n_skipped} already in {out / RUNS_FILE}, "
         f"{len(result.failures)} failed"
     )
-    if (out / real_report.SUMMARY_FILE).exists():
-        print((out / real_report.SUMMARY_FILE).read_text())
-        print(f"table: {out / real_report.SUMMARY_FILE}\nfigure: {out / real_report.FIGURE_FILE}")
+    _show_report(out / real_report.SUMMARY_FILE, out / real_report.FIGURE_FILE)
     return 1 if result.failures else 0
 
 
