@@ -34,13 +34,20 @@ AUTO_BATCH_SIZE = 2048
 GPU_AUTO_BATCH_SIZE = 16384
 
 
+#: Smallest mini-batch of the automatic batch size (or every row, on smaller tables).
+MIN_AUTO_BATCH_SIZE = int(os.environ.get("NM_MINB", "32"))
+#: Mini-batches per epoch the automatic batch size aims at between its bounds.
+AUTO_STEPS_PER_EPOCH = int(os.environ.get("NM_STEPS", "32"))
+
+
 def auto_batch_size(n_train: int, device: torch.device | None = None) -> int:
-    """``min(cap, max(8, n_train // 64))``: about 64 steps per epoch on small data,
-    batches large enough to average out gradient noise on large data (see
-    results/README.md, "Training defaults"). ``cap`` is :data:`AUTO_BATCH_SIZE`, or
-    :data:`GPU_AUTO_BATCH_SIZE` on a CUDA ``device``."""
+    """``n_train // AUTO_STEPS_PER_EPOCH`` rows, within ``[MIN_AUTO_BATCH_SIZE, cap]``
+    (at most ``n_train``): an epoch of about :data:`AUTO_STEPS_PER_EPOCH` well-filled
+    steps, as few steps as early stopping needs to see the curve, and batches large
+    enough to average out gradient noise on large data. ``cap`` is
+    :data:`AUTO_BATCH_SIZE`, or :data:`GPU_AUTO_BATCH_SIZE` on a CUDA ``device``."""
     cap = GPU_AUTO_BATCH_SIZE if device is not None and device.type == "cuda" else AUTO_BATCH_SIZE
-    return int(min(cap, max(8, n_train // 64)))
+    return int(min(n_train, cap, max(MIN_AUTO_BATCH_SIZE, n_train // AUTO_STEPS_PER_EPOCH)))
 
 
 #: The automatic learning rate (:func:`auto_learning_rate`): its value up to
@@ -253,11 +260,24 @@ def _train_epoch(network: nn.Module, data, optimizer: torch.optim.Optimizer,
     running = torch.zeros((), device=data.device)  # summed on the device: no host sync per step
     for batch in data.batches(batch_size, generator):
         optimizer.zero_grad(set_to_none=True)
-        loss = mean_loss(loss_fn(network(batch.x, batch.mask), batch.target), batch.weight)
+        loss = batch_loss(network, batch, loss_fn)
         loss.backward()
         optimizer.step()
         running += loss.detach() * len(batch)
     return float(running) / len(data)
+
+
+def batch_loss(network: nn.Module, batch: TrainingData, loss_fn: LossFunction) -> torch.Tensor:
+    """The training loss of a batch: the mean (case-weighted) loss of the network's output,
+    or with a :class:`~neumiss.network.StackedNetwork` the mean over its members of each
+    member's own loss (each member learns as if trained alone, not the combined output)."""
+    member_outputs = getattr(network, "member_outputs", None)
+    if member_outputs is None:
+        return mean_loss(loss_fn(network(batch.x, batch.mask), batch.target), batch.weight)
+    outputs = member_outputs(batch.x, batch.mask)  # (K, batch, n_outputs)
+    n_members = outputs.shape[0]
+    losses = loss_fn(outputs.flatten(0, 1), batch.target.repeat(n_members))
+    return mean_loss(losses, None if batch.weight is None else batch.weight.repeat(n_members))
 
 
 def _check_finite(epoch: int, train_loss: float) -> None:
