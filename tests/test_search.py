@@ -170,15 +170,18 @@ def test_candidates_start_from_the_same_seeds():
     assert first.result.history == again.result.history
 
 
-def test_member_k_starts_from_seed_plus_k_as_a_network_of_its_own():
+def test_member_k_starts_its_head_from_seed_plus_k_and_the_block_from_member_0():
     search = DepthSearch(_build, _data(160, 0), None, OBJECTIVE, seed=3, n_members=3)
     members = search.members(2, "shared", 2, None).networks()
     for k, member in enumerate(members):
         alone = _build(2, "shared", 2)
         alone.reset_parameters(torch.Generator().manual_seed(3 + k))
-        for (name, value), other in zip(member.state_dict().items(),
-                                        alone.state_dict().values()):
-            torch.testing.assert_close(value, other, rtol=0, atol=0, msg=name)
+        first = _build(2, "shared", 2)
+        first.reset_parameters(torch.Generator().manual_seed(3))
+        expected = {**alone.state_dict(),
+                    **{f"block.{n}": v for n, v in first.block.state_dict().items()}}
+        for name, value in member.state_dict().items():
+            torch.testing.assert_close(value, expected[name], rtol=0, atol=0, msg=name)
 
 
 def test_the_data_start_sets_every_new_block_and_a_fine_tune_keeps_the_trained_one():

@@ -32,6 +32,8 @@ def _members(n, seed, **shape):
                 parameter.add_(0.1 * torch.randn(parameter.shape,
                                                  generator=torch.Generator().manual_seed(k)))
         members.append(network.eval())
+    for member in members[1:]:  # members trained together share the first one's block
+        member.block.load_state_dict(members[0].block.state_dict())
     return members
 
 
@@ -101,13 +103,20 @@ def test_each_member_learns_from_its_own_loss():
         return (output[:, 0] - target) ** 2
 
     batch_loss(stacked, batch, squared).backward()
+    block_grads = []
     for k, member in enumerate(members):
         member.zero_grad()
         batch_loss(member, batch, squared).backward()
         for name, parameter in member.named_parameters():
-            stacked_grad = stacked.weights[name.replace(".", "__")].grad[k]
-            # The training loss is the members' mean: each gets 1/K of its own gradient.
+            if name.startswith("block."):
+                continue
+            stacked_grad = stacked.heads[name.replace(".", "__")].grad[k]
+            # The training loss is the members' mean: each head gets 1/K of its gradient.
             torch.testing.assert_close(stacked_grad * 3, parameter.grad, rtol=1e-4, atol=1e-6)
+        block_grads.append({name: p.grad for name, p in member.block.named_parameters()})
+    for name, parameter in stacked.block.named_parameters():  # the shared block: their mean
+        expected = torch.stack([grads[name] for grads in block_grads]).mean(dim=0)
+        torch.testing.assert_close(parameter.grad, expected, rtol=1e-4, atol=1e-6)
 
 
 def test_observed_moments_are_the_pairwise_complete_ones():

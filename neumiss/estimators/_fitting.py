@@ -22,7 +22,6 @@ without the divergence guard, which needs the training rows in memory.
 from __future__ import annotations
 
 import functools
-import os
 import time
 import warnings
 from typing import Any, NamedTuple
@@ -50,8 +49,6 @@ from ..network import (
     train,
 )
 from ..tables import Standardizer, TableEncoder
-
-_DATA_START = os.environ.get('NM_DATA_START', '1') == '1'
 
 
 class FitRows(NamedTuple):
@@ -215,7 +212,7 @@ class FitPlan:
         options = {"verbose": int(estimator.verbose), "label": type(estimator).__name__,
                    "n_members": int(estimator.ensemble_size), "combine": estimator._combine()}
         if isinstance(rows.train, TrainingData):
-            return search_depths(*arguments, **options, data_start=_DATA_START)
+            return search_depths(*arguments, **options)
         return train_one_candidate(*arguments, **options)
 
     def set_results(self, result: SearchResult, rows: FitRows, objective: Objective) -> None:

@@ -13,6 +13,7 @@ from ._data import TrainingData, evaluate_loss
 from ._device import apply_on_device, standardize
 from ._divergence import DivergenceWarning, constant_output
 from ._ensemble import COMBINE, EPSILON, EnsembleNetwork, combine_outputs
+from ._optimizer import OPTIMIZERS
 from ._search import (
     AUTO_DEPTHS,
     AUTO_MLP_DEPTHS,
@@ -29,7 +30,6 @@ from ._stacked import StackedNetwork
 from ._training import (
     AUTO_BATCH_SIZE,
     GPU_AUTO_BATCH_SIZE,
-    OPTIMIZERS,
     TrainingConfig,
     auto_batch_size,
     auto_learning_rate,

@@ -28,7 +28,6 @@ import dataclasses
 
 #: Depths tried by ``depth="auto"``. Each doubles the previous one so that a
 #: warm start stays close (results/README.md, "Depth search").
-import os
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -44,7 +43,11 @@ from ._stacked import StackedNetwork
 from ._start import observed_moments, start_from_moments
 from ._training import TrainingConfig, TrainingResult, train
 
-AUTO_DEPTHS = tuple(int(v) for v in os.environ.get('NM_DEPTHS', '0,4,16').split(','))
+#: Depths tried by ``depth="auto"``: mean imputation feeding the head, then a deep block
+#: started from the data's moments (:mod:`~neumiss.network._start`), which computes the
+#: Neumann approximation of the conditional expectation before any training, so the
+#: depths between need not be trained on the way (results/README.md, "Depth search").
+AUTO_DEPTHS = (0, 16)
 
 #: Depths in a row without improvement that end the depth search.
 DEPTH_PATIENCE = 2

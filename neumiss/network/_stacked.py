@@ -1,11 +1,13 @@
-"""Several NeuMiss networks of one shape, trained together in batched matrix products.
+"""An ensemble of NeuMiss networks trained as one: a shared block and ``K`` heads.
 
-An ensemble's members differ only in their weights. :class:`StackedNetwork`
-holds each weight of the members as one tensor with a leading member axis
-``K`` and computes every member in the same batched products
-(``(K, batch, d) @ (K, d, d)``), so one optimizer step trains all members for
-little more than the price of one: a small network's step is bound by the
-number of operations launched, not by arithmetic. Training sees the members'
+The block costs ``depth * d^2`` per row and its start is the same for every
+member (the data's moments, :mod:`~neumiss.network._start`); the heads are
+small and hold the members' differences. :class:`StackedNetwork` therefore
+shares one block among the members, in the manner of parameter-efficient
+ensembles (TabM, BatchEnsemble), and holds each weight of the heads as one
+tensor with a leading member axis ``K``, computed in batched products
+(``(K, batch, d) @ (K, d, width)``): one optimizer step trains all members for
+little more than the price of one network. Training sees the members'
 outputs (:meth:`StackedNetwork.member_outputs`, each member with its own loss);
 everything else (early stopping, the divergence guard, the depth search) sees
 the combined output of :meth:`StackedNetwork.forward`, as
@@ -25,18 +27,18 @@ from ._ensemble import COMBINE, EnsembleNetwork, combine_outputs
 
 
 def _key(name: str) -> str:
-    """A parameter name of a member as a key of :class:`torch.nn.ParameterDict` (no dots)."""
+    """A parameter name of a member's head as a key of :class:`torch.nn.ParameterDict`."""
     return name.replace(".", "__")
 
 
 class StackedNetwork(nn.Module):
-    """``K`` NeuMiss networks of the same shape with stacked weights.
+    """``K`` NeuMiss networks of the same shape with one shared block and stacked heads.
 
     Parameters
     ----------
     networks : list of NeuMissNetwork
-        The members (at least one), all built with the same arguments; their
-        weights are copied.
+        The members (at least one), all built with the same arguments. The block
+        is the first member's (copied); every member's head is copied.
     combine : {"mean", "binary_probability", "probability"}
         How :meth:`forward` combines the members' outputs (see
         :data:`~neumiss.network.COMBINE`).
@@ -58,50 +60,36 @@ class StackedNetwork(nn.Module):
         self.n_members = len(networks)
         # The template is kept outside the module tree: it only gives the members' shape.
         self.__dict__["_template"] = copy.deepcopy(template).cpu()
-        names = [name for name, _ in template.named_parameters()]
+        self.block = copy.deepcopy(template.block)
+        names = [name for name, _ in template.named_parameters()
+                 if not name.startswith("block.")]
         states = [dict(network.named_parameters()) for network in networks]
-        self.weights = nn.ParameterDict({
+        self.heads = nn.ParameterDict({
             _key(name): nn.Parameter(torch.stack([state[name].detach() for state in states]))
             for name in names
         })
-        block = template.block
-        shared = block.weight_sharing == "shared"
-        self._iterations = [_key(f"block.neumann_layers.{0 if shared else i}")
-                            for i in range(max(block.depth - 1, 0))]
-        self._head = [_key(f"head.{i}") for i, layer in enumerate(template.head)
-                      if isinstance(layer, nn.Linear)]
+        self._layers = [_key(f"head.{i}") for i, layer in enumerate(template.head)
+                        if isinstance(layer, nn.Linear)]
 
     @property
     def depth(self) -> int:
-        return self._template.block.depth
-
-    def _weight(self, name: str) -> torch.Tensor:
-        return self.weights[_key(name)]
+        return self.block.depth
 
     def member_outputs(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Every member's output: (batch, d), (batch, d) -> (K, batch, n_outputs).
 
-        Each member computes what :meth:`NeuMissNetwork.forward` computes with its weights.
+        Each member computes what :meth:`NeuMissNetwork.forward` computes with the shared
+        block and its head.
         """
-        block = self._template.block
-        mu = self._weight("block.mu").unsqueeze(1)  # (K, 1, d)
-        obs = 1.0 - mask
-        centred = (x - mu) * obs  # (K, batch, d)
-        h = centred
-        if block.depth >= 1:
-            h = torch.bmm(h, self._weight("block.S0")) * obs
-        for key in self._iterations:
-            product = torch.bmm(h, self.weights[key])
-            h = torch.addcmul(centred, product, obs) if block.residual else product * obs
-        imputed = torch.bmm(h, self._weight("block.W_mix")) * mask + x * obs + mu * mask
+        imputed = self.block(x, mask).expand(self.n_members, -1, -1)  # (K, batch, d)
         out = imputed
-        for index, key in enumerate(self._head):
-            out = torch.baddbmm(self.weights[f"{key}__bias"].unsqueeze(1), out,
-                                self.weights[f"{key}__weight"].transpose(1, 2))
-            if index < len(self._head) - 1:
+        for index, key in enumerate(self._layers):
+            out = torch.baddbmm(self.heads[f"{key}__bias"].unsqueeze(1), out,
+                                self.heads[f"{key}__weight"].transpose(1, 2))
+            if index < len(self._layers) - 1:
                 out = torch.relu(out)
-        if "skip__weight" in self.weights:
-            out = torch.baddbmm(out, imputed, self.weights["skip__weight"].transpose(1, 2))
+        if "skip__weight" in self.heads:
+            out = torch.baddbmm(out, imputed, self.heads["skip__weight"].transpose(1, 2))
         return out
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -114,20 +102,23 @@ class StackedNetwork(nn.Module):
     def set_constant_output(self, value: torch.Tensor) -> None:
         """Every member predicts ``value`` (n_outputs,) for every row (see
         :meth:`NeuMissNetwork.set_constant_output`)."""
-        last = self._head[-1]
-        self.weights[f"{last}__weight"].zero_()
-        if "skip__weight" in self.weights:
-            self.weights["skip__weight"].zero_()
-        bias = self.weights[f"{last}__bias"]
+        last = self._layers[-1]
+        self.heads[f"{last}__weight"].zero_()
+        if "skip__weight" in self.heads:
+            self.heads["skip__weight"].zero_()
+        bias = self.heads[f"{last}__bias"]
         bias.copy_(torch.as_tensor(value, dtype=bias.dtype).to(bias.device).expand_as(bias))
 
     def networks(self) -> list[NeuMissNetwork]:
-        """The members as separate networks (copies, on this network's device)."""
+        """The members as separate networks (copies of the block and of each head, on this
+        network's device)."""
         members = []
+        block = {f"block.{name}": value.detach() for name, value in self.block.state_dict().items()}
         for k in range(self.n_members):
-            member = copy.deepcopy(self._template).to(self._weight("block.mu").device)
-            member.load_state_dict({name: self.weights[_key(name)][k].detach().clone()
-                                    for name, _ in member.named_parameters()})
+            member = copy.deepcopy(self._template).to(self.block.mu.device)
+            heads = {name: self.heads[_key(name)][k].detach()
+                     for name, _ in member.named_parameters() if not name.startswith("block.")}
+            member.load_state_dict({**block, **heads})
             members.append(member.eval())
         return members
 

@@ -42,7 +42,7 @@ def observed_moments(data: TrainingData, seed: int = 0,
         else np.arange(n)
     missing = data.mask[rows].cpu().numpy() > 0.5
     frame = pd.DataFrame(np.where(missing, np.nan, data.x[rows].double().cpu().numpy()))
-    mean = frame.mean().fillna(0.0).to_numpy()
+    mean = frame.mean().fillna(0.0).to_numpy(copy=True)
     cov = frame.cov().fillna(0.0).to_numpy(copy=True)
     never = missing.all(axis=0)
     cov[never, :], cov[:, never] = 0.0, 0.0
