@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
+import warnings
 import pkgutil
 import sys
 from pathlib import Path
@@ -19,6 +20,9 @@ matplotlib.use("agg")
 
 import neumiss  # noqa: E402
 
+# numpydoc drops a section it does not know, with its text: fail instead.
+warnings.filterwarnings("error", message="Unknown section", category=UserWarning)
+
 project = "neumiss"
 author = "the neumiss maintainers"
 copyright = "the neumiss maintainers, BSD-3-Clause"
@@ -28,6 +32,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    "matplotlib.sphinxext.plot_directive",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
 ]
@@ -96,6 +101,11 @@ sphinx_gallery_conf = {
 # NEUMISS_DOCS_NO_GALLERY=1 builds the pages without running the examples (quick edits).
 if os.environ.get("NEUMISS_DOCS_NO_GALLERY"):
     sphinx_gallery_conf["plot_gallery"] = "False"
+
+# The user guide's figures computed at build time (``.. plot::``), without their code.
+plot_formats = [("png", 100)]
+plot_html_show_source_link = False
+plot_html_show_formats = False
 
 html_theme = "furo"
 html_title = f"neumiss {version}"
