@@ -150,7 +150,7 @@ def _documents() -> list[Path]:
     """The READMEs, the package's and the R package's sources, and the scripts themselves."""
     patterns = ["README.md", "*/README.md", "results/**/README.md", "neumiss/**/*.py",
                 "r_wrapper/**/*.R", "r_wrapper/**/*.Rd", "scripts/*", "benchmarks/*.py",
-                ".ci/*"]
+                ".ci/*", "docs/**/*.rst", "docs/**/*.py"]
     return sorted({path for pattern in patterns for path in ROOT.glob(pattern)
                    if path.is_file()})
 

@@ -30,7 +30,7 @@ methods = {
 }
 gaps = {}
 for mechanism in ("MCAR", "gaussian_sm"):
-    X, y, truth = make_regression(4_000, 8, mechanism=mechanism, random_state=0)
+    X, y, truth = make_regression(3_000, 6, mechanism=mechanism, random_state=0)
     X_test, y_test = truth.sample(5_000, random_state=1)
     bayes = truth.bayes_rate(X_test, y_test)
     gaps[mechanism] = {name: build().fit(X, y).score(X_test, y_test) - bayes
