@@ -5,9 +5,9 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
-import warnings
 import pkgutil
 import sys
+import warnings
 from pathlib import Path
 
 import matplotlib
@@ -49,7 +49,7 @@ autosummary_imported_members = True
 PUBLIC_MODULES = ["neumiss.checks", "neumiss.simulation", "neumiss.tables", "neumiss.network",
                   "neumiss.export", "neumiss.estimators", "neumiss.baselines",
                   "neumiss.intervals", "neumiss.scoring", "neumiss.benchmark",
-                  "neumiss.benchmark.realdata"]
+                  "neumiss.benchmark.realdata", "neumiss.benchmark.intervals"]
 
 
 def _documented_elsewhere() -> dict[str, list[str]]:
