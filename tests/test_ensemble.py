@@ -117,6 +117,30 @@ def test_ensemble_exports_saves_and_pickles_as_one_model(data, task, tmp_path):
                                atol=1e-5 * scale)
 
 
+@pytest.mark.parametrize("shared_block", [True, False])
+def test_the_ensembles_graph_is_one_member_wide_and_row_by_row(data, tmp_path, shared_block):
+    X, y = data
+    model = NeuMissRegressor(depth=2, ensemble_size=3, mlp_depth=2, max_epochs=2,
+                             random_state=0).fit(X, y)
+    if not shared_block:  # a model file from before members shared their block
+        with torch.no_grad():
+            model.network_.members[1].block.W_mix.add_(0.1)
+    graph = neumiss.export.export_onnx(model).graph
+    blocks = sum(node.op_type == "MatMul" and "W_mix" in node.input[1] for node in graph.node)
+    assert blocks == (1 if shared_block else 3)
+    assert sum(node.op_type in ("Gemm", "MatMul") and ".head." in node.output[0]
+               for node in graph.node) == 3  # one node per head layer, for every member
+    model.to_onnx(tmp_path / "m.onnx")
+    session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    missing = np.isnan(X)
+    feeds = {"X": np.where(missing, 0, X).astype(np.float32), "M": missing.astype(np.float32)}
+    whole = session.run(["y"], feeds)[0]
+    np.testing.assert_allclose(whole, model.predict(X), rtol=1e-4, atol=1e-5 * model.y_scale_)
+    parts = [session.run(["y"], {k: v[i : i + 7] for k, v in feeds.items()})[0]
+             for i in range(0, len(X), 7)]
+    np.testing.assert_array_equal(np.concatenate(parts), whole)
+
+
 def test_impute_averages_the_members_blocks(data):
     X, y = data
     model = NeuMissRegressor(depth=2, ensemble_size=2, max_epochs=3, random_state=0).fit(X, y)
