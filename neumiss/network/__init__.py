@@ -27,6 +27,7 @@ from ._search import (
     search_depths,
 )
 from ._stacked import StackedNetwork
+from ._start import observed_moments, start_from_moments
 from ._training import (
     AUTO_BATCH_SIZE,
     GPU_AUTO_BATCH_SIZE,
@@ -67,7 +68,9 @@ __all__ = [
     "constant_output",
     "evaluate_loss",
     "search_depths",
+    "observed_moments",
     "set_analytic_weights",
+    "start_from_moments",
     "standardize",
     "torch_threads",
     "train",
