@@ -18,6 +18,7 @@ from neumiss.network import (
     TrainingData,
     analytic_network,
 )
+from neumiss.network._data import member_weights
 from neumiss.network._start import observed_moments, start_from_moments
 from neumiss.network._training import batch_loss
 
@@ -117,6 +118,27 @@ def test_each_member_learns_from_its_own_loss():
     for name, parameter in stacked.block.named_parameters():  # the shared block: their mean
         expected = torch.stack([grads[name] for grads in block_grads]).mean(dim=0)
         torch.testing.assert_close(parameter.grad, expected, rtol=1e-4, atol=1e-6)
+
+
+def test_member_weights_resample_the_rows_of_each_members_loss():
+    weights = member_weights(5000, 3, seed=1)
+    assert weights.shape == (5000, 3) and torch.equal(weights, member_weights(5000, 3, seed=1))
+    assert abs(float(weights.mean()) - 1.0) < 0.05 and not torch.equal(weights[:, 0],
+                                                                        weights[:, 1])
+    members = _members(2, 0, depth=1, mlp_depth=0)
+    stacked = StackedNetwork(members, "mean")
+    x, mask = _rows(30, 4)
+    target, case = torch.randn(30), torch.rand(30) + 0.5
+    chosen = torch.stack([torch.arange(30) < 10, torch.arange(30) >= 20], dim=1).float()
+
+    def squared(output, target):
+        return (output[:, 0] - target) ** 2
+
+    loss = batch_loss(stacked, TrainingData(x, mask, target, case, chosen), squared)
+    with torch.no_grad():
+        expected = sum(float((squared(m(x, mask), target) * case * chosen[:, k]).sum())
+                       for k, m in enumerate(members)) / 60
+    assert float(loss) == pytest.approx(expected, rel=1e-5)
 
 
 def test_observed_moments_are_the_pairwise_complete_ones():

@@ -375,7 +375,8 @@ def test_the_guard_needs_the_training_rows_in_memory():
 
 
 @pytest.mark.parametrize("n_train, cpu, cuda", [
-    (20, 20, 20), (100, 32, 32), (4_000, 500, 500), (100_000, AUTO_BATCH_SIZE, 12500),
+    (10, 10, 10), (300, 16, 16), (2_000, 62, 62), (9_000, 1125, 1125),
+    (100_000, AUTO_BATCH_SIZE, 12500),
     (10_000_000, AUTO_BATCH_SIZE, GPU_AUTO_BATCH_SIZE),
 ])
 def test_automatic_batch_size_is_larger_on_cuda(n_train, cpu, cuda):

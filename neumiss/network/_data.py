@@ -22,12 +22,15 @@ class TrainingData:
     target : (n,) float32 (regression, binary) or int64 (multiclass);
     weight : (n,) float32 case weights, or None (every row counts once); training
     weights have a mean of 1.
+    member_weight : (n, K) float32 weights of each row in the training loss of each of
+    ``K`` members trained together (:func:`member_weights`), or None.
     """
 
     x: torch.Tensor
     mask: torch.Tensor
     target: torch.Tensor
     weight: torch.Tensor | None = None
+    member_weight: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return self.x.shape[0]
@@ -35,13 +38,16 @@ class TrainingData:
     def subset(self, index: torch.Tensor) -> TrainingData:
         """The rows ``index`` (a 1-D integer tensor on the data's device), copied."""
         weight = None if self.weight is None else self.weight[index]
-        return TrainingData(self.x[index], self.mask[index], self.target[index], weight)
+        members = None if self.member_weight is None else self.member_weight[index]
+        return TrainingData(self.x[index], self.mask[index], self.target[index], weight,
+                            members)
 
     def rows(self, start: int, stop: int) -> TrainingData:
         """Rows ``start:stop``, as views (no copy)."""
         weight = None if self.weight is None else self.weight[start:stop]
+        members = None if self.member_weight is None else self.member_weight[start:stop]
         return TrainingData(self.x[start:stop], self.mask[start:stop], self.target[start:stop],
-                            weight)
+                            weight, members)
 
     @property
     def device(self) -> torch.device:
@@ -54,6 +60,15 @@ class TrainingData:
         shuffled = self.subset(order)
         for start in range(0, len(self), batch_size):
             yield shuffled.rows(start, start + batch_size)
+
+
+def member_weights(n_rows: int, n_members: int, seed: int, device=None) -> torch.Tensor:
+    """Each row's weight in each member's training loss, (n_rows, n_members): bootstrap
+    counts (Poisson with mean 1, drawn with ``seed``), so that members trained together on
+    the same rows still fit different resamples of them (bagging), as members trained
+    apart on their own splits would."""
+    generator = torch.Generator().manual_seed(seed)
+    return torch.poisson(torch.ones(n_rows, n_members), generator=generator).to(device)
 
 
 def mean_loss(losses: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:

@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from ._block import NeuMissNetwork
-from ._data import TrainingData, row_losses
+from ._data import TrainingData, member_weights, row_losses
 from ._divergence import DivergenceWarning
 from ._stacked import StackedNetwork
 from ._start import observed_moments, start_from_moments
@@ -329,6 +329,9 @@ def search_depths(
         candidates not kept do not warn.
     """
     moments = observed_moments(train_data, seed) if data_start else None
+    if n_members > 1:
+        train_data = dataclasses.replace(train_data, member_weight=member_weights(
+            len(train_data), n_members, seed, train_data.device))
     search = DepthSearch(build_network, train_data, val_data, objective, seed, verbose, label,
                          n_members, combine, moments)
     chain_weights = "shared" if weight_sharing == "auto" else weight_sharing

@@ -34,20 +34,27 @@ GPU_AUTO_BATCH_SIZE = 16384
 
 
 #: Smallest mini-batch of the automatic batch size (or every row, on smaller tables).
-MIN_AUTO_BATCH_SIZE = 32
-#: Mini-batches per epoch the automatic batch size aims at between its bounds.
+MIN_AUTO_BATCH_SIZE = 16
+#: Mini-batches per epoch of the automatic batch size on large tables.
 AUTO_STEPS_PER_EPOCH = 8
+#: On small tables, an epoch has at least ``AUTO_SMALL_TABLE_ROWS / n_train`` steps.
+AUTO_SMALL_TABLE_ROWS = 64_000
 
 
 def auto_batch_size(n_train: int, device: torch.device | None = None) -> int:
-    """``n_train // AUTO_STEPS_PER_EPOCH`` rows, within ``[MIN_AUTO_BATCH_SIZE, cap]``
-    (at most ``n_train``). A small network's step costs about the same at 100 rows as
-    at 1,000 (it is bound by the operations launched, not by arithmetic), so an epoch
-    is a few well-filled steps and early stopping checks often enough; large tables
-    keep batches of ``cap`` rows. ``cap`` is :data:`AUTO_BATCH_SIZE`, or
-    :data:`GPU_AUTO_BATCH_SIZE` on a CUDA ``device``."""
+    """``min(n_train // 8, n_train**2 // 64,000)`` rows, within ``[MIN_AUTO_BATCH_SIZE,
+    cap]`` (at most ``n_train``).
+
+    A small network's step costs about the same at 100 rows as at 1,000 (it is bound by
+    the operations launched, not by arithmetic). Large tables therefore train in
+    epochs of :data:`AUTO_STEPS_PER_EPOCH` well-filled steps (from about 8,000 rows),
+    batches of ``cap`` rows beyond; small tables, whose fits are short anyway, in
+    epochs of at least ``64,000 / n_train`` steps of at least 16 rows, which fit them
+    better. ``cap`` is :data:`AUTO_BATCH_SIZE`, or :data:`GPU_AUTO_BATCH_SIZE` on a
+    CUDA ``device``."""
     cap = GPU_AUTO_BATCH_SIZE if device is not None and device.type == "cuda" else AUTO_BATCH_SIZE
-    return int(min(n_train, cap, max(MIN_AUTO_BATCH_SIZE, n_train // AUTO_STEPS_PER_EPOCH)))
+    rows = min(n_train // AUTO_STEPS_PER_EPOCH, n_train**2 // AUTO_SMALL_TABLE_ROWS)
+    return int(min(n_train, cap, max(MIN_AUTO_BATCH_SIZE, rows)))
 
 
 #: The automatic learning rate (:func:`auto_learning_rate`): its value up to
@@ -263,14 +270,19 @@ def _train_epoch(network: nn.Module, data, optimizer: Steps,
 def batch_loss(network: nn.Module, batch: TrainingData, loss_fn: LossFunction) -> torch.Tensor:
     """The training loss of a batch: the mean (case-weighted) loss of the network's output,
     or with a :class:`~neumiss.network.StackedNetwork` the mean over its members of each
-    member's own loss (each member learns as if trained alone, not the combined output)."""
+    member's own loss (each member learns as if trained alone, not the combined output),
+    each row weighted for each member by ``member_weight`` when given."""
     member_outputs = getattr(network, "member_outputs", None)
     if member_outputs is None:
         return mean_loss(loss_fn(network(batch.x, batch.mask), batch.target), batch.weight)
     outputs = member_outputs(batch.x, batch.mask)  # (K, batch, n_outputs)
     n_members = outputs.shape[0]
     losses = loss_fn(outputs.flatten(0, 1), batch.target.repeat(n_members))
-    return mean_loss(losses, None if batch.weight is None else batch.weight.repeat(n_members))
+    weight = None if batch.weight is None else batch.weight.repeat(n_members)
+    if batch.member_weight is not None:  # (batch, K), laid out member by member
+        members = batch.member_weight.T.reshape(-1)
+        weight = members if weight is None else weight * members
+    return mean_loss(losses, weight)
 
 
 def _check_finite(epoch: int, train_loss: float) -> None:
