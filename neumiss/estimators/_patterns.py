@@ -66,16 +66,15 @@ def pattern_model(estimator, missing=None) -> Bunch:
 
 def _check_linear_head(estimator) -> None:
     """Refuse the networks that are not affine in the observed values."""
-    name = type(estimator).__name__
     if estimator.mlp_depth_ != 0:
         raise ValueError(
-            f"no linear model: this {name} has an MLP head ({estimator.mlp_depth_} hidden "
+            f"no linear model: the network has an MLP head ({estimator.mlp_depth_} hidden "
             "layer(s)), so its predictions are nonlinear in the observed values; fit with "
             "mlp_depth=0 (the linear head) for per-pattern linear models"
         )
     if estimator._combine() != "mean" and estimator.ensemble_size > 1:
         raise ValueError(
-            f"no linear model: this {name} is an ensemble of {estimator.ensemble_size} "
+            f"no linear model: the classifier is an ensemble of {estimator.ensemble_size} "
             "networks that averages their probabilities, so its logits are nonlinear in the "
             "observed values; fit with ensemble_size=1 for per-pattern linear models"
         )

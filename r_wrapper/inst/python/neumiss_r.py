@@ -312,6 +312,23 @@ def describe(estimator):
     return info
 
 
+def pattern_model(estimator, missing):
+    """The linear model that the NeuMiss model of a fit (of a conformal fit: its base
+    model's median output) applies to one missingness pattern, from its
+    ``pattern_model``. ``missing``: one boolean per feature (True = missing). Returns
+    ``{"intercept", "coef", "names"}``: the prediction (regression) or the logit of
+    ``classes_[1]`` (two classes) with every observed encoded column at 0, and one
+    coefficient per observed encoded column, named as ``encoded_names``."""
+    base = _base(estimator)
+    linear = base.pattern_model(np.asarray(_list(missing), dtype=bool))
+    intercept, coef = np.asarray(linear.intercept), np.asarray(linear.coef)
+    if hasattr(base, "quantiles"):  # a quantile head: the median, which predict gives
+        median = list(base.quantiles).index(0.5)
+        intercept, coef = intercept[median], coef[median]
+    return {"intercept": float(intercept), "coef": _float_list(coef),
+            "names": [str(n) for n in linear.feature_names]}
+
+
 def save(estimator, path):
     """Write the estimator with its own ``save`` (a file ``neumiss.load`` reads)."""
     estimator.save(path)
