@@ -22,5 +22,5 @@ fi
 PIP=("$VENV/bin/python" -m pip install -q --disable-pip-version-check)
 "${PIP[@]}" --upgrade pip
 "$VENV/bin/python" -c 'import torch' 2>/dev/null || "${PIP[@]}" "torch==2.13.0"
-"${PIP[@]}" -e ".[dev]"
+"${PIP[@]}" -e ".[dev,docs]"
 echo "setup.sh: neumiss $("$VENV/bin/python" -c 'import neumiss; print(neumiss.__version__)') ready in $VENV"

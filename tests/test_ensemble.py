@@ -9,7 +9,7 @@ import torch
 
 import neumiss
 from neumiss import NeuMissClassifier, NeuMissRegressor
-from neumiss.network import AUTO_MLP_DEPTHS, EnsembleNetwork
+from neumiss.network import EnsembleNetwork
 
 from .conftest import gaussian_regression
 
@@ -24,63 +24,41 @@ def _members(ensemble):
     return list(ensemble.network_.members)
 
 
-def test_members_train_the_choice_of_member_0_on_their_own_splits(data):
-    X, y = data
-    model = NeuMissRegressor(depth=[1, 2], ensemble_size=3, max_epochs=6, random_state=0).fit(X, y)
-    assert isinstance(model.network_, EnsembleNetwork) and len(model.members_) == 3
-    assert {m.block.depth for m in _members(model)} == {model.best_depth_}
-    # Different initialisations and splits: different weights and validation losses.
-    first, second = (m.block.W_mix.detach() for m in _members(model)[:2])
-    assert not torch.equal(first, second)
-    assert len({m["val_loss"] for m in model.members_}) == 3
-    scores = [m["val_score"] for m in model.members_]
-    assert model.validation_score_ == pytest.approx(np.mean(scores))
-
-
-def test_members_repeat_the_path_of_member_0_when_they_share_its_validation_set(
-    data, monkeypatch
-):
+def test_members_train_together_on_one_split_and_end_with_one_choice(data, monkeypatch):
     X, y = data
     calls = []
     search = neumiss.estimators._fitting.search_depths
 
-    def spy(build, depths, sharing, heads, *args, start_from=None, **kwargs):
-        result = search(build, depths, sharing, heads, *args, start_from=start_from, **kwargs)
-        calls.append((list(depths), sharing, tuple(heads), start_from, result))
-        return result
+    def spy(*args, **kwargs):
+        calls.append(kwargs["n_members"])
+        return search(*args, **kwargs)
 
     monkeypatch.setattr(neumiss.estimators._fitting, "search_depths", spy)
-    kwargs = {"depth": [1, 2], "ensemble_size": 3, "max_epochs": 4, "random_state": 0}
-    model = NeuMissRegressor(**kwargs).fit(X[:600], y[:600], validation_data=(X[600:], y[600:]))
-    (*_, first), *others = calls
-    for depths, _, heads, start, result in others:
-        # Its depth with the chain's head, from the network member 0 started it from,
-        # then the fine-tunes member 0 kept; all members end with member 0's choice.
-        assert depths == [first.best.depth] and start is first.predecessor
-        assert heads[0] == AUTO_MLP_DEPTHS[0] and heads[-1] == first.best.mlp_depth
-        assert (result.best.weight_sharing, result.best.mlp_depth) == (
-            first.best.weight_sharing, first.best.mlp_depth)
+    model = NeuMissRegressor(depth=[1, 2], ensemble_size=3, max_epochs=6, random_state=0)
+    model.fit(X[:600], y[:600], validation_data=(X[600:], y[600:]))
+    assert calls == [3]  # one search trains the three members
+    assert isinstance(model.network_, EnsembleNetwork) and len(model.members_) == 3
     for member in _members(model):
+        assert member.block.depth == model.best_depth_
         assert member.block.weight_sharing == model.weight_sharing_
         assert (member.skip is None) == (model.mlp_depth_ == 0)
+    # One shared block; heads from different initialisations: different validation losses.
+    first, second = _members(model)[:2]
+    torch.testing.assert_close(first.block.W_mix, second.block.W_mix, rtol=0, atol=0)
+    assert not torch.equal(first.head[-1].bias, second.head[-1].bias)
+    assert len({m["val_loss"] for m in model.members_}) == 3
+    # The ensemble's validation score is its own, at least the members' mean here.
+    score = model.score(X[600:], y[600:])
+    assert model.validation_score_ == pytest.approx(score, abs=1e-4)
     restored = pickle.loads(pickle.dumps(model))
     np.testing.assert_allclose(restored.predict(X[600:]), model.predict(X[600:]), rtol=1e-6)
-    calls.clear()
-    NeuMissRegressor(**kwargs).fit(X, y)  # own splits: member 0's choice, from scratch
-    (*_, first), *others = calls
-    best = first.best
-    for member in others:
-        assert member[:4] == ([best.depth], best.weight_sharing, (best.mlp_depth,), None)
 
 
-def test_member_0_is_the_single_model(data):
+def test_one_member_is_a_network_of_its_own(data):
     X, y = data
-    kwargs = {"depth": 2, "max_epochs": 6, "random_state": 0}
-    single = NeuMissRegressor(ensemble_size=1, **kwargs).fit(X, y)
-    ensemble = NeuMissRegressor(ensemble_size=2, **kwargs).fit(X, y)
-    first = _members(ensemble)[0]
-    for name, value in single.network_.state_dict().items():
-        torch.testing.assert_close(first.state_dict()[name], value)
+    model = NeuMissRegressor(depth=2, ensemble_size=1, max_epochs=3, random_state=0).fit(X, y)
+    assert isinstance(model.network_, neumiss.network.NeuMissNetwork)
+    assert len(model.members_) == 1
 
 
 def test_regression_averages_the_members_predictions(data):
@@ -137,6 +115,30 @@ def test_ensemble_exports_saves_and_pickles_as_one_model(data, task, tmp_path):
     scale = model.y_scale_ if task == "regression" else 1.0
     np.testing.assert_allclose(session.run([output], feeds)[0], expected, rtol=1e-4,
                                atol=1e-5 * scale)
+
+
+@pytest.mark.parametrize("shared_block", [True, False])
+def test_the_ensembles_graph_is_one_member_wide_and_row_by_row(data, tmp_path, shared_block):
+    X, y = data
+    model = NeuMissRegressor(depth=2, ensemble_size=3, mlp_depth=2, max_epochs=2,
+                             random_state=0).fit(X, y)
+    if not shared_block:  # a model file from before members shared their block
+        with torch.no_grad():
+            model.network_.members[1].block.W_mix.add_(0.1)
+    graph = neumiss.export.export_onnx(model).graph
+    blocks = sum(node.op_type == "MatMul" and "W_mix" in node.input[1] for node in graph.node)
+    assert blocks == (1 if shared_block else 3)
+    assert sum(node.op_type in ("Gemm", "MatMul") and ".head." in node.output[0]
+               for node in graph.node) == 3  # one node per head layer, for every member
+    model.to_onnx(tmp_path / "m.onnx")
+    session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    missing = np.isnan(X)
+    feeds = {"X": np.where(missing, 0, X).astype(np.float32), "M": missing.astype(np.float32)}
+    whole = session.run(["y"], feeds)[0]
+    np.testing.assert_allclose(whole, model.predict(X), rtol=1e-4, atol=1e-5 * model.y_scale_)
+    parts = [session.run(["y"], {k: v[i : i + 7] for k, v in feeds.items()})[0]
+             for i in range(0, len(X), 7)]
+    np.testing.assert_array_equal(np.concatenate(parts), whole)
 
 
 def test_impute_averages_the_members_blocks(data):

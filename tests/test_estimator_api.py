@@ -259,7 +259,7 @@ def test_tol_counts_only_relative_improvements(small_regression):
                                     {"weight_sharing": "shared", "residual": True}])
 def test_options_fit_and_predict(small_regression, kwargs):
     X, y = small_regression
-    model = paper(NeuMissRegressor, max_epochs=30, random_state=0, **kwargs).fit(X, y)
+    model = paper(NeuMissRegressor, max_epochs=30, batch_size=8, random_state=0, **kwargs).fit(X, y)
     assert model.score(X, y) > 0.5
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import types
 import warnings
 
 import numpy as np
@@ -10,11 +9,12 @@ import pytest
 import torch
 
 import neumiss.estimators._fitting as fitting
+import neumiss.network
 from neumiss import NeuMissClassifier, NeuMissRegressor
 from neumiss.estimators._fitting import (
     FitPlan,
+    FitRows,
     InMemoryRows,
-    MemberRows,
     candidate_depths,
     candidate_mlp_depths,
     draw_seed,
@@ -24,9 +24,7 @@ from neumiss.estimators._streaming import StreamRows
 from neumiss.network import (
     AUTO_DEPTHS,
     AUTO_MLP_DEPTHS,
-    Candidate,
     Objective,
-    SearchResult,
     TrainingConfig,
     TrainingData,
 )
@@ -78,16 +76,20 @@ class StreamedRows(RecordingRows):
         return rows._replace(train=OutOfMemory(rows.train))
 
 
-def test_the_plan_prepares_once_then_trains_member_k_with_seed_plus_k(data):
+def test_the_plan_prepares_and_splits_once_with_the_drawn_seed(data):
     X, y = data
     model = NeuMissRegressor(**ONE, ensemble_size=3, random_state=7)
     rows = RecordingRows(X, y)
     assert FitPlan(model, rows).fit() is model
     seed = int(np.random.RandomState(7).randint(np.iinfo(np.int32).max))
-    assert rows.devices == [torch.device("cpu")] and rows.seeds == [seed, seed + 1, seed + 2]
+    assert rows.devices == [torch.device("cpu")] and rows.seeds == [seed]
     assert len(model.members_) == 3 and model.learning_rate_ == 1e-2
-    assert model.validation_score_ == pytest.approx(np.mean([m["val_score"]
-                                                             for m in model.members_]))
+    # Each member's own validation loss; the estimator's score is the ensemble's.
+    split = rows.split(seed)
+    for member, summary in zip(model.network_.members, model.members_):
+        assert summary["val_loss"] == pytest.approx(
+            neumiss.network.evaluate_loss(member, split.val, model._loss), rel=1e-5)
+    assert model.validation_score_ == model.history_["val_score"][model.best_epoch_ - 1]
 
 
 def test_the_seed_is_drawn_once_per_fit_from_the_random_state():
@@ -117,37 +119,6 @@ def test_candidate_heads_are_the_chains_then_the_fine_tuned():
     assert candidate_mlp_depths(1) == (1,)
 
 
-def _member_0(depth, sharing, mlp_depth, untied, predecessor):
-    best = Candidate(depth, sharing, mlp_depth, network=None, result=None, seconds=0.0)
-    return SearchResult(best, {}, untied, {}, predecessor)
-
-
-def _plan(shared_validation, **params):
-    source = types.SimpleNamespace(shared_validation=shared_validation)
-    return FitPlan(NeuMissRegressor(**params), source)
-
-
-def test_member_0_searches_every_candidate():
-    plan = _plan(False, depth=[2, 0], weight_sharing="auto", mlp_depth="auto")
-    assert plan.candidates(0, []) == ((0, 2), "auto", AUTO_MLP_DEPTHS, None)
-
-
-def test_members_with_their_own_split_train_member_0s_choice_from_scratch():
-    plan = _plan(False, depth="auto", weight_sharing="auto", mlp_depth="auto")
-    first = _member_0(4, "independent", 0, untied={"val_loss": 1.0}, predecessor="depth 2")
-    assert plan.candidates(2, [first]) == ([4], "independent", [0], None)
-
-
-def test_members_sharing_the_validation_rows_repeat_member_0s_path():
-    plan = _plan(True, depth="auto", weight_sharing="auto", mlp_depth="auto")
-    untied = _member_0(4, "independent", 0, untied={"val_loss": 1.0}, predecessor="depth 2")
-    # From member 0's start, the chain's weight mode ("auto": untie again) and head, then 0.
-    assert plan.candidates(1, [untied]) == ([4], "auto", [AUTO_MLP_DEPTHS[0], 0], "depth 2")
-    kept_shared = _member_0(4, "shared", AUTO_MLP_DEPTHS[0], untied={"val_loss": 2.0},
-                            predecessor="depth 2")
-    assert plan.candidates(1, [kept_shared]) == ([4], "shared", [AUTO_MLP_DEPTHS[0]], "depth 2")
-
-
 def test_rows_in_memory_are_searched_and_other_rows_train_one_candidate_unguarded(
     data, monkeypatch
 ):
@@ -166,11 +137,12 @@ def test_rows_in_memory_are_searched_and_other_rows_train_one_candidate_unguarde
     monkeypatch.setattr(fitting, "search_depths", search_spy)
     monkeypatch.setattr(fitting, "train", train_spy)
     FitPlan(NeuMissRegressor(**ONE, ensemble_size=2, random_state=0), RecordingRows(X, y)).fit()
-    assert calls == [("search", "TrainingData")] * 2
+    assert calls == [("search", "TrainingData")]  # one search trains both members
     calls.clear()
     model = NeuMissRegressor(**ONE, ensemble_size=2, random_state=0)
     FitPlan(model, StreamedRows(X, y)).fit()
-    assert calls == [("train", "OutOfMemory", False)] * 2
+    assert calls == [("train", "OutOfMemory", False)]
+    assert len(model.network_.members) == 2
     assert list(model.depth_results_) == [1] and model.untied_result_ is None
     assert model.head_results_ == {} and model.weight_sharing_ == "shared"
 
@@ -201,7 +173,6 @@ def test_in_memory_rows_hold_out_a_seeded_split(data):
     model = NeuMissRegressor(validation_fraction=0.25)
     rows = InMemoryRows(X, y)
     rows.prepare(model, torch.device("cpu"))
-    assert not rows.shared_validation
     first, again, other = rows.split(1), rows.split(1), rows.split(2)
     assert (len(first.train), len(first.val)) == (60, 20)
     torch.testing.assert_close(first.val.x, again.val.x)
@@ -240,7 +211,7 @@ def test_validation_data_trains_every_row_and_is_shared(data):
     rows = InMemoryRows(X[:60], labels[:60], validation_data=(X[60:], labels[60:]))
     rows.prepare(model, torch.device("cpu"))
     split = rows.split(3)
-    assert rows.shared_validation and (len(split.train), len(split.val)) == (60, 20)
+    assert (len(split.train), len(split.val)) == (60, 20)
     np.testing.assert_array_equal(split.y_val, np.searchsorted(["down", "up"], labels[60:]))
 
 
@@ -251,7 +222,7 @@ def test_stream_rows_train_every_chunk_but_the_held_out_one(data):
     rows = StreamRows(chunks)
     rows.prepare(model, torch.device("cpu"))
     first, other = rows.split(0), rows.split(1)
-    assert rows.shared_validation and isinstance(first, MemberRows)
+    assert isinstance(first, FitRows)
     assert first.train is other.train and first.val is other.val and len(first.train) == 60
     epoch = list(first.train.batches(7, torch.Generator().manual_seed(0)))
     trained = torch.cat([batch.target for batch in epoch])

@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from neumiss import NeuMissRegressor
 from neumiss.network import (
     DEPTH_PATIENCE,
     UNTIE_ROWS_PER_PARAMETER,
@@ -21,11 +20,11 @@ from neumiss.network import (
     TrainingData,
     clearly_better,
     search_depths,
+    set_analytic_weights,
 )
 from neumiss.network._search import DepthChoice, DepthSearch, worth_untying
+from neumiss.network._start import observed_moments
 from neumiss.network._training import TrainingResult
-
-from .conftest import paper
 
 
 def _mse(output, target):
@@ -97,34 +96,32 @@ def test_a_deeper_depth_replaces_the_best_only_when_clearly_better():
     rng = np.random.default_rng(0)
     reference = torch.as_tensor(rng.gamma(2.0, size=50))
     noise = torch.as_tensor(rng.normal(scale=1.0, size=50))
-    starts = [object() for _ in range(3)]
     choice = DepthChoice()
-    assert choice.offer(_candidate(0), reference, starts[0])
-    assert choice.best.depth == 0 and choice.predecessor is starts[0]
-    assert choice.offer(_candidate(1), reference - 0.02 + noise - noise.mean(), starts[1])
-    assert choice.best.depth == 0 and choice.predecessor is starts[0]  # a chance gain
-    assert choice.offer(_candidate(2), reference - 0.5, starts[2])
-    assert choice.best.depth == 2 and choice.predecessor is starts[2]
+    assert choice.offer(_candidate(0), reference)
+    assert choice.best.depth == 0
+    assert choice.offer(_candidate(1), reference - 0.02 + noise - noise.mean())
+    assert choice.best.depth == 0  # a chance gain
+    assert choice.offer(_candidate(2), reference - 0.5)
+    assert choice.best.depth == 2
 
 
 def test_the_chain_stops_after_patience_depths_that_do_not_replace_the_best():
     losses = torch.linspace(1.0, 2.0, 30)
     choice = DepthChoice()
-    choice.offer(_candidate(0), losses, None)
-    assert all(choice.offer(_candidate(k), losses + 1.0, None)
-               for k in range(1, DEPTH_PATIENCE))
-    assert choice.offer(_candidate(8), losses - 1.0, None)  # a replacement counts anew
-    verdicts = [choice.offer(_candidate(9 + k), losses, None) for k in range(DEPTH_PATIENCE)]
+    choice.offer(_candidate(0), losses)
+    assert all(choice.offer(_candidate(k), losses + 1.0) for k in range(1, DEPTH_PATIENCE))
+    assert choice.offer(_candidate(8), losses - 1.0)  # a replacement counts anew
+    verdicts = [choice.offer(_candidate(9 + k), losses) for k in range(DEPTH_PATIENCE)]
     assert verdicts == [True] * (DEPTH_PATIENCE - 1) + [False]
     assert choice.best.depth == 8
 
 
 def test_without_validation_rows_a_lower_loss_replaces_the_best():
     choice = DepthChoice()
-    choice.offer(_candidate(0, val_loss=1.0), None, None)
-    choice.offer(_candidate(1, val_loss=0.999), None, None)
+    choice.offer(_candidate(0, val_loss=1.0), None)
+    choice.offer(_candidate(1, val_loss=0.999), None)
     assert choice.best.depth == 1
-    choice.offer(_candidate(2, val_loss=0.999), None, None)
+    choice.offer(_candidate(2, val_loss=0.999), None)
     assert choice.best.depth == 1
 
 
@@ -136,8 +133,8 @@ def test_zero_weight_validation_rows_do_not_count_in_the_choice():
     weight[0] = 0.0
     for weights, replaced in ((None, False), (weight, True)):
         choice = DepthChoice(weights)
-        choice.offer(_candidate(0), reference, None)
-        choice.offer(_candidate(1), worse_on_one, None)
+        choice.offer(_candidate(0), reference)
+        choice.offer(_candidate(1), worse_on_one)
         assert (choice.best.depth == 1) == replaced
 
 
@@ -150,22 +147,21 @@ def test_untying_needs_an_iteration_and_enough_rows_per_parameter():
 # ------------------------------------------------------------------ training the candidates
 
 
-@pytest.mark.parametrize("follow", [False, True])
-def test_a_fine_tune_is_kept_when_it_is_better_or_followed(follow):
+def test_a_fine_tune_is_kept_when_it_is_better():
     search = DepthSearch(_build, _data(160, 0), _data(60, 1), OBJECTIVE, seed=0)
     config = TrainingConfig(max_epochs=3)
     best = search.fit(1, "shared", 2, None, config)
-    kept, summary = search.fine_tune(best, "shared", 0, config, follow)
+    kept, summary = search.fine_tune(best, "shared", 0, config)
     assert summary["epochs"] >= 1
-    tuned_is_better = summary["val_loss"] < best.val_loss
-    assert (kept is not best) == (follow or tuned_is_better)
+    assert (kept is not best) == (summary["val_loss"] < best.val_loss)
     assert kept.mlp_depth == (0 if kept is not best else 2)
     if kept is not best:
-        assert kept.result.best_val_loss == summary["val_loss"] and kept.network.skip is None
+        assert kept.result.best_val_loss == summary["val_loss"]
+        assert all(member.skip is None for member in kept.network.networks())
 
 
-def test_candidates_start_from_the_same_seed():
-    search = DepthSearch(_build, _data(160, 0), _data(60, 1), OBJECTIVE, seed=3)
+def test_candidates_start_from_the_same_seeds():
+    search = DepthSearch(_build, _data(160, 0), _data(60, 1), OBJECTIVE, seed=3, n_members=2)
     config = TrainingConfig(max_epochs=2)
     first, again = (search.fit(2, "shared", 0, None, config) for _ in range(2))
     for (name, value), other in zip(first.network.state_dict().items(),
@@ -174,37 +170,47 @@ def test_candidates_start_from_the_same_seed():
     assert first.result.history == again.result.history
 
 
+def test_member_k_starts_its_head_from_seed_plus_k_and_the_block_from_member_0():
+    search = DepthSearch(_build, _data(160, 0), None, OBJECTIVE, seed=3, n_members=3)
+    members = search.members(2, "shared", 2, None).networks()
+    for k, member in enumerate(members):
+        alone = _build(2, "shared", 2)
+        alone.reset_parameters(torch.Generator().manual_seed(3 + k))
+        first = _build(2, "shared", 2)
+        first.reset_parameters(torch.Generator().manual_seed(3))
+        expected = {**alone.state_dict(),
+                    **{f"block.{n}": v for n, v in first.block.state_dict().items()}}
+        for name, value in member.state_dict().items():
+            torch.testing.assert_close(value, expected[name], rtol=0, atol=0, msg=name)
+
+
+def test_the_data_start_sets_every_new_block_and_a_fine_tune_keeps_the_trained_one():
+    data = _data(400, 0)
+    mean, cov = observed_moments(data)
+    search = DepthSearch(_build, data, None, OBJECTIVE, seed=0, n_members=2,
+                         moments=(mean, cov))
+    started = search.members(3, "shared", 0, None).networks()
+    expected = _build(3, "shared", 0)
+    set_analytic_weights(expected.block, mean, cov, normalize=True)
+    for member in started:
+        for (name, value), other in zip(member.block.state_dict().items(),
+                                        expected.block.state_dict().values()):
+            torch.testing.assert_close(value, other, msg=name)
+    trained = search.fit(3, "shared", 0, None, TrainingConfig(max_epochs=2))
+    tuned = search.members(3, "independent", 0, trained.network).networks()
+    torch.testing.assert_close(tuned[1].block.neumann_layers[0],
+                               trained.network.networks()[1].block.neumann_layers[0])
+
+
 @pytest.mark.parametrize("better", [False, True])
 def test_search_depths_trains_deeper_while_depths_replace_the_best(monkeypatch, better):
     monkeypatch.setattr("neumiss.network._search.clearly_better", lambda *args: better)
     depths = [0, 1, 2, 3, 4]
     result = search_depths(_build, depths, "shared", [0], _data(160, 0), _data(60, 1),
-                           OBJECTIVE, TrainingConfig(max_epochs=3, learning_rate=0.05), seed=0)
+                           OBJECTIVE, TrainingConfig(max_epochs=3, learning_rate=0.05), seed=0,
+                           n_members=2)
     trained = depths if better else depths[: 1 + DEPTH_PATIENCE]
     assert list(result.depth_results) == trained
     assert result.best.depth == trained[-1 if better else 0]
-    # The kept depth was warm-started from the previous one (the first from scratch).
-    if better:
-        assert result.predecessor.block.depth == depths[-2]
-    else:
-        assert result.predecessor is None
+    assert result.best.network.n_members == 2
     assert result.untied is None and result.heads == {}
-
-
-def test_a_search_warm_started_from_a_network_starts_from_its_weights(small_regression):
-    # Ensemble members start where member 0's chain started its chosen depth.
-    X, y = small_regression
-    model = paper(NeuMissRegressor, depth=[1, 2], max_epochs=3, random_state=0).fit(X, y)
-    start = model.network_
-    x, mask = model.preprocessor_.transform(model.encoder_.transform(X))
-    data = TrainingData(torch.as_tensor(x, dtype=torch.float32),
-                        torch.as_tensor(mask, dtype=torch.float32),
-                        torch.as_tensor(model._encode_target(y), dtype=torch.float32))
-    still = TrainingConfig(learning_rate=1e-30, max_epochs=1)
-    objective = Objective(model._loss, lambda loss: -loss)
-    result = search_depths(model._build_network, [model.best_depth_], "independent", [0], data,
-                           data, objective, still, seed=1, start_from=start)
-    started = dict(start.block.named_parameters())
-    for name, value in result.best.network.block.named_parameters():
-        torch.testing.assert_close(value, started[name])
-    assert result.predecessor is start  # its chosen depth started from that network

@@ -195,7 +195,7 @@ class NormEMRegressor(_JointGaussianRegressor):
     cov_ : ndarray of shape (n_features + 1, n_features + 1)
         Estimated covariance of (y, x), y first.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Only when X has string column names.
     """
 

@@ -50,10 +50,13 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         Number of matrices in the NeuMiss block before ``W_mix``: ``S^(0)`` and
         ``depth - 1`` Neumann iterations (the authors' convention). A sequence
         of candidate depths (``"auto"``: :data:`neumiss.network.AUTO_DEPTHS`) trains them on the
-        same split in increasing order, each starting from the weights learned
-        by the previous one (the matrices they share; a new iteration starts
-        near the identity; an MLP head restarts its hidden layers, keeping its
-        skip). A deeper depth replaces the best one only when it lowers the
+        same split in increasing order. Each new depth's block starts from the
+        training data's moments: ``mu`` the observed means, the matrices the
+        Neumann iterates of the pairwise-complete covariance, so that it computes
+        the Neumann approximation of ``E[X_mis | X_obs]`` before any training
+        (:func:`neumiss.network.start_from_moments`); its head starts from the
+        previous depth's skip and bias (an MLP head restarts its hidden layers).
+        A deeper depth replaces the best one only when it lowers the
         validation loss by more than one standard error of the paired per-row
         difference (:func:`neumiss.network.clearly_better`: on a few hundred
         validation rows, depths often win by chance); the kept depth is
@@ -66,8 +69,7 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         fine-tunes the paper's linear head from the chosen network (it starts
         from the skip: the function less the MLP's part) and keeps whichever
         has the lower validation loss (``mlp_depth_``;
-        :data:`neumiss.network.AUTO_MLP_DEPTHS`); the other members of the
-        ensemble train the kept head.
+        :data:`neumiss.network.AUTO_MLP_DEPTHS`).
     mlp_width : int or None, default=None
         Width of those hidden layers; ``None`` means ``n_features``.
     weight_sharing : {"independent", "shared", "auto"}, default="auto"
@@ -88,16 +90,13 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         :class:`~neumiss.tables.Standardizer`); other columns are only
         standardized.
     ensemble_size : int >= 1, default=5
-        Number of networks averaged. Member 0 makes the search over ``depth``,
-        ``weight_sharing`` and ``mlp_depth``; the others train its choice from
-        their own initialisation, each on its own random validation split of
-        ``validation_fraction`` of the rows. With ``validation_data`` (one
-        validation set for all), they repeat instead member 0's path to its
-        choice: they start from the network member 0's search started its chosen
-        depth from (the previous depth's), train that depth as the search did,
-        then the fine-tunes member 0 kept (untying, the linear head). Predictions
-        average the members' outputs (regression) or class probabilities
-        (classification).
+        Number of networks averaged. The members share one block and each has
+        its own head (initialised from its own seed); they train together in
+        batched products (:class:`neumiss.network.StackedNetwork`), each head on
+        its own loss, through one search over ``depth``, ``weight_sharing`` and
+        ``mlp_depth`` decided on the ensemble's validation loss, with one early
+        stopping. Predictions average the members' outputs (regression) or class
+        probabilities (classification).
     optimizer : {"adam", "sgd"}, default="adam"
     learning_rate : float or "auto", default="auto"
         Initial learning rate (on standardized X and y). ``"auto"``: 1e-2 up to
@@ -105,7 +104,8 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         (:func:`neumiss.network.auto_learning_rate`), so that wide tables
         train as stably as narrow ones. The rate used is ``learning_rate_``.
     batch_size : int or "auto", default="auto"
-        Mini-batch size; ``"auto"`` is ``min(2048, max(8, n_train // 64))``.
+        Mini-batch size; ``"auto"`` is ``min(n_train, 2048, max(32, n_train // 8))``
+        (:func:`neumiss.network.auto_batch_size`): about 8 steps per epoch.
     max_epochs : int, default=100
     validation_fraction : float in [0, 1), default=0.1
         Share of rows held out for early stopping, the learning-rate schedule
@@ -142,8 +142,8 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
     network_ : NeuMissNetwork or EnsembleNetwork
         The trained network, or the ensemble of ``ensemble_size`` members.
     members_ : list of dict
-        Per member: ``val_loss``, ``val_score``, ``epochs`` and ``seconds`` of
-        its kept network (member 0 first).
+        Per member: its own ``val_loss`` and ``val_score``, and the ``epochs``
+        and ``seconds`` of the kept candidate (trained together).
     best_depth_ : int
         The depth used (the chosen one when several were tried).
     weight_sharing_ : {"independent", "shared"}
@@ -167,7 +167,7 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
     learning_rate_ : float
         The initial learning rate used (``learning_rate``, or its automatic value).
     validation_score_ : float
-        Validation R² of the restored weights (the members' mean for an ensemble).
+        Validation R² of the restored weights (of the ensemble's prediction).
     encoder_ : TableEncoder
         How each input column is encoded (numeric; boolean as 0/1; categorical
         as one column per category, a missing or unseen category marking its

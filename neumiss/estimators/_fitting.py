@@ -2,19 +2,18 @@
 
 :class:`FitPlan` is the only orchestration of a fit: it checks the parameters,
 lets a source of rows validate the data and fit the preprocessing, draws the
-seed, then trains the ensemble's members (member ``k`` with ``seed + k``):
-member 0 searches the candidates, the others follow its choice, each with early
-stopping on its validation rows. A source supplies only the rows and their
-statistics:
+seed, splits the rows once, then searches the candidates, each an ensemble of
+``ensemble_size`` members trained together (member ``k`` initialised from
+``seed + k``) with one early stopping on the ensemble's validation loss. A
+source supplies only the rows and their statistics:
 
-- :class:`InMemoryRows` (``fit``): arrays in memory, a validation split per member;
+- :class:`InMemoryRows` (``fit``): arrays in memory, a validation split drawn with the seed;
 - ``StreamRows`` (:func:`~neumiss.estimators.fit_stream`): chunks read again each
   epoch, standardized with statistics merged over a first pass.
 
-A source has ``shared_validation`` (every member validates on the same rows),
-``prepare(estimator, device)`` (validate the data; set ``encoder_``,
-``preprocessor_`` and the target's encoding) and ``split(seed)`` (a member's
-:class:`MemberRows`). Training rows held in a
+A source has ``prepare(estimator, device)`` (validate the data; set ``encoder_``,
+``preprocessor_`` and the target's encoding) and ``split(seed)`` (the fit's
+:class:`FitRows`). Training rows held in a
 :class:`~neumiss.network.TrainingData` go through the search
 (:func:`~neumiss.network.search_depths`); other rows train the one candidate
 without the divergence guard, which needs the training rows in memory.
@@ -38,12 +37,13 @@ from ..network import (
     AUTO_DEPTHS,
     AUTO_MLP_DEPTHS,
     Candidate,
-    EnsembleNetwork,
+    DepthSearch,
     Objective,
     SearchResult,
     TrainingConfig,
     TrainingData,
     auto_learning_rate,
+    evaluate_loss,
     search_depths,
     torch_threads,
     train,
@@ -51,8 +51,8 @@ from ..network import (
 from ..tables import Standardizer, TableEncoder
 
 
-class MemberRows(NamedTuple):
-    """The rows one member trains and validates on.
+class FitRows(NamedTuple):
+    """The rows a fit trains and validates on.
 
     ``train``: a :class:`~neumiss.network.TrainingData`, or any source of rows
     :func:`~neumiss.network.train` reads without its divergence guard; ``val``:
@@ -124,6 +124,7 @@ def validation_rows(estimator, validation_data) -> tuple[np.ndarray, np.ndarray,
 def train_one_candidate(
     build_network, depths, weight_sharing, mlp_depths, train_rows, val_data, objective,
     config: TrainingConfig, seed: int, *, verbose: int = 0, label: str = "NeuMiss",
+    n_members: int = 1, combine: str = "mean",
 ) -> SearchResult:
     """The search of :func:`~neumiss.network.search_depths` reduced to its one candidate, for
     training rows that are not in memory: trained without the divergence guard, which
@@ -134,13 +135,14 @@ def train_one_candidate(
             f"{list(depths)}, mlp_depths {list(mlp_depths)}, weight_sharing={weight_sharing!r}"
         )
     (depth,), (mlp_depth,) = depths, mlp_depths
-    generator = torch.Generator().manual_seed(seed)
-    network = build_network(depth, weight_sharing, mlp_depth)
-    network.reset_parameters(generator)
+    search = DepthSearch(build_network, train_rows, val_data, objective, seed, verbose,
+                         f"{label} (stream)", n_members, combine)
+    network = search.members(depth, weight_sharing, mlp_depth, None)
     started = time.perf_counter()
     result = train(
-        network.to(train_rows.device), train_rows, val_data, objective.loss, config, generator,
-        objective.score, verbose=verbose, description=f"{label} (stream)", guard=False,
+        network, train_rows, val_data, objective.loss, config,
+        torch.Generator().manual_seed(seed), objective.score, verbose=verbose,
+        description=f"{label} (stream)", guard=False,
     )
     best = Candidate(depth, weight_sharing, mlp_depth, network, result,
                      time.perf_counter() - started)
@@ -162,7 +164,8 @@ class FitPlan:
         self.estimator, self.source = estimator, source
 
     def fit(self):
-        """Check the parameters, prepare the rows, train every member; returns the estimator."""
+        """Check the parameters, prepare the rows, search and train the members together;
+        returns the estimator."""
         estimator = self.estimator
         check_params(type(estimator).__name__, estimator.get_params(deep=False),
                      estimator._parameter_constraints)
@@ -171,10 +174,11 @@ class FitPlan:
             self.source.prepare(estimator, device)
             estimator.learning_rate_ = self.learning_rate()
             seed = draw_seed(estimator.random_state)
-            members = []
-            for k in range(estimator.ensemble_size):
-                members.append(self.fit_member(k, members, seed + k))
-        self.set_results(members)
+            rows = self.source.split(seed)
+            objective = Objective(estimator._loss, functools.partial(
+                estimator._score_from_loss, y_val=rows.y_val, w_val=rows.w_val))
+            result = self.search(rows, objective, seed)
+            self.set_results(result, rows, objective)
         return estimator
 
     def learning_rate(self) -> float:
@@ -198,65 +202,50 @@ class FitPlan:
             weight_decay=float(estimator.weight_decay),
         )
 
-    def fit_member(self, k: int, members: list[SearchResult], seed: int) -> SearchResult:
-        """Train member ``k`` with ``seed``, after members ``0 .. k-1`` (``members``)."""
+    def search(self, rows: FitRows, objective: Objective, seed: int) -> SearchResult:
+        """Search the candidates on ``rows``, every candidate an ensemble of
+        ``ensemble_size`` members (member ``k`` initialised from ``seed + k``)."""
         estimator = self.estimator
-        rows = self.source.split(seed)
-        objective = Objective(estimator._loss, functools.partial(
-            estimator._score_from_loss, y_val=rows.y_val, w_val=rows.w_val))
-        depths, sharing, heads, start = self.candidates(k, members)
-        name = type(estimator).__name__
-        options = {"verbose": int(estimator.verbose), "label": f"{name}[{k}]" if k else name}
-        arguments = (estimator._build_network, depths, sharing, heads, rows.train, rows.val,
-                     objective, self.training_config(), seed)
+        arguments = (estimator._build_network, candidate_depths(estimator.depth),
+                     estimator.weight_sharing, candidate_mlp_depths(estimator.mlp_depth),
+                     rows.train, rows.val, objective, self.training_config(), seed)
+        options = {"verbose": int(estimator.verbose), "label": type(estimator).__name__,
+                   "n_members": int(estimator.ensemble_size), "combine": estimator._combine()}
         if isinstance(rows.train, TrainingData):
-            return search_depths(*arguments, **options, start_from=start, follow=k > 0)
+            return search_depths(*arguments, **options)
         return train_one_candidate(*arguments, **options)
 
-    def candidates(self, k: int, members: list[SearchResult]) -> tuple:
-        """What member ``k`` trains: ``(depths, weight_sharing, mlp_depths, start_from)`` for
-        :func:`~neumiss.network.search_depths` (members ``k >= 1`` keep every fine-tune,
-        so that all members share member 0's weight mode and head).
-
-        Member 0 searches every candidate. When every member validates on the same
-        rows, the others repeat member 0's path to its choice: its depth in the
-        chain's weight mode and head, from the network member 0 started that depth
-        from, then the fine-tunes that member 0 kept (untying, another head). With
-        a validation split of their own they train member 0's choice from scratch:
-        member 0's networks were trained on rows a member holds out.
-        """
+    def set_results(self, result: SearchResult, rows: FitRows, objective: Objective) -> None:
+        """The estimator's fitted attributes from the search ``result`` on ``rows``."""
         estimator = self.estimator
-        chain_heads = candidate_mlp_depths(estimator.mlp_depth)
-        if k == 0:
-            return candidate_depths(estimator.depth), estimator.weight_sharing, chain_heads, None
-        first = members[0]
-        chosen = first.best
-        if not self.source.shared_validation:
-            return [chosen.depth], chosen.weight_sharing, [chosen.mlp_depth], None
-        untied = first.untied is not None and chosen.weight_sharing == "independent"
-        heads = [chain_heads[0]] + [chosen.mlp_depth] * (chosen.mlp_depth != chain_heads[0])
-        sharing = estimator.weight_sharing if untied else chosen.weight_sharing
-        return [chosen.depth], sharing, heads, first.predecessor
-
-    def set_results(self, members: list[SearchResult]) -> None:
-        """The estimator's fitted attributes from the search of member 0 and the others."""
-        estimator = self.estimator
-        best = members[0].best
-        networks = [member.best.network for member in members]
-        estimator.network_ = (
-            networks[0] if len(networks) == 1 else EnsembleNetwork(networks, estimator._combine())
-        )
+        best = result.best
+        estimator.network_ = best.network.to_network()
         estimator.best_depth_ = best.depth
         estimator.weight_sharing_ = best.weight_sharing
         estimator.mlp_depth_ = best.mlp_depth
         estimator.history_ = best.result.history
         estimator.n_epochs_ = best.result.n_epochs
         estimator.best_epoch_ = best.result.best_epoch
-        estimator.depth_results_ = members[0].depth_results
-        estimator.untied_result_ = members[0].untied
-        estimator.head_results_ = members[0].heads
-        estimator.members_ = [member.best.summary() for member in members]
-        estimator.validation_score_ = float(np.mean([m["val_score"] for m in estimator.members_]))
+        estimator.depth_results_ = result.depth_results
+        estimator.untied_result_ = result.untied
+        estimator.head_results_ = result.heads
+        estimator.members_ = member_summaries(best, rows, objective)
+        estimator.validation_score_ = float(best.result.best_val_score)
+
+
+def member_summaries(best: Candidate, rows: FitRows,
+                     objective: Objective) -> list[dict[str, float]]:
+    """The summary of each member of ``best`` (:meth:`Candidate.summary`), its validation
+    loss and score its own (the candidate's are the ensemble's); without validation rows
+    every member reports the ensemble's."""
+    summary = best.summary()
+    if rows.val is None or best.network.n_members == 1:
+        return [dict(summary) for _ in range(best.network.n_members)]
+    members = []
+    for network in best.network.networks():
+        val_loss = evaluate_loss(network, rows.val, objective.loss)
+        members.append({**summary, "val_loss": val_loss, "val_score": objective.score(val_loss)})
+    return members
 
 
 class InMemoryRows:
@@ -274,7 +263,6 @@ class InMemoryRows:
     def __init__(self, X, y, sample_weight=None, validation_data=None) -> None:
         self.data = (X, y, sample_weight)
         self.validation_data = validation_data
-        self.shared_validation = validation_data is not None
 
     def prepare(self, estimator, device: torch.device) -> None:
         """Validate the data, fit ``encoder_``, ``preprocessor_`` and the target's encoding
@@ -308,7 +296,7 @@ class InMemoryRows:
             raise ValueError("sample_weight is 0 on every training row of the split")
         return self.tensors(index, y, weight / np.mean(weight))
 
-    def split(self, seed: int) -> MemberRows:
+    def split(self, seed: int) -> FitRows:
         """A member's rows: every row trains when ``validation_data`` (validating) or
         ``validation_fraction=0`` (the training loss decides); otherwise
         ``validation_fraction`` of the rows, drawn with ``seed`` (stratified for
@@ -317,9 +305,9 @@ class InMemoryRows:
         if self.validation is not None:
             x_val, mask_val, y_val = self.validation
             val = training_data(estimator, x_val, mask_val, y_val, None, self.device)
-            return MemberRows(self.training_rows(slice(None), y), val, y_val, None)
+            return FitRows(self.training_rows(slice(None), y), val, y_val, None)
         if estimator.validation_fraction == 0:
-            return MemberRows(self.training_rows(slice(None), y), None, y, self.weight)
+            return FitRows(self.training_rows(slice(None), y), None, y, self.weight)
         n_samples = self.x.shape[0]
         n_val = int(np.ceil(estimator.validation_fraction * n_samples))
         if n_samples - n_val < 1:
@@ -335,7 +323,7 @@ class InMemoryRows:
         if w_val is not None and not w_val.sum() > 0:
             w_val = None  # only zero-weight rows held out: validate them unweighted
         val = self.tensors(val_idx, y[val_idx], w_val)
-        return MemberRows(self.training_rows(train_idx, y[train_idx]), val, y[val_idx], w_val)
+        return FitRows(self.training_rows(train_idx, y[train_idx]), val, y[val_idx], w_val)
 
 
 def _warn_features_never_observed(estimator, X: np.ndarray) -> None:

@@ -30,7 +30,7 @@ import torch
 from ..checks import check_features, check_training_data
 from ..network import TrainingData
 from ..tables import RELATIVE_SCALE_THRESHOLD, Standardizer, TableEncoder
-from ._fitting import FitPlan, MemberRows, training_data, validation_rows
+from ._fitting import FitPlan, FitRows, training_data, validation_rows
 
 
 class RunningMoments:
@@ -236,8 +236,6 @@ class StreamRows:
     validation_data : pair (X_val, y_val) or None
     """
 
-    shared_validation = True
-
     def __init__(self, chunks, validation_data=None) -> None:
         self.passes = _passes(chunks)
         self.validation_data = validation_data
@@ -263,9 +261,9 @@ class StreamRows:
         self.rows = _ChunkRows(estimator, self.passes, self.validation_data is None, n_train,
                                device)
 
-    def split(self, seed: int) -> MemberRows:
+    def split(self, seed: int) -> FitRows:
         """Every member's rows: the stream trains, the held-out rows validate."""
-        return MemberRows(self.rows, self.val, self.y_val, None)
+        return FitRows(self.rows, self.val, self.y_val, None)
 
 
 def fit_stream(estimator, chunks, *, validation_data=None):

@@ -30,6 +30,8 @@ import os
 
 import numpy as np
 import onnx
+import scipy.linalg
+import torch
 from onnx import TensorProto, helper, numpy_helper
 from sklearn.base import is_classifier, is_regressor
 from sklearn.utils.validation import check_is_fitted
@@ -181,26 +183,80 @@ def _member(g: Graph, network, x: str, obs: str, m: str, prefix: str) -> str:
     return g.op("Add", [out, skip], f"{prefix}head_plus_skip")
 
 
+def _member_blocks(g: Graph, members, x: str, obs: str, m: str) -> tuple[str, bool]:
+    """The members' block outputs and whether they share one block: members trained
+    together do, and their block is computed once, (N, d); otherwise each member's
+    block, side by side, (N, K d)."""
+    states = [member.block.state_dict() for member in members]
+    if all(torch.equal(state[name], states[0][name]) for state in states for name in state):
+        return _block(g, members[0].block, x, obs, m, "block"), True
+    outputs = [_block(g, member.block, x, obs, m, f"member{k}.block")
+               for k, member in enumerate(members)]
+    return g.op("Concat", outputs, "members.blocks", axis=1), False
+
+
+def _side_by_side(matrices: list[np.ndarray], same_input: bool) -> np.ndarray:
+    """The members' matrices (in, out) as one: ``(in, K out)`` when every member reads the
+    same input, else block-diagonal ``(K in, K out)`` over the members' inputs side by side."""
+    return np.hstack(matrices) if same_input else scipy.linalg.block_diag(*matrices)
+
+
+def _members_side_by_side(g: Graph, members, x: str, obs: str, m: str) -> str:
+    """Every member's raw output, (N, K, n_outputs), with ordinary 2-D ``Gemm`` nodes: the
+    members' head layers side by side in one matrix per layer (:func:`_side_by_side`), so
+    the graph has as many nodes as one member and each row's output does not depend on
+    the other rows of the call."""
+    h, same_input = _member_blocks(g, members, x, obs, m)
+    out, block_is_shared = h, same_input
+    for i, layer in enumerate(members[0].head):
+        if isinstance(layer, nn.Linear):
+            weight = g.constant(f"members.head.{i}.weight", _side_by_side(
+                [_array(n.head[i].weight).T for n in members], same_input))
+            bias = g.constant(f"members.head.{i}.bias",
+                              np.concatenate([_array(n.head[i].bias) for n in members]))
+            out = g.op("Gemm", [out, weight, bias], f"members.head.{i}.out")
+            same_input = False
+        elif isinstance(layer, nn.ReLU):
+            out = g.op("Relu", [out], f"members.head.{i}.out")
+        else:
+            raise ValueError(f"cannot export head layer {i} of type {type(layer).__name__}")
+    if members[0].skip is not None:
+        weight = g.constant("members.skip.weight", _side_by_side(
+            [_array(n.skip.weight).T for n in members], block_is_shared))
+        out = g.op("Add", [out, g.op("MatMul", [h, weight], "members.skip.out")],
+                   "members.head_plus_skip")
+    shape = g.constant("members.shape", [0, len(members), -1], np.int64)
+    return g.op("Reshape", [out, shape], "members.raw")
+
+
+def _member_mean(g: Graph, values: str, n_members: int, name: str) -> str:
+    """The mean over the member axis of ``values`` (N, K, n) -> (N, n)."""
+    total = g.op("ReduceSum", [values, g.constant(f"{name}_axes", [1], np.int64)],
+                 f"{name}_sum", keepdims=0)
+    return g.op("Mul", [total, g.constant(f"{name}_weight", 1.0 / n_members)], name)
+
+
 def _network(g: Graph, network, x: str, obs: str, m: str) -> str:
-    """The network's raw output (N, n_outputs): one network, or an ensemble combined as
-    :class:`~neumiss.network.EnsembleNetwork` does (average of outputs or of probabilities,
-    then back to logits)."""
+    """The network's raw output (N, n_outputs): one network, or an ensemble as one graph
+    (:func:`_members_side_by_side`) combined as :class:`~neumiss.network.EnsembleNetwork`
+    does (average of outputs or of probabilities, then back to logits)."""
     if not isinstance(network, EnsembleNetwork):
         return _member(g, network, x, obs, m, "")
-    raws = [_member(g, member, x, obs, m, f"member{k}.")
-            for k, member in enumerate(network.members)]
+    members = list(network.members)
+    raws = _members_side_by_side(g, members, x, obs, m)
     if network.combine == "mean":
-        return g.op("Mean", raws, "raw")
+        return _member_mean(g, raws, len(members), "raw")
     low = g.constant("epsilon", EPSILON)
     if network.combine == "binary_probability":
         high = g.constant("one_minus_epsilon", 1 - EPSILON)
-        probabilities = [g.op("Sigmoid", [r], f"member{k}.p") for k, r in enumerate(raws)]
-        p = g.op("Clip", [g.op("Mean", probabilities, "p_mean"), low, high], "p_clipped")
+        probabilities = g.op("Sigmoid", [raws], "members.p")
+        p = g.op("Clip", [_member_mean(g, probabilities, len(members), "p_mean"), low, high],
+                 "p_clipped")
         log_odds = [g.op("Log", [p], "log_p"),
                     g.op("Log", [g.op("Sub", [g.constant("one", 1.0), p], "q")], "log_q")]
         return g.op("Sub", log_odds, "raw")
-    probabilities = [g.op("Softmax", [r], f"member{k}.p", axis=1) for k, r in enumerate(raws)]
-    p = g.op("Clip", [g.op("Mean", probabilities, "p_mean"), low], "p_clipped")
+    probabilities = g.op("Softmax", [raws], "members.p", axis=-1)
+    p = g.op("Clip", [_member_mean(g, probabilities, len(members), "p_mean"), low], "p_clipped")
     return g.op("Log", [p], "raw")
 
 

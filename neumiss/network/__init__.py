@@ -9,25 +9,28 @@ estimators. May import :mod:`neumiss.checks`, :mod:`neumiss.simulation` and
 
 from ._analytic import analytic_network, set_analytic_weights
 from ._block import NeuMissBlock, NeuMissNetwork
-from ._data import TrainingData
+from ._data import TrainingData, evaluate_loss
 from ._device import apply_on_device, standardize
 from ._divergence import DivergenceWarning, constant_output
-from ._ensemble import EPSILON, EnsembleNetwork
+from ._ensemble import COMBINE, EPSILON, EnsembleNetwork, combine_outputs
+from ._optimizer import OPTIMIZERS
 from ._search import (
     AUTO_DEPTHS,
     AUTO_MLP_DEPTHS,
     DEPTH_PATIENCE,
     UNTIE_ROWS_PER_PARAMETER,
     Candidate,
+    DepthSearch,
     Objective,
     SearchResult,
     clearly_better,
     search_depths,
 )
+from ._stacked import StackedNetwork
+from ._start import observed_moments, start_from_moments
 from ._training import (
     AUTO_BATCH_SIZE,
     GPU_AUTO_BATCH_SIZE,
-    OPTIMIZERS,
     TrainingConfig,
     auto_batch_size,
     auto_learning_rate,
@@ -39,7 +42,9 @@ __all__ = [
     "AUTO_BATCH_SIZE",
     "AUTO_DEPTHS",
     "AUTO_MLP_DEPTHS",
+    "COMBINE",
     "Candidate",
+    "DepthSearch",
     "DEPTH_PATIENCE",
     "DivergenceWarning",
     "EPSILON",
@@ -50,6 +55,7 @@ __all__ = [
     "OPTIMIZERS",
     "Objective",
     "SearchResult",
+    "StackedNetwork",
     "TrainingConfig",
     "TrainingData",
     "UNTIE_ROWS_PER_PARAMETER",
@@ -58,9 +64,13 @@ __all__ = [
     "auto_batch_size",
     "auto_learning_rate",
     "clearly_better",
+    "combine_outputs",
     "constant_output",
+    "evaluate_loss",
     "search_depths",
+    "observed_moments",
     "set_analytic_weights",
+    "start_from_moments",
     "standardize",
     "torch_threads",
     "train",

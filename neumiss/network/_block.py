@@ -73,12 +73,11 @@ class NeuMissBlock(nn.Module):
     residual : bool, default=False
         Add ``c`` after each Neumann iteration (the ``+ Id`` term of eq. 6).
 
-    Shapes
-    ------
-    x : (batch, d) float, missing entries set to 0.
-    mask : (batch, d) float, 1.0 = missing, 0.0 = observed.
-    output : (batch, d): ``x`` on observed entries, the estimate of
-        ``E[X_mis | X_obs]`` on missing ones.
+    Notes
+    -----
+    Shapes: ``x`` (batch, d) float, missing entries set to 0; ``mask`` (batch, d) float,
+    1.0 = missing, 0.0 = observed; output (batch, d): ``x`` on observed entries, the
+    estimate of ``E[X_mis | X_obs]`` on missing ones.
     """
 
     def __init__(

@@ -21,7 +21,7 @@ class TrainingData:
     x : (n, d) float32, missing entries 0; mask : (n, d) float32, 1 = missing;
     target : (n,) float32 (regression, binary) or int64 (multiclass);
     weight : (n,) float32 case weights, or None (every row counts once); training
-        weights have a mean of 1.
+    weights have a mean of 1.
     """
 
     x: torch.Tensor

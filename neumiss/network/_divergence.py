@@ -6,6 +6,8 @@ from __future__ import annotations
 import copy
 import math
 
+import numpy as np
+import scipy.optimize
 import torch
 from torch import nn
 
@@ -46,26 +48,25 @@ def constant_output(
     """The constant output, shape (n_outputs,), of lowest mean (case-weighted) loss on ``data``.
 
     The mean of the targets for a squared loss, the log-odds or log-frequencies
-    of the classes for a logistic or cross-entropy loss: found by L-BFGS on
-    ``loss_fn`` (convex in a constant output), so any loss works.
+    of the classes for a logistic or cross-entropy loss: found by SciPy's
+    L-BFGS-B on ``loss_fn`` (convex in a constant output; its gradient from
+    autograd, in float64), so any loss works.
     """
     with torch.no_grad():
         network.eval()
         n_outputs = network(data.x[:1], data.mask[:1]).shape[1]
-    value = torch.zeros(n_outputs, device=data.x.device, requires_grad=True)
-    optimizer = torch.optim.LBFGS(
-        [value], lr=1.0, max_iter=100, line_search_fn="strong_wolfe",
-        tolerance_grad=1e-9, tolerance_change=1e-12,
-    )
+    device = data.x.device
 
-    def closure():
-        optimizer.zero_grad()
-        loss = mean_loss(loss_fn(value.expand(len(data), -1), data.target), data.weight)
+    def loss_and_gradient(value: np.ndarray) -> tuple[float, np.ndarray]:
+        output = torch.tensor(value, device=device, requires_grad=True)
+        loss = mean_loss(loss_fn(output.float().expand(len(data), -1), data.target),
+                         data.weight)
         loss.backward()
-        return loss
+        return float(loss.detach()), output.grad.cpu().numpy()
 
-    optimizer.step(closure)
-    return value.detach().clamp(-1e4, 1e4)
+    found = scipy.optimize.minimize(loss_and_gradient, np.zeros(n_outputs), jac=True,
+                                    method="L-BFGS-B", options={"maxiter": 100, "gtol": 1e-9})
+    return torch.as_tensor(found.x, dtype=torch.float32, device=device).clamp(-1e4, 1e4)
 
 
 #: A constant predictor whose loss is at most this is exact (a constant target):

@@ -56,10 +56,17 @@ class EnsembleNetwork(nn.Module):
         return MeanBlock([member.block for member in self.members])
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        outputs = torch.stack([member(x, mask) for member in self.members])
-        if self.combine == "mean":
-            return outputs.mean(dim=0)
-        if self.combine == "binary_probability":
-            p = torch.sigmoid(outputs).mean(dim=0).clamp(EPSILON, 1 - EPSILON)
-            return torch.log(p) - torch.log1p(-p)
-        return torch.log(torch.softmax(outputs, dim=-1).mean(dim=0).clamp_min(EPSILON))
+        return combine_outputs(torch.stack([member(x, mask) for member in self.members]),
+                               self.combine)
+
+
+def combine_outputs(outputs: torch.Tensor, combine: str) -> torch.Tensor:
+    """Members' outputs (K, batch, n_outputs) combined by ``combine`` (see :data:`COMBINE`)
+    into (batch, n_outputs): the mean output, or the logit (binary) or log-probabilities
+    (multiclass) of the mean probabilities."""
+    if combine == "mean":
+        return outputs.mean(dim=0)
+    if combine == "binary_probability":
+        p = torch.sigmoid(outputs).mean(dim=0).clamp(EPSILON, 1 - EPSILON)
+        return torch.log(p) - torch.log1p(-p)
+    return torch.log(torch.softmax(outputs, dim=-1).mean(dim=0).clamp_min(EPSILON))

@@ -15,26 +15,39 @@ network and kept if it lowers the validation loss. A linear head starts from
 the skip (the function less the MLP's part), an MLP head from a linear one as
 the same function (the skip receives the linear head, the MLP's last layer
 starts at zero).
+
+Every candidate is an ensemble of ``n_members`` networks trained together as one
+:class:`~neumiss.network.StackedNetwork` (member ``k`` initialised from seed
+``seed + k``, all on the same rows), so the search decides on the ensemble's
+validation losses and trains all members for little more than one.
 """
 
 from __future__ import annotations
 
 import dataclasses
+
+#: Depths tried by ``depth="auto"``. Each doubles the previous one so that a
+#: warm start stays close (results/README.md, "Depth search").
 import time
 import warnings
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+import numpy as np
 import torch
 
 from ._block import NeuMissNetwork
 from ._data import TrainingData, row_losses
 from ._divergence import DivergenceWarning
+from ._stacked import StackedNetwork
+from ._start import observed_moments, start_from_moments
 from ._training import TrainingConfig, TrainingResult, train
 
-#: Depths tried by ``depth="auto"``. Each doubles the previous one so that a
-#: warm start stays close (results/README.md, "Depth search").
-AUTO_DEPTHS = (0, 2, 4, 8, 16)
+#: Depths tried by ``depth="auto"``: mean imputation feeding the head, then a deep block
+#: started from the data's moments (:mod:`~neumiss.network._start`), which computes the
+#: Neumann approximation of the conditional expectation before any training, so the
+#: depths between need not be trained on the way (results/README.md, "Depth search").
+AUTO_DEPTHS = (0, 16)
 
 #: Depths in a row without improvement that end the depth search.
 DEPTH_PATIENCE = 2
@@ -70,7 +83,7 @@ class Candidate(NamedTuple):
     depth: int
     weight_sharing: str
     mlp_depth: int
-    network: NeuMissNetwork
+    network: StackedNetwork
     result: TrainingResult
     seconds: float
 
@@ -95,15 +108,12 @@ class SearchResult(NamedTuple):
     (other weight modes, depth below 2, or too few rows per parameter).
     ``heads``: the summary of each head depth fine-tuned after the chain (empty
     with one head depth).
-    ``predecessor`` is the trained network the chain warm-started the chosen depth
-    from (the previous depth's, or ``start_from``), None when it started from scratch.
     """
 
     best: Candidate
     depth_results: dict[int, dict[str, float]]
     untied: dict[str, float] | None
     heads: dict[int, dict[str, float]]
-    predecessor: NeuMissNetwork | None = None
 
 
 def clearly_better(
@@ -149,23 +159,19 @@ class DepthChoice:
     ----------
     best : Candidate or None
         The best candidate offered, None before the first.
-    predecessor : NeuMissNetwork or None
-        The network ``best`` was warm-started from.
     """
 
     def __init__(self, weight: torch.Tensor | None = None) -> None:
         self.best: Candidate | None = None
-        self.predecessor: NeuMissNetwork | None = None
         self._weight = weight
         self._losses: torch.Tensor | None = None
         self._worse = 0
 
-    def offer(self, candidate: Candidate, losses: torch.Tensor | None,
-              start: NeuMissNetwork | None) -> bool:
-        """Consider ``candidate``, warm-started from ``start``, with its per-row validation
-        losses ``losses`` (n,) (None without validation rows); whether to go deeper."""
+    def offer(self, candidate: Candidate, losses: torch.Tensor | None) -> bool:
+        """Consider ``candidate`` with its per-row validation losses ``losses`` (n,) (None
+        without validation rows); whether to go deeper."""
         if self.best is None or self._beats(candidate, losses):
-            self.best, self._losses, self.predecessor, self._worse = candidate, losses, start, 0
+            self.best, self._losses, self._worse = candidate, losses, 0
             return True
         self._worse += 1
         return self._worse < DEPTH_PATIENCE
@@ -178,7 +184,7 @@ class DepthChoice:
 
 class DepthSearch:
     """Trains the candidates of one search on one split (parameters as
-    :func:`search_depths`): each from the same seed, on the device of ``train_data``."""
+    :func:`search_depths`): each from the same seeds, on the device of ``train_data``."""
 
     def __init__(
         self,
@@ -189,8 +195,14 @@ class DepthSearch:
         seed: int,
         verbose: int = 0,
         label: str = "NeuMiss",
+        n_members: int = 1,
+        combine: str = "mean",
+        moments: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> None:
         self.build_network = build_network
+        self.n_members = n_members
+        self.combine = combine
+        self.moments = moments
         self.train_data = train_data
         self.val_data = val_data
         self.objective = objective
@@ -198,17 +210,29 @@ class DepthSearch:
         self.verbose = verbose
         self.label = label
 
+    def members(self, depth: int, weight_sharing: str, mlp_depth: int,
+                start_from: StackedNetwork | None) -> StackedNetwork:
+        """New members (member ``k`` initialised from seed ``seed + k``), each warm-started
+        from member ``k`` of ``start_from`` if given (an MLP head keeps its hidden layers
+        only from a network of the same depth), stacked on the device of the rows."""
+        starts = [None] * self.n_members if start_from is None else start_from.networks()
+        networks = []
+        for k, start in enumerate(starts):
+            network = self.build_network(depth, weight_sharing, mlp_depth)
+            network.reset_parameters(torch.Generator().manual_seed(self.seed + k))
+            if start is not None:
+                network.warm_start_from(start, keep_mlp=start.block.depth == depth)
+            if self.moments is not None and (start is None or start.block.depth != depth):
+                start_from_moments(network, *self.moments)
+            networks.append(network)
+        return StackedNetwork(networks, self.combine).to(self.train_data.device)
+
     def fit(self, depth: int, weight_sharing: str, mlp_depth: int,
-            start_from: NeuMissNetwork | None, config: TrainingConfig) -> Candidate:
-        """Train a new network, warm-started from ``start_from`` if given (an MLP head
-        keeps its hidden layers only from a network of the same depth)."""
+            start_from: StackedNetwork | None, config: TrainingConfig) -> Candidate:
+        """Train new members, warm-started from ``start_from`` if given (:meth:`members`)."""
         start = time.perf_counter()
+        network = self.members(depth, weight_sharing, mlp_depth, start_from)
         generator = torch.Generator().manual_seed(self.seed)
-        network = self.build_network(depth, weight_sharing, mlp_depth)
-        network.reset_parameters(generator)
-        if start_from is not None:
-            network.warm_start_from(start_from, keep_mlp=start_from.block.depth == depth)
-        network = network.to(self.train_data.x.device)
         result = train(
             network, self.train_data, self.val_data, self.objective.loss, config, generator,
             score_fn=self.objective.score, verbose=self.verbose,
@@ -218,30 +242,28 @@ class DepthSearch:
                          time.perf_counter() - start)
 
     def chain(self, depths: Sequence[int], weight_sharing: str, mlp_depth: int,
-              config: TrainingConfig,
-              start_from: NeuMissNetwork | None) -> tuple[DepthChoice, dict[int, dict]]:
-        """Train ``depths`` in order, each warm-started from the previous one (the first
-        from ``start_from``), until :class:`DepthChoice` stops; returns the choice and the
-        summary of each depth trained."""
+              config: TrainingConfig) -> tuple[DepthChoice, dict[int, dict]]:
+        """Train ``depths`` in order, each warm-started from the previous one, until
+        :class:`DepthChoice` stops; returns the choice and the summary of each depth."""
         weight = None if self.val_data is None else self.val_data.weight
-        choice, summaries, start = DepthChoice(weight), {}, start_from
+        choice, summaries, start = DepthChoice(weight), {}, None
         for depth in depths:
             fitted = self.fit(depth, weight_sharing, mlp_depth, start, config)
             summaries[depth] = fitted.summary()
             losses = (None if self.val_data is None
                       else row_losses(fitted.network, self.val_data, self.objective.loss))
-            if not choice.offer(fitted, losses, start):
+            if not choice.offer(fitted, losses):
                 break
             start = fitted.network
         return choice, summaries
 
     def fine_tune(self, best: Candidate, weight_sharing: str, mlp_depth: int,
-                  config: TrainingConfig, follow: bool) -> tuple[Candidate, dict[str, float]]:
+                  config: TrainingConfig) -> tuple[Candidate, dict[str, float]]:
         """Train a copy of ``best`` with ``weight_sharing`` and ``mlp_depth``; returns the
-        candidate kept (the copy if ``follow`` or if it lowers the validation loss, else
-        ``best``) and the copy's summary."""
+        candidate kept (the copy if it lowers the validation loss, else ``best``) and the
+        copy's summary."""
         tuned = self.fit(best.depth, weight_sharing, mlp_depth, best.network, config)
-        kept = tuned if follow or tuned.val_loss < best.val_loss else best
+        kept = tuned if tuned.val_loss < best.val_loss else best
         return kept, tuned.summary()
 
 
@@ -258,8 +280,9 @@ def search_depths(
     *,
     verbose: int = 0,
     label: str = "NeuMiss",
-    start_from: NeuMissNetwork | None = None,
-    follow: bool = False,
+    n_members: int = 1,
+    combine: str = "mean",
+    data_start: bool = True,
 ) -> SearchResult:
     """Train ``depths`` in increasing order and return the best network.
 
@@ -286,12 +309,13 @@ def search_depths(
         ``>= 1`` shows a progress bar per candidate.
     label : str
         Prefix of the progress bars.
-    start_from : NeuMissNetwork or None
-        A trained network the first depth is warm-started from (an ensemble
-        member starts where the search of member 0 started its chosen depth).
-    follow : bool
-        Keep every fine-tune, better or not: an ensemble member repeating the
-        path of member 0 to its choice (its weight mode and head).
+    n_members : int
+        Members of every candidate, trained together (:class:`StackedNetwork`).
+    combine : str
+        How the members' outputs combine (:data:`~neumiss.network.COMBINE`).
+    data_start : bool
+        Start the first depth's blocks from the moments of the training rows
+        (:func:`~neumiss.network.start_from_moments`) instead of near the identity.
 
     Returns
     -------
@@ -304,22 +328,22 @@ def search_depths(
         lowered) or it predicts a constant (:func:`~neumiss.network.train`);
         candidates not kept do not warn.
     """
-    search = DepthSearch(build_network, train_data, val_data, objective, seed, verbose, label)
+    moments = observed_moments(train_data, seed) if data_start else None
+    search = DepthSearch(build_network, train_data, val_data, objective, seed, verbose, label,
+                         n_members, combine, moments)
     chain_weights = "shared" if weight_sharing == "auto" else weight_sharing
-    choice, depth_results = search.chain(depths, chain_weights, mlp_depths[0], config,
-                                         start_from)
+    choice, depth_results = search.chain(depths, chain_weights, mlp_depths[0], config)
     best = choice.best
     # A fine-tune's gains come in small steps, so every improvement counts.
     fine_tune_config = dataclasses.replace(config, tol=0.0)
     untied = None
     if weight_sharing == "auto" and worth_untying(best.depth, train_data.x.shape[1],
                                                   len(train_data)):
-        best, untied = search.fine_tune(best, "independent", best.mlp_depth, fine_tune_config,
-                                        follow)
+        best, untied = search.fine_tune(best, "independent", best.mlp_depth, fine_tune_config)
     heads = {}
     for mlp_depth in mlp_depths[1:]:
         best, heads[mlp_depth] = search.fine_tune(best, best.weight_sharing, mlp_depth,
-                                                  fine_tune_config, follow)
+                                                  fine_tune_config)
     if best.result.warning is not None:  # the kept network diverged, or is a constant
         warnings.warn(best.result.warning, DivergenceWarning, stacklevel=2)
-    return SearchResult(best, depth_results, untied, heads, choice.predecessor)
+    return SearchResult(best, depth_results, untied, heads)

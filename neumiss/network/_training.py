@@ -23,9 +23,8 @@ from tqdm.auto import tqdm
 
 from ._data import LossFunction, ScoreFunction, TrainingData, evaluate_loss, mean_loss
 from ._divergence import EXACT_LOSS, DivergenceGuard, DivergenceWarning
+from ._optimizer import Steps
 from ._stopping import EarlyStopping
-
-OPTIMIZERS = ("adam", "sgd")
 
 #: Largest mini-batch of the automatic batch size (:func:`auto_batch_size`).
 AUTO_BATCH_SIZE = 2048
@@ -34,13 +33,21 @@ AUTO_BATCH_SIZE = 2048
 GPU_AUTO_BATCH_SIZE = 16384
 
 
+#: Smallest mini-batch of the automatic batch size (or every row, on smaller tables).
+MIN_AUTO_BATCH_SIZE = 32
+#: Mini-batches per epoch the automatic batch size aims at between its bounds.
+AUTO_STEPS_PER_EPOCH = 8
+
+
 def auto_batch_size(n_train: int, device: torch.device | None = None) -> int:
-    """``min(cap, max(8, n_train // 64))``: about 64 steps per epoch on small data,
-    batches large enough to average out gradient noise on large data (see
-    results/README.md, "Training defaults"). ``cap`` is :data:`AUTO_BATCH_SIZE`, or
+    """``n_train // AUTO_STEPS_PER_EPOCH`` rows, within ``[MIN_AUTO_BATCH_SIZE, cap]``
+    (at most ``n_train``). A small network's step costs about the same at 100 rows as
+    at 1,000 (it is bound by the operations launched, not by arithmetic), so an epoch
+    is a few well-filled steps and early stopping checks often enough; large tables
+    keep batches of ``cap`` rows. ``cap`` is :data:`AUTO_BATCH_SIZE`, or
     :data:`GPU_AUTO_BATCH_SIZE` on a CUDA ``device``."""
     cap = GPU_AUTO_BATCH_SIZE if device is not None and device.type == "cuda" else AUTO_BATCH_SIZE
-    return int(min(cap, max(8, n_train // 64)))
+    return int(min(n_train, cap, max(MIN_AUTO_BATCH_SIZE, n_train // AUTO_STEPS_PER_EPOCH)))
 
 
 #: The automatic learning rate (:func:`auto_learning_rate`): its value up to
@@ -135,26 +142,15 @@ class TrainingResult:
         self.n_epochs = epoch
 
 
-def _make_optimizer(
-    network: nn.Module, config: TrainingConfig, learning_rate: float
-) -> torch.optim.Optimizer:
-    params = network.parameters()
-    if config.optimizer == "adam":
-        # The fused step updates every parameter in one kernel: a small network's step
-        # time is mostly per-parameter overhead.
-        return torch.optim.Adam(params, lr=learning_rate, weight_decay=config.weight_decay,
-                                fused=True)
-    if config.optimizer == "sgd":
-        return torch.optim.SGD(params, lr=learning_rate, weight_decay=config.weight_decay)
-    raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {config.optimizer!r}")
-
-
 class PlateauSchedule:
     """The optimizer of a training and its plateau learning-rate schedule.
 
-    The learning rate is multiplied by ``config.lr_factor`` after
-    ``config.lr_patience`` epochs whose loss is not ``config.tol`` (relative)
-    below the best (:class:`torch.optim.lr_scheduler.ReduceLROnPlateau`).
+    The learning rate is multiplied by ``config.lr_factor`` after more than
+    ``config.lr_patience`` epochs in a row whose loss is not ``config.tol``
+    (relative) below the best, the rule of
+    :class:`torch.optim.lr_scheduler.ReduceLROnPlateau` (``mode="min"``,
+    ``threshold_mode="rel"``), which needs a ``torch.optim.Optimizer``
+    (see :mod:`~neumiss.network._optimizer` for why there is none).
 
     Parameters
     ----------
@@ -171,15 +167,13 @@ class PlateauSchedule:
 
     def restart(self, learning_rate: float) -> None:
         """A new optimizer (no moments) and schedule, starting at ``learning_rate``."""
-        self.optimizer = _make_optimizer(self.network, self.config, learning_rate)
-        self._plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(
-            self.optimizer, mode="min", factor=self.config.lr_factor,
-            patience=self.config.lr_patience, threshold=self.config.tol, threshold_mode="rel",
-        )
+        self.optimizer = Steps(self.network.parameters(), self.config.optimizer, learning_rate,
+                               self.config.weight_decay)
+        self._best, self._bad_epochs = math.inf, 0
 
     @property
     def learning_rate(self) -> float:
-        return self.optimizer.param_groups[0]["lr"]
+        return self.optimizer.lr
 
     @property
     def exhausted(self) -> bool:
@@ -188,7 +182,13 @@ class PlateauSchedule:
 
     def step(self, loss: float) -> None:
         """Record an epoch's monitored loss (the schedule may lower the learning rate)."""
-        self._plateau.step(loss)
+        if loss < self._best * (1.0 - self.config.tol):
+            self._best, self._bad_epochs = loss, 0
+            return
+        self._bad_epochs += 1
+        if self._bad_epochs > self.config.lr_patience:
+            self.optimizer.lr *= self.config.lr_factor
+            self._bad_epochs = 0
 
 
 def divergence_report(
@@ -245,19 +245,32 @@ class ProgressReport:
         self._bar.close()
 
 
-def _train_epoch(network: nn.Module, data, optimizer: torch.optim.Optimizer,
+def _train_epoch(network: nn.Module, data, optimizer: Steps,
                  loss_fn: LossFunction, batch_size: int, generator: torch.Generator) -> float:
     """One pass of mini-batch steps over ``data`` (shuffled with ``generator``); returns
     the mean of the batches' losses, weighted by their number of rows."""
     network.train()
     running = torch.zeros((), device=data.device)  # summed on the device: no host sync per step
     for batch in data.batches(batch_size, generator):
-        optimizer.zero_grad(set_to_none=True)
-        loss = mean_loss(loss_fn(network(batch.x, batch.mask), batch.target), batch.weight)
+        optimizer.zero_grad()
+        loss = batch_loss(network, batch, loss_fn)
         loss.backward()
         optimizer.step()
         running += loss.detach() * len(batch)
     return float(running) / len(data)
+
+
+def batch_loss(network: nn.Module, batch: TrainingData, loss_fn: LossFunction) -> torch.Tensor:
+    """The training loss of a batch: the mean (case-weighted) loss of the network's output,
+    or with a :class:`~neumiss.network.StackedNetwork` the mean over its members of each
+    member's own loss (each member learns as if trained alone, not the combined output)."""
+    member_outputs = getattr(network, "member_outputs", None)
+    if member_outputs is None:
+        return mean_loss(loss_fn(network(batch.x, batch.mask), batch.target), batch.weight)
+    outputs = member_outputs(batch.x, batch.mask)  # (K, batch, n_outputs)
+    n_members = outputs.shape[0]
+    losses = loss_fn(outputs.flatten(0, 1), batch.target.repeat(n_members))
+    return mean_loss(losses, None if batch.weight is None else batch.weight.repeat(n_members))
 
 
 def _check_finite(epoch: int, train_loss: float) -> None:

@@ -210,7 +210,8 @@ class NeuMissOnnxModel:
             z = (np.asarray(X, dtype=np.float64) - mean) / scale
             if bound.any():
                 z = z / np.hypot(1.0, z * bound)
-        too_far = np.abs(z) > MAX_STANDARDIZED  # NaN (missing) is not
+        # NaN (missing) is not too far; an infinite value is refused by build_inputs.
+        too_far = np.isfinite(z) & (np.abs(z) > MAX_STANDARDIZED)
         if M is not None:
             too_far &= ~np.asarray(M, dtype=bool)
         if too_far.any():

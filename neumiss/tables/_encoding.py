@@ -161,8 +161,8 @@ def _fit_categories(name, column: pd.Series) -> ColumnEncoding:
 class TableEncoder:
     """Encode a table (DataFrame or numeric array) to float64 features with NaN.
 
-    Attributes (after :meth:`fit`)
-    ------------------------------
+    Attributes
+    ----------
     columns_ : list of ColumnEncoding
         One per input column, in order.
     n_features_out_ : int
@@ -209,7 +209,7 @@ class TableEncoder:
         return np.repeat(np.arange(len(self.columns_)), [c.width for c in self.columns_])
 
     def transform(self, X) -> np.ndarray:
-        """Encoded features, float64 of shape (n_samples, n_features_out_), NaN = missing.
+        """Encoded features, float64 of shape ``(n_samples, n_features_out_)``, NaN = missing.
 
         ``X`` must have the fitted columns (the estimators check names and
         count first); it is never modified. A DataFrame gives a new array; a

@@ -161,8 +161,8 @@ class Standardizer:
     numeric : ndarray of bool, shape (n_features,), optional
         The columns that may be compressed (default: all); one-hot columns are not.
 
-    Attributes (after :meth:`fit`)
-    ------------------------------
+    Attributes
+    ----------
     mean_, scale_ : ndarray of shape (n_features,), float64
         Subtracted, then divided by.
     inverse_bound_ : ndarray of shape (n_features,), float64

@@ -70,9 +70,9 @@
 #'   otherwise.
 #' @param depth Depth of the NeuMiss block (a whole number >= 0: `S0` and
 #'   `depth - 1` Neumann iterations); a vector of candidate depths, such as
-#'   `c(0, 2, 4, 8, 16)`, or `"auto"` (those five) to choose it on the
-#'   validation split, each candidate starting from the weights of the
-#'   previous one.
+#'   `c(0, 2, 4, 8, 16)`, or `"auto"` (`c(0, 16)`) to choose it on the
+#'   validation split, each new block starting from the Neumann iterates of
+#'   the training data's covariance.
 #' @param mlp_depth,mlp_width Hidden layers (and their width) of an MLP head
 #'   after the block, for nonlinear targets; `mlp_depth = 0` is the paper's
 #'   linear head. `"auto"` (Python's default) chooses between the linear head

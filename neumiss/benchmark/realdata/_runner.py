@@ -81,7 +81,7 @@ def execute_run(
 
     Returns
     -------
-    dict with the keys of :data:`~.store.COLUMNS`.
+    dict with the keys of :data:`COLUMNS`.
     """
     from threadpoolctl import threadpool_limits
 

@@ -1,0 +1,129 @@
+"""An ensemble of NeuMiss networks trained as one: a shared block and ``K`` heads.
+
+The block costs ``depth * d^2`` per row and its start is the same for every
+member (the data's moments, :mod:`~neumiss.network._start`); the heads are
+small and hold the members' differences. :class:`StackedNetwork` therefore
+shares one block among the members, in the manner of parameter-efficient
+ensembles (TabM, BatchEnsemble), and holds each weight of the heads as one
+tensor with a leading member axis ``K``, computed in batched products
+(``(K, batch, d) @ (K, d, width)``): one optimizer step trains all members for
+little more than the price of one network. Training sees the members'
+outputs (:meth:`StackedNetwork.member_outputs`, each member with its own loss);
+everything else (early stopping, the divergence guard, the depth search) sees
+the combined output of :meth:`StackedNetwork.forward`, as
+:class:`~neumiss.network.EnsembleNetwork` computes it. :meth:`StackedNetwork.networks`
+gives the members back as :class:`~neumiss.network.NeuMissNetwork` objects.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch import nn
+
+from ._block import NeuMissNetwork
+from ._ensemble import COMBINE, EnsembleNetwork, combine_outputs
+
+
+def _key(name: str) -> str:
+    """A parameter name of a member's head as a key of :class:`torch.nn.ParameterDict`."""
+    return name.replace(".", "__")
+
+
+class StackedNetwork(nn.Module):
+    """``K`` NeuMiss networks of the same shape with one shared block and stacked heads.
+
+    Parameters
+    ----------
+    networks : list of NeuMissNetwork
+        The members (at least one), all built with the same arguments. The block
+        is the first member's (copied); every member's head is copied.
+    combine : {"mean", "binary_probability", "probability"}
+        How :meth:`forward` combines the members' outputs (see
+        :data:`~neumiss.network.COMBINE`).
+
+    Shapes
+    ------
+    :meth:`member_outputs`: ``x`` and ``mask`` (batch, d) -> (K, batch, n_outputs).
+    :meth:`forward`: ``x`` and ``mask`` (batch, d) -> (batch, n_outputs).
+    """
+
+    def __init__(self, networks: list[NeuMissNetwork], combine: str) -> None:
+        super().__init__()
+        if combine not in COMBINE:
+            raise ValueError(f"combine must be one of {COMBINE}, got {combine!r}")
+        if not networks:
+            raise ValueError("a stacked network needs at least one member")
+        template = networks[0]
+        self.combine = combine
+        self.n_members = len(networks)
+        # The template is kept outside the module tree: it only gives the members' shape.
+        self.__dict__["_template"] = copy.deepcopy(template).cpu()
+        self.block = copy.deepcopy(template.block)
+        names = [name for name, _ in template.named_parameters()
+                 if not name.startswith("block.")]
+        states = [dict(network.named_parameters()) for network in networks]
+        self.heads = nn.ParameterDict({
+            _key(name): nn.Parameter(torch.stack([state[name].detach() for state in states]))
+            for name in names
+        })
+        self._layers = [_key(f"head.{i}") for i, layer in enumerate(template.head)
+                        if isinstance(layer, nn.Linear)]
+
+    @property
+    def depth(self) -> int:
+        return self.block.depth
+
+    def member_outputs(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Every member's output: (batch, d), (batch, d) -> (K, batch, n_outputs).
+
+        Each member computes what :meth:`NeuMissNetwork.forward` computes with the shared
+        block and its head.
+        """
+        imputed = self.block(x, mask).expand(self.n_members, -1, -1)  # (K, batch, d)
+        out = imputed
+        for index, key in enumerate(self._layers):
+            out = torch.baddbmm(self.heads[f"{key}__bias"].unsqueeze(1), out,
+                                self.heads[f"{key}__weight"].transpose(1, 2))
+            if index < len(self._layers) - 1:
+                out = torch.relu(out)
+        if "skip__weight" in self.heads:
+            out = torch.baddbmm(out, imputed, self.heads["skip__weight"].transpose(1, 2))
+        return out
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The members' outputs combined by ``combine`` (one member: its output),
+        (batch, d) x 2 -> (batch, n_outputs)."""
+        outputs = self.member_outputs(x, mask)
+        return outputs[0] if self.n_members == 1 else combine_outputs(outputs, self.combine)
+
+    @torch.no_grad()
+    def set_constant_output(self, value: torch.Tensor) -> None:
+        """Every member predicts ``value`` (n_outputs,) for every row (see
+        :meth:`NeuMissNetwork.set_constant_output`)."""
+        last = self._layers[-1]
+        self.heads[f"{last}__weight"].zero_()
+        if "skip__weight" in self.heads:
+            self.heads["skip__weight"].zero_()
+        bias = self.heads[f"{last}__bias"]
+        bias.copy_(torch.as_tensor(value, dtype=bias.dtype).to(bias.device).expand_as(bias))
+
+    def networks(self) -> list[NeuMissNetwork]:
+        """The members as separate networks (copies of the block and of each head, on this
+        network's device)."""
+        members = []
+        block = {f"block.{name}": value.detach() for name, value in self.block.state_dict().items()}
+        for k in range(self.n_members):
+            member = copy.deepcopy(self._template).to(self.block.mu.device)
+            heads = {name: self.heads[_key(name)][k].detach()
+                     for name, _ in member.named_parameters() if not name.startswith("block.")}
+            member.load_state_dict({**block, **heads})
+            members.append(member.eval())
+        return members
+
+    def to_network(self) -> NeuMissNetwork | EnsembleNetwork:
+        """The members as the estimators' fitted network: the member itself when there is
+        one, else their :class:`~neumiss.network.EnsembleNetwork`."""
+        members = self.networks()
+        return members[0] if len(members) == 1 else EnsembleNetwork(members, self.combine)

@@ -1,0 +1,159 @@
+"""Members trained together (neumiss.network.StackedNetwork) and the data-driven start of the
+block (neumiss.network._start): each member computes what it computes alone, each learns
+from its own loss, and the start is the analytic block of the data's moments."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neumiss.network import (
+    EnsembleNetwork,
+    NeuMissNetwork,
+    StackedNetwork,
+    TrainingData,
+    analytic_network,
+)
+from neumiss.network._start import observed_moments, start_from_moments
+from neumiss.network._training import batch_loss
+
+
+def _members(n, seed, **shape):
+    members = []
+    for k in range(n):
+        network = NeuMissNetwork(4, **shape)
+        network.reset_parameters(torch.Generator().manual_seed(seed + k))
+        with torch.no_grad():  # the MLP's last layer starts at zero: give it weights
+            for parameter in network.parameters():
+                parameter.add_(0.1 * torch.randn(parameter.shape,
+                                                 generator=torch.Generator().manual_seed(k)))
+        members.append(network.eval())
+    for member in members[1:]:  # members trained together share the first one's block
+        member.block.load_state_dict(members[0].block.state_dict())
+    return members
+
+
+def _rows(n, seed, d=4):
+    rng = np.random.default_rng(seed)
+    mask = (rng.random((n, d)) < 0.3).astype(np.float32)
+    x = np.where(mask > 0, 0.0, rng.normal(size=(n, d))).astype(np.float32)
+    return torch.from_numpy(x), torch.from_numpy(mask)
+
+
+SHAPES = st.fixed_dictionaries({
+    "depth": st.integers(0, 4),
+    "weight_sharing": st.sampled_from(["independent", "shared"]),
+    "residual": st.booleans(),
+    "mlp_depth": st.integers(0, 2),
+    "n_outputs": st.sampled_from([1, 3]),
+})
+
+
+@settings(max_examples=25, deadline=None)
+@given(shape=SHAPES, n_members=st.integers(1, 4), seed=st.integers(0, 1000))
+def test_each_member_computes_what_it_computes_alone(shape, n_members, seed):
+    members = _members(n_members, seed, **shape)
+    stacked = StackedNetwork(members, "mean")
+    x, mask = _rows(33, seed)
+    with torch.no_grad():
+        outputs = stacked.member_outputs(x, mask)
+        assert outputs.shape == (n_members, 33, shape["n_outputs"])
+        for k, member in enumerate(members):
+            torch.testing.assert_close(outputs[k], member(x, mask), rtol=1e-5, atol=1e-5)
+        for k, member in enumerate(stacked.networks()):  # and back, as separate networks
+            torch.testing.assert_close(member(x, mask), members[k](x, mask))
+
+
+@pytest.mark.parametrize(("combine", "n_outputs"),
+                         [("mean", 1), ("binary_probability", 1), ("probability", 3)])
+def test_the_combined_output_is_the_ensembles(combine, n_outputs):
+    members = _members(3, 0, depth=2, mlp_depth=1, n_outputs=n_outputs)
+    stacked = StackedNetwork(members, combine)
+    x, mask = _rows(20, 1)
+    with torch.no_grad():
+        expected = EnsembleNetwork(members, combine)(x, mask)
+        torch.testing.assert_close(stacked(x, mask), expected, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(stacked.to_network()(x, mask), expected)
+    alone = StackedNetwork(members[:1], combine)
+    assert isinstance(alone.to_network(), NeuMissNetwork)
+    with torch.no_grad():
+        torch.testing.assert_close(alone(x, mask), members[0](x, mask))
+
+
+def test_a_constant_output_is_every_members():
+    stacked = StackedNetwork(_members(2, 0, depth=1, mlp_depth=2, n_outputs=3), "probability")
+    stacked.set_constant_output(torch.tensor([0.5, -1.0, 2.0]))
+    x, mask = _rows(5, 0)
+    with torch.no_grad():
+        outputs = stacked.member_outputs(x, mask)
+    torch.testing.assert_close(outputs, torch.tensor([0.5, -1.0, 2.0]).expand(2, 5, 3))
+
+
+def test_each_member_learns_from_its_own_loss():
+    members = _members(3, 0, depth=2, mlp_depth=1)
+    stacked = StackedNetwork(members, "mean")
+    x, mask = _rows(40, 2)
+    batch = TrainingData(x, mask, torch.randn(40), torch.rand(40) + 0.5)
+
+    def squared(output, target):
+        return (output[:, 0] - target) ** 2
+
+    batch_loss(stacked, batch, squared).backward()
+    block_grads = []
+    for k, member in enumerate(members):
+        member.zero_grad()
+        batch_loss(member, batch, squared).backward()
+        for name, parameter in member.named_parameters():
+            if name.startswith("block."):
+                continue
+            stacked_grad = stacked.heads[name.replace(".", "__")].grad[k]
+            # The training loss is the members' mean: each head gets 1/K of its gradient.
+            torch.testing.assert_close(stacked_grad * 3, parameter.grad, rtol=1e-4, atol=1e-6)
+        block_grads.append({name: p.grad for name, p in member.block.named_parameters()})
+    for name, parameter in stacked.block.named_parameters():  # the shared block: their mean
+        expected = torch.stack([grads[name] for grads in block_grads]).mean(dim=0)
+        torch.testing.assert_close(parameter.grad, expected, rtol=1e-4, atol=1e-6)
+
+
+def test_observed_moments_are_the_pairwise_complete_ones():
+    rng = np.random.default_rng(0)
+    values = rng.multivariate_normal([1.0, -1.0, 0.0], [[2, 0.8, 0.3], [0.8, 1, 0.2],
+                                                       [0.3, 0.2, 0.5]], size=500)
+    missing = rng.random(values.shape) < 0.3
+    x, mask = np.where(missing, 0.0, values), missing.astype(np.float32)
+    data = TrainingData(torch.tensor(x, dtype=torch.float32), torch.from_numpy(mask),
+                        torch.zeros(500))
+    mean, cov = observed_moments(data)
+    frame = pd.DataFrame(np.where(missing, np.nan, values))
+    np.testing.assert_allclose(mean, frame.mean(), rtol=1e-5)
+    np.testing.assert_allclose(cov, frame.cov(), rtol=1e-4, atol=1e-6)  # positive definite here
+    # A never-observed column: mean 0, variance 1, no covariance; and a subsample.
+    mask[:, 2] = 1.0
+    data = TrainingData(data.x, torch.from_numpy(mask), data.target)
+    mean, cov = observed_moments(data, max_rows=200)
+    assert mean[2] == 0.0 and cov[2, 2] == pytest.approx(1.0) and cov[0, 2] == pytest.approx(0)
+    assert np.linalg.eigvalsh(cov).min() > 0
+
+
+def test_the_data_start_is_the_analytic_block_of_the_moments():
+    rng = np.random.default_rng(1)
+    cov = np.array([[1.0, 0.6, 0.2, 0.0], [0.6, 1.0, 0.3, 0.1], [0.2, 0.3, 1.0, 0.4],
+                    [0.0, 0.1, 0.4, 1.0]])
+    mean = rng.normal(size=4)
+    network = NeuMissNetwork(4, depth=5, residual=True, weight_sharing="shared", mlp_depth=0)
+    assert start_from_moments(network, mean, cov)
+    expected = analytic_network(mean, cov, np.zeros(4), depth=5, normalize=True)
+    x, mask = _rows(30, 3)
+    with torch.no_grad():
+        torch.testing.assert_close(network.block(x, mask).double(),
+                                   expected.block(x.double(), mask.double()),
+                                   rtol=1e-5, atol=1e-5)
+    plain = NeuMissNetwork(4, depth=3, residual=False)
+    before = {name: value.clone() for name, value in plain.state_dict().items()}
+    assert not start_from_moments(plain, mean, cov)  # its iterations cannot compute them
+    for name, value in plain.state_dict().items():
+        torch.testing.assert_close(value, before[name])
