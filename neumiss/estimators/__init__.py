@@ -2,8 +2,9 @@
 
 Owns :class:`NeuMissRegressor`, :class:`NeuMissQuantileRegressor` and
 :class:`NeuMissClassifier` (parameters, validation in ``fit``, the fit orchestration of
-members, seeds and search), fitting from a stream of chunks, and saving and loading
-models without pickle (:func:`load`). May import every layer below it:
+members, seeds and search), the exact linear model of each missingness pattern of a
+linear-head network (``pattern_model``), fitting from a stream of chunks, and saving
+and loading models without pickle (:func:`load`). May import every layer below it:
 :mod:`neumiss.checks`, :mod:`neumiss.simulation`, :mod:`neumiss.tables`,
 :mod:`neumiss.network` and :mod:`neumiss.export`.
 """

@@ -13,6 +13,7 @@ import copy
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator
+from sklearn.utils import Bunch
 from sklearn.utils.validation import check_is_fitted
 
 from ..checks import (
@@ -37,6 +38,7 @@ from ..network import (
 from ..tables import check_outputs_finite
 from . import _persistence as persistence
 from ._fitting import FitPlan, InMemoryRows
+from ._patterns import pattern_model
 
 #: Rows per forward pass at prediction time (bounds memory, not results).
 PREDICT_CHUNK = 65536
@@ -149,6 +151,11 @@ class BaseNeuMiss(BaseEstimator):
         """The ``combine`` of an ensemble (:class:`~neumiss.network.EnsembleNetwork`)."""
         return "mean"
 
+    def _linear_outputs(self, out: np.ndarray) -> np.ndarray:
+        """Raw network outputs (n_samples, n_outputs) in the units of the estimator's
+        outputs (an affine map of them): logits here."""
+        return out
+
     # --------------------------------------------------------------------- fit
     def fit(self, X, y, sample_weight=None, validation_data=None):
         """Fit the network on ``X`` (NaN = missing) and ``y``.
@@ -196,16 +203,24 @@ class BaseNeuMiss(BaseEstimator):
 
     # ----------------------------------------------------------------- predict
     def _apply(self, X, *, block_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """The network (or its block only) over the encoded, standardized rows of ``X``.
+        """The network (or its block only) over the encoded rows of ``X``.
 
-        Rows go through in chunks of :data:`PREDICT_CHUNK`. Returns the encoded
-        ``X`` (float64 of shape (n_samples, n_encoded), NaN = missing) and the
-        outputs, float64 of shape (n_samples, n_outputs), or (n_samples,
-        n_encoded) for the block.
+        Returns the encoded ``X`` (float64 of shape (n_samples, n_encoded), NaN =
+        missing) and the outputs of :meth:`_apply_encoded` on it.
         """
         check_is_fitted(self, "network_")
         self.encoder_.check_input(X)
         X = self.encoder_.transform(check_features(self, X, reset=False, tables=True))
+        return X, self._apply_encoded(X, block_only=block_only)
+
+    def _apply_encoded(self, X: np.ndarray, *, block_only: bool = False) -> np.ndarray:
+        """The network (or its block only) over encoded rows ``X``: float64 of shape
+        (n_samples, n_encoded), NaN = missing, in the encoded columns' units.
+
+        Rows are standardized, then go through in chunks of :data:`PREDICT_CHUNK`.
+        Returns float64 outputs of shape (n_samples, n_outputs), or (n_samples,
+        n_encoded) for the block.
+        """
         module = self.network_.block if block_only else self.network_
         device = next(module.parameters()).device
         chunks = []
@@ -216,7 +231,7 @@ class BaseNeuMiss(BaseEstimator):
 
                 out = apply_on_device(module, self.preprocessor_, X, device,
                                       columns=self.encoder_.output_names())
-                return X, check_outputs_finite(out, "network outputs")
+                return check_outputs_finite(out, "network outputs")
             # Sums in float64: a row's outputs then do not depend on the rows scored with it
             # (float32 matrix products sum in an order that depends on the batch's shape).
             double = copy.deepcopy(module).double()
@@ -231,7 +246,7 @@ class BaseNeuMiss(BaseEstimator):
         out = np.concatenate(chunks)
         # Beyond float32's range the ONNX graph's outputs are infinite: refused alike.
         out[~(np.abs(out) <= np.finfo(np.float32).max)] = np.inf
-        return X, check_outputs_finite(out, "network outputs")
+        return check_outputs_finite(out, "network outputs")
 
     def _forward(self, X) -> np.ndarray:
         """Raw network outputs, float64 array of shape (n_samples, n_outputs)."""
@@ -255,6 +270,49 @@ class BaseNeuMiss(BaseEstimator):
         """
         X, out = self._apply(X, block_only=True)
         return np.where(np.isnan(X), self.preprocessor_.inverse_transform(out), X)
+
+    def pattern_model(self, missing=None) -> Bunch:
+        """The exact linear model the network applies to rows with one missingness pattern.
+
+        With the linear head (``mlp_depth_ == 0``), the network is, once the
+        pattern of missing values is fixed, an affine function of the observed
+        values: rows with that pattern are predicted by one linear model. This
+        returns it, on the original scale of the (encoded) columns, read off
+        the fitted network (for an ensemble of regressors, the mean of its
+        members' models). A row ``x`` with that pattern then has outputs
+        ``intercept + coef @ x[observed]``.
+
+        Parameters
+        ----------
+        missing : None, array-like of bool of shape (n_features_in_,), or sequence
+            The missing features: None for rows with every feature observed; one
+            boolean per feature (True = missing), e.g. ``np.isnan(x)`` of a row;
+            or the names (``feature_names_in_``) or indices of the missing ones.
+
+        Returns
+        -------
+        Bunch with
+            intercept : float, or ndarray of shape (n_outputs,)
+                The outputs with every observed column at 0.
+            coef : ndarray of shape (n_observed,), or (n_outputs, n_observed)
+                One coefficient per observed encoded column: a numeric feature
+                is itself, a categorical one a 0/1 column per category.
+            feature_names : ndarray of str of shape (n_observed,)
+                The observed encoded columns (``encoder_.output_names()``).
+            missing : ndarray of bool of shape (n_features_in_,)
+        The outputs are those of ``predict`` (regressor), of each quantile before
+        ``predict_quantiles`` sorts them (quantile regressor; where they do not
+        cross, its predictions), or the logits of ``decision_function``
+        (classifier).
+
+        Raises
+        ------
+        ValueError
+            With an MLP head, for an ensemble of classifiers (it averages
+            probabilities), with ``compress_tails`` on an observed column: the
+            network is then not linear in the observed values.
+        """
+        return pattern_model(self, missing)
 
     # ------------------------------------------------------------- persistence
     def save(self, path) -> None:

@@ -218,9 +218,12 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         variance = float(np.average((y_val - mean) ** 2, weights=w_val))
         return 1.0 - val_loss / variance if variance > 0 else -val_loss
 
+    def _linear_outputs(self, out):
+        return out * self.y_scale_ + self.y_mean_
+
     def predict(self, X):
         """Predict ``y`` for ``X`` (NaN = missing): ndarray of shape (n_samples,)."""
-        return check_outputs_finite(self._forward(X)[:, 0] * self.y_scale_ + self.y_mean_)
+        return check_outputs_finite(self._linear_outputs(self._forward(X))[:, 0])
 
     def score(self, X, y, sample_weight=None):
         """R² of ``predict(X)`` against ``y``, computed in units of ``y_scale_`` (R² does
@@ -330,8 +333,8 @@ class NeuMissQuantileRegressor(NeuMissRegressor):
         ndarray of shape (n_samples, len(quantiles)), increasing along each row:
         the outputs are sorted (monotone rearrangement), so quantiles never cross.
         """
-        out = np.sort(self._forward(X), axis=1)
-        return check_outputs_finite(out * self.y_scale_ + self.y_mean_)
+        # y_scale_ > 0: sorting before or after the scaling is the same
+        return check_outputs_finite(self._linear_outputs(np.sort(self._forward(X), axis=1)))
 
     def predict(self, X):
         """The conditional median of ``y``, ndarray of shape (n_samples,)."""

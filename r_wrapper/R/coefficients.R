@@ -14,11 +14,16 @@
 #' coefficients.
 #'
 #' For regression the model predicts the response; for a classifier with two
-#' classes, the log-odds of the second class. The coefficients are computed
-#' from the network's predictions (exact up to rounding), so they hold for an
-#' ensemble (the average of its members) and for a model read from a file. An
-#' MLP head makes the network nonlinear: there are no coefficients, and
-#' `coef()` says so.
+#' classes, the log-odds of the second class. The model is computed by the
+#' Python estimator's `pattern_model()` from the network's outputs (exact up to
+#' rounding), so it holds for an ensemble of regressors (the average of its
+#' members' models) and for a model read from a file; for a fit with
+#' `interval = TRUE`, it is the model of the median, which [predict()] gives.
+#' There are no coefficients where the network is not linear in the observed
+#' values, and `coef()` says why: with an MLP head (`mlp_depth > 0`), for an
+#' ensemble of classifiers (which averages probabilities: fit with
+#' `ensemble_size = 1`), or for a column whose tails `compress_tails = TRUE`
+#' compressed.
 #'
 #' @param object A model fitted by [neumiss()].
 #' @param pattern Which predictors are missing: `NULL` or `character(0)` for
@@ -43,19 +48,19 @@
 #' @export
 coef.neumiss <- function(object, pattern = NULL, ...) {
   .check_fit(object)
-  if (!identical(as.integer(object$mlp_depth), 0L)) {
-    .abort("no coefficients: with an MLP head the network is nonlinear in the observed values; fit with mlp_depth = 0 (the linear head) for per-pattern coefficients.")
-  }
   if (object$task == "classification" && length(object$classes) != 2) {
     .abort("no coefficients for a classifier of %d classes: coef() gives the log-odds model of a two-class classifier only.",
            length(object$classes))
   }
   missing <- .pattern_missing(object, pattern)
-  design <- .coefficient_rows(object, missing)
-  f <- .linear_output(object, design$table)
-  slopes <- (f[-1] - f[1]) / design$steps
-  intercept <- f[1] - sum(slopes * design$base)
-  stats::setNames(c(intercept, slopes), c("(Intercept)", design$terms))
+  adapter <- .adapter()
+  estimator <- .estimator(object)
+  model <- tryCatch(
+    adapter$pattern_model(estimator, as.list(object$feature_names %in% missing)),
+    error = function(e) .abort("no coefficients: %s", sub("^no linear model: ", "",
+                                                          .python_message(e)))
+  )
+  .r_coefficients(object, missing, model)
 }
 
 # The names of the predictors missing in `pattern` (checked).
@@ -82,60 +87,29 @@ coef.neumiss <- function(object, pattern = NULL, ...) {
   unique(pattern)
 }
 
-# The rows whose predictions give the coefficients: a base row (observed numeric
-# predictors at their training centre, factors at their first level), then one row per
-# term moving one numeric predictor by its training scale (a step of the size of the
-# variable keeps the float32 rounding of the network small against the change), or a
-# factor to one level. `base`: where each term's variable starts (0 for a level).
-.coefficient_rows <- function(object, missing) {
-  names <- object$feature_names
-  base <- list()
-  for (name in names) {
+# The Python model of a pattern (intercept, one coefficient per observed encoded column)
+# in R's terms: a factor's one-hot coefficients become contrasts with its first level,
+# whose own coefficient goes into the intercept. For two classes, the log-odds of R's
+# second class (Python's logit is that of its second class, in sorted order).
+.r_coefficients <- function(object, missing, model) {
+  weights <- stats::setNames(as.numeric(unlist(model$coef)), as.character(unlist(model$names)))
+  intercept <- model$intercept
+  terms <- character(0)
+  values <- numeric(0)
+  for (name in setdiff(object$feature_names, missing)) {
+    w <- unname(weights[object$encoded_names[object$encoded_input == name]])
     if (object$column_kinds[[name]] == "categorical") {
       levels <- object$xlevels[[name]]
-      base[[name]] <- factor(if (name %in% missing) NA else levels[1], levels = levels)
+      intercept <- intercept + w[1]
+      terms <- c(terms, paste0(name, levels[-1]))
+      values <- c(values, w[seq_along(levels)][-1] - w[1])
     } else {
-      base[[name]] <- if (name %in% missing) NA_real_ else unname(object$center[name])
-    }
-  }
-  rows <- list(base)
-  terms <- character(0)
-  steps <- starts <- numeric(0)
-  for (name in setdiff(names, missing)) {
-    if (object$column_kinds[[name]] == "categorical") {
-      for (level in object$xlevels[[name]][-1]) {
-        row <- base
-        row[[name]] <- factor(level, levels = object$xlevels[[name]])
-        rows[[length(rows) + 1]] <- row
-        terms <- c(terms, paste0(name, level))
-        steps <- c(steps, 1)
-        starts <- c(starts, 0)
-      }
-    } else {
-      step <- unname(object$scale[name])
-      if (!is.finite(step) || step <= 0) step <- 1
-      row <- base
-      row[[name]] <- base[[name]] + step
-      rows[[length(rows) + 1]] <- row
       terms <- c(terms, name)
-      steps <- c(steps, step)
-      starts <- c(starts, base[[name]])
+      values <- c(values, w)
     }
   }
-  table <- lapply(stats::setNames(names, names), function(name) {
-    do.call(c, lapply(rows, `[[`, name))
-  })
-  list(table = structure(table, named = TRUE), terms = terms, steps = steps, base = starts)
-}
-
-# The linear output of the network on a table: the prediction (regression) or the
-# log-odds of the second class.
-.linear_output <- function(object, table) {
-  if (object$task == "regression") {
-    return(.predict_table(object, table, "response"))
-  }
-  p <- .predict_table(object, table, "prob")
-  log(p[, 2]) - log(p[, 1])
+  reversed <- object$task == "classification" && object$classes[2] != object$py_classes[2]
+  stats::setNames((if (reversed) -1 else 1) * c(intercept, values), c("(Intercept)", terms))
 }
 
 # The patterns of missing predictors of a table's rows, most frequent first: a named

@@ -19,7 +19,22 @@
 #'   rows and one missingness indicator per column with missing values, then a
 #'   ridge regression (penalty by leave-one-out cross-validation);
 #' * `"Gradient boosting"`: scikit-learn's `HistGradientBoostingRegressor`,
-#'   which handles missing values natively.
+#'   which handles missing values natively;
+#' * `"Complete cases + lm"`: a linear regression fitted on the training rows
+#'   without missing predictors; a test row with missing predictors is
+#'   predicted with them at their means over those rows;
+#' * `"MICE + lm (R mice)"`: R's `mice` (its defaults: 5 imputations, 5
+#'   iterations, predictive mean matching; the imputation models fitted on the
+#'   training rows, with the response, and applied to the test rows too), a
+#'   linear regression on each imputed training set, its predictions on the
+#'   imputed test set averaged;
+#' * `"Random forest (ranger) + mean imputation + mask"`: R's `ranger` (500
+#'   trees) on the means of the training rows and one missingness indicator per
+#'   column with missing values.
+#'
+#' The rows of methods whose R package (`norm`, `mice`, `ranger`: suggested)
+#' is not installed have `mean = NA` and say so, with how to install it, in
+#' `note`.
 #'
 #' Classification (a factor, character or logical response), scored by test
 #' accuracy and log-loss (`metric = "accuracy"`, `"log_loss"`):
@@ -30,7 +45,11 @@
 #'   training rows and one missingness indicator per column with missing
 #'   values, then a logistic regression;
 #' * `"Gradient boosting"`: scikit-learn's `HistGradientBoostingClassifier`,
-#'   which handles missing values natively.
+#'   which handles missing values natively;
+#' * `"Complete cases + glm"`, `"MICE + glm (R mice)"`, `"Random forest
+#'   (ranger) + mean imputation + mask"`: as for regression, with a logistic
+#'   regression ([stats::glm()]'s binomial family for two classes, `nnet`'s
+#'   multinomial logit for more) and a probability forest.
 #'
 #' Factor and character predictors are one-hot encoded for NeuMiss (see
 #' [neumiss()]); for the other methods they are coded as indicators of every
@@ -227,7 +246,7 @@ compare_methods.default <- function(x, y, task = NULL, folds = 5L, repeats = 2L,
                   python_baseline("MeanMaskLinear", "Mean imputation + mask + linear regression")),
       .run_method("Gradient boosting", python_baseline("HistGradientBoosting", "Gradient boosting"))
     )
-    return(do.call(rbind, rows))
+    return(do.call(rbind, c(rows, .r_method_rows(xtr, ytr, xte, yte, seed, "regression"))))
   }
   python_classifier <- function(name, method) {
     function() {
@@ -254,7 +273,7 @@ compare_methods.default <- function(x, y, task = NULL, folds = 5L, repeats = 2L,
     .run_method("Gradient boosting",
                 python_classifier("HistGradientBoosting", "Gradient boosting"), yte)
   )
-  do.call(rbind, rows)
+  do.call(rbind, c(rows, .r_method_rows(xtr, ytr, xte, yte, seed, "classification")))
 }
 
 # One row of the comparison: `score()` returns a test R² (regression), or a matrix
@@ -336,14 +355,9 @@ compare_methods.default <- function(x, y, task = NULL, folds = 5L, repeats = 2L,
 # The "EM (R norm)" row: its test R², or NA and a note when `norm` is not installed.
 .norm_em_row <- function(xtr, ytr, xte, yte, max_iter, criterion,
                          installed = requireNamespace("norm", quietly = TRUE)) {
-  if (!installed) {
-    return(data.frame(method = "EM (R norm)", r2 = NA_real_, seconds = NA_real_,
-                      note = paste("R package 'norm' is not installed (CRAN only:",
-                                   "install.packages(\"norm\")); not run")))
-  }
-  .run_method("EM (R norm)", function() {
+  .optional_method("norm", "EM (R norm)", function() {
     .r2(yte, .norm_em_predict(xtr, ytr, xte, max_iter, criterion))
-  })
+  }, installed = installed)
 }
 
 # EM for the joint Gaussian of (y, x) with R's norm, then E[y | x_obs] per row.

@@ -337,18 +337,48 @@ print.summary.neumiss <- function(x, ...) {
 #' Plots 1 to 3 use the training rows (validation rows included) and need a
 #' regression fit with its training data; a classifier has plot 4 only.
 #'
+#' With `type = "pdp"`, the partial dependence on one predictor instead: the
+#' mean prediction over the rows (of `newdata`, by default the training rows)
+#' with `variable` set to each value of a grid, by scikit-learn's
+#' `sklearn.inspection.partial_dependence()`. The grid runs from the 5% to the
+#' 95% quantile of the observed values of a numeric predictor (those in that
+#' range are marked below the curve), over the levels of a factor. A classifier has one curve per
+#' class (its mean probability). Each row keeps its other predictors as they
+#' are, missing ones included. See [importance()] for permutation importance.
+#'
 #' @param x A model fitted by [neumiss()].
 #' @param y Unused.
 #' @param which Which plots (a subset of 1:4); by default all four for
 #'   regression, 4 for classification or a model read from a file.
 #' @param ask Logical: ask before each new plot (by default when several plots
 #'   do not fit on an interactive device).
+#' @param type `"diagnostics"` (the plots of `which`) or `"pdp"`.
+#' @param variable With `type = "pdp"`: the name of a predictor (see
+#'   `fit$feature_names`).
+#' @param newdata With `type = "pdp"`: the rows to average over (as for
+#'   [predict.neumiss()]); `NULL`: the training rows of a formula fit.
+#' @param grid_size With `type = "pdp"`: the number of values of a numeric
+#'   predictor.
 #' @param ... Graphical parameters passed to the plotting function (they
 #'   replace the defaults, e.g. `main`, `ylab`, `log = "y"`).
-#' @return `x`, invisibly.
+#' @return `x`, invisibly; with `type = "pdp"`, the partial dependence,
+#'   invisibly: a data frame with `value` (the grid) and `yhat` (regression)
+#'   or one column of mean probabilities per class.
+#' @examples
+#' if (is_neumiss_available()) {
+#'   set.seed(1)
+#'   fit <- neumiss(Ozone ~ ., data = airquality, max_epochs = 20)
+#'   plot(fit, which = 1)
+#'   plot(fit, type = "pdp", variable = "Temp")
+#' }
 #' @export
-plot.neumiss <- function(x, y, which = NULL, ask = NULL, ...) {
+plot.neumiss <- function(x, y, which = NULL, ask = NULL, type = c("diagnostics", "pdp"),
+                         variable = NULL, newdata = NULL, grid_size = 20L, ...) {
   .check_fit(x, "x")
+  type <- match.arg(type)
+  if (type == "pdp") {
+    return(.plot_pdp(x, variable, newdata, grid_size, ...))
+  }
   has_residuals <- x$task == "regression" && !is.null(x$residuals)
   if (is.null(which)) which <- if (has_residuals) 1:4 else 4L
   if (!is.numeric(which) || !length(which) || anyNA(which) || !all(which %in% 1:4)) {

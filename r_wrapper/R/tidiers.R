@@ -16,8 +16,9 @@ generics::augment
 #' * `tidy()`: the per-pattern linear models of a fit with the linear head
 #'   (see [coef.neumiss()]): one row per term and pattern of missing
 #'   predictors, for the `n_patterns` most frequent patterns of the training
-#'   rows (a model read from a file: the complete rows only). An error with an
-#'   MLP head, which has no coefficients.
+#'   rows (a model read from a file: the complete rows only). An error where
+#'   the network has no coefficients (an MLP head, an ensemble of classifiers:
+#'   see [coef.neumiss()]).
 #' * `glance()`: one row of fit statistics: `task`, `nobs`, `n_train`,
 #'   `n_valid`, `depth` (used), `weight_sharing`, `epochs`, `best_epoch`,
 #'   `metric` (`"R^2"` or `"log-loss"`), `validation` and `training` (that

@@ -312,6 +312,65 @@ def describe(estimator):
     return info
 
 
+def pattern_model(estimator, missing):
+    """The linear model that the NeuMiss model of a fit (of a conformal fit: its base
+    model's median output) applies to one missingness pattern, from its
+    ``pattern_model``. ``missing``: one boolean per feature (True = missing). Returns
+    ``{"intercept", "coef", "names"}``: the prediction (regression) or the logit of
+    ``classes_[1]`` (two classes) with every observed encoded column at 0, and one
+    coefficient per observed encoded column, named as ``encoded_names``."""
+    base = _base(estimator)
+    linear = base.pattern_model(np.asarray(_list(missing), dtype=bool))
+    intercept, coef = np.asarray(linear.intercept), np.asarray(linear.coef)
+    if hasattr(base, "quantiles"):  # a quantile head: the median, which predict gives
+        median = list(base.quantiles).index(0.5)
+        intercept, coef = intercept[median], coef[median]
+    return {"intercept": float(intercept), "coef": _float_list(coef),
+            "names": [str(n) for n in linear.feature_names]}
+
+
+def _target(estimator, y):
+    """The response from R: class labels as strings (classifier), else floats."""
+    if hasattr(estimator, "classes_"):
+        return np.asarray([str(v) for v in _list(y)], dtype=object)
+    return _vector(y).astype(np.float64)
+
+
+def permutation_importance(estimator, table, y, n_repeats, metric, random_state):
+    """Permutation importance of each column of ``table`` by scikit-learn's
+    ``permutation_importance``: the drop of the ``metric`` (a scikit-learn scorer name)
+    when the column is shuffled, ``n_repeats`` shuffles. Returns ``{"importance", "sd",
+    "warnings"}``, one value per column."""
+    from sklearn.inspection import permutation_importance as permute
+
+    result, messages = _collecting_warnings(
+        permute, estimator, frame(table), _target(estimator, y), scoring=str(metric),
+        n_repeats=int(n_repeats), random_state=random_state)
+    return {"importance": _float_list(result.importances_mean),
+            "sd": _float_list(result.importances_std), "warnings": messages}
+
+
+def partial_dependence(estimator, table, variable, grid, categorical):
+    """Partial dependence on the column ``variable`` of ``table`` at the values ``grid``
+    (categories if ``categorical``), by scikit-learn's ``partial_dependence`` (brute
+    force: the mean prediction over the rows with the column set to each value; the
+    grid is given, as scikit-learn's own grid would be NaN for a column with missing
+    values). Returns ``{"average", "n_outputs", "warnings"}``: the averages, output by
+    output (the prediction; the probability of ``classes_[1]`` for two classes, of each
+    class for more), flattened."""
+    from sklearn.inspection import partial_dependence as dependence
+
+    variable = str(variable)
+    values = ([str(v) for v in _list(grid)] if categorical
+              else np.asarray(_list(grid), dtype=np.float64))
+    result, messages = _collecting_warnings(
+        dependence, estimator, frame(table), [variable], custom_values={variable: values},
+        categorical_features=[variable] if categorical else None, kind="average")
+    average = np.asarray(result["average"])
+    return {"average": _float_list(average), "n_outputs": int(average.shape[0]),
+            "warnings": messages}
+
+
 def save(estimator, path):
     """Write the estimator with its own ``save`` (a file ``neumiss.load`` reads)."""
     estimator.save(path)

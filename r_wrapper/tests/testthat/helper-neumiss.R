@@ -53,3 +53,8 @@ skip_if_not_installed_as_library <- function() {
 options(neumiss.args = list(depth = 3L, mlp_depth = 0L, weight_sharing = "independent",
                             residual = FALSE, ensemble_size = 1L, patience = 8L,
                             lr_patience = 2L, tol = 0))
+
+# The rows of a comparison whose method ran: not those of a missing R package.
+installed_methods <- function(result) {
+  !grepl("^R package '[a-z]+' is not installed", result$note)
+}

@@ -28,7 +28,9 @@ test_that("compare_methods() cross-validates every method on the same splits", {
   expect_equal(result$method, c("NeuMiss", "EM (R norm)", "EM (Python neumiss)",
                                 "MICE + linear regression",
                                 "Mean imputation + mask + linear regression",
-                                "Gradient boosting"))
+                                "Gradient boosting", "Complete cases + lm",
+                                "MICE + lm (R mice)",
+                                "Random forest (ranger) + mean imputation + mask"))
   expect_equal(unique(result$metric), "r2")
   python_rows <- c(1, 3:6)
   expect_equal(result$note[python_rows], rep("", 5),
@@ -51,6 +53,15 @@ test_that("compare_methods() cross-validates every method on the same splits", {
   expect_gt(result$mean[6], 0.3)
   expect_gt(result$mean[1], 0.3)
   expect_true(all(result$mean[python_rows] < 1))
+  # the R methods: complete cases lose rows, mice and the forest do not
+  r_rows <- 7:9
+  run <- installed_methods(result)[r_rows]
+  expect_equal(result$note[r_rows][run], rep("", sum(run)),
+               info = paste(result$note, collapse = "\n"))
+  expect_true(all(result$folds[r_rows][run] == 6L))
+  expect_gt(result$mean[7], 0.2)
+  if (run[2]) expect_gt(result$mean[8], bayes - 0.1)
+  if (run[3]) expect_gt(result$mean[9], 0.3)
   out <- capture.output(print(result))
   expect_match(out[1], "3-fold cross-validation, repeated 2 time\\(s\\)")
   expect_match(out, "^ *NeuMiss +r2 +0\\.[0-9]+ \\+/- 0\\.[0-9]+ +333 +167 +6", all = FALSE)
@@ -81,21 +92,37 @@ test_that("compare_methods() has a formula interface and handles classification"
   python_rows <- c(1, 3:6)
   expect_equal(result$note[python_rows], rep("", 5), info = paste(result$note, collapse = "\n"))
   expect_true(all(result$mean[python_rows] > 0.3))
+  run <- installed_methods(result)
+  expect_true(all(result$mean[7:9][run[7:9]] > 0.2))
   expect_equal(result$n_train[1] + result$n_test[1], 390)
 
   df$cls <- factor(ifelse(data$y > 0, "up", "down"))
-  result <- compare_methods(cls ~ v1 + v2 + v3 + g, data = df, seed = 3, folds = 2,
-                            repeats = 1, neumiss_args = list(max_epochs = 10))
+  # nearly separable classes: glm warns that it diverges on the complete cases
+  warnings <- character()
+  result <- withCallingHandlers(
+    compare_methods(cls ~ v1 + v2 + v3 + g, data = df, seed = 3, folds = 2, repeats = 1,
+                    neumiss_args = list(max_epochs = 10)),
+    warning = function(w) {
+      warnings <<- c(warnings, conditionMessage(w))
+      invokeRestart("muffleWarning")
+    })
+  expect_match(warnings, "^Complete cases \\+ glm: glm.fit: fitted probabilities numerically",
+               all = FALSE)
   methods <- c("NeuMiss", "MICE + logistic regression",
-               "Mean imputation + mask + logistic regression", "Gradient boosting")
+               "Mean imputation + mask + logistic regression", "Gradient boosting",
+               "Complete cases + glm", "MICE + glm (R mice)",
+               "Random forest (ranger) + mean imputation + mask")
   expect_equal(result$method, rep(methods, each = 2))
-  expect_equal(result$metric, rep(c("accuracy", "log_loss"), 4))
-  expect_equal(result$note, rep("", 8), info = paste(result$note, collapse = "\n"))
-  accuracy <- result$mean[result$metric == "accuracy"]
-  log_loss <- result$mean[result$metric == "log_loss"]
+  expect_equal(result$metric, rep(c("accuracy", "log_loss"), 7))
+  run <- installed_methods(result)
+  expect_equal(result$note[run], rep("", sum(run)), info = paste(result$note, collapse = "\n"))
+  accuracy <- result$mean[result$metric == "accuracy" & run]
+  # (the diverged glm's probabilities are overconfident: its log-loss is not bounded)
+  log_loss <- result$mean[result$metric == "log_loss" & run &
+                            result$method != "Complete cases + glm"]
   expect_true(all(accuracy > 0.7))
   expect_true(all(log_loss > 0 & log_loss < 0.8))
-  expect_equal(result$folds, rep(2L, 8))
+  expect_equal(result$folds[run], rep(2L, sum(run)))
 })
 
 test_that("a warning raised on several splits is given once, with its count", {
@@ -165,4 +192,34 @@ test_that("compare_methods() gives the norm row's note when norm is not installe
   expect_match(r$note[r$method == "EM (R norm)"], "R package 'norm' is not installed")
   expect_true(is.finite(r$mean[r$method == "NeuMiss"]))
   expect_equal(r$note[r$method == "NeuMiss"], "")
+})
+
+test_that("complete cases + lm is lm() on the complete training rows, means for the test rows", {
+  skip_if_no_python_neumiss()
+  data <- simulate_data(n = 300, d = 3, seed = 6, missing = 0.15)
+  result <- suppressWarnings(compare_methods(data$x, data$y, folds = 2, repeats = 1, seed = 4,
+                                             neumiss_args = list(max_epochs = 1)))
+  splits <- neumiss:::.with_seed(4, neumiss:::.cv_splits(300, 2, 1))
+  r2 <- vapply(splits, function(test) {
+    train <- data.frame(data$x[-test, ], y = data$y[-test])
+    complete <- train[complete.cases(train), ]
+    new <- as.data.frame(data$x[test, ])
+    for (v in names(new)) new[[v]][is.na(new[[v]])] <- mean(complete[[v]])
+    r_squared(data$y[test], predict(lm(y ~ ., data = complete), new))
+  }, numeric(1))
+  row <- result$method == "Complete cases + lm"
+  expect_equal(result$mean[row], mean(r2), tolerance = 1e-10)
+  expect_equal(result$se[row], sd(r2) / sqrt(2), tolerance = 1e-8)
+})
+
+test_that("the rows of methods whose R package is absent say how to install it", {
+  x <- matrix(c(1, 2, NA, 4, 5, 6), 3)
+  row <- neumiss:::.optional_method("ranger", "Random forest (ranger) + mean imputation + mask",
+                                    function() stop("not run"), installed = FALSE)
+  expect_true(is.na(row$r2))
+  expect_match(row$note, "R package 'ranger' is not installed \\(Debian: apt-get install r-cran-ranger")
+  row <- neumiss:::.optional_method("mice", "MICE + glm (R mice)", function() stop("not run"),
+                                    truth = factor(c("a", "b")), installed = FALSE)
+  expect_true(is.na(row$accuracy) && is.na(row$log_loss))
+  expect_match(row$note, "R package 'mice' is not installed")
 })

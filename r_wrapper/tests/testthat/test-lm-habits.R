@@ -114,3 +114,25 @@ test_that("a two-class classifier's coefficients are its log-odds model", {
   iris_fit <- neumiss(Species ~ ., data = iris, max_epochs = 2, seed = 1)
   expect_error(coef(iris_fit), "two-class")
 })
+
+test_that("coef() is the Python estimator's pattern model: ensembles, level order, refusals", {
+  skip_if_no_python_neumiss()
+  data <- simulate_data(n = 300, d = 3)
+  complete <- which(rowSums(is.na(data$x)) == 0)
+  design <- cbind(1, data$x[complete, ])
+  # an ensemble of regressors averages its members: the mean of their linear models
+  ensemble <- neumiss(data$x, data$y, max_epochs = 5, seed = 1, ensemble_size = 3)
+  expect_named(coef(ensemble), c("(Intercept)", "v1", "v2", "v3"))
+  expect_equal(unname(predict(ensemble, data$x[complete, ])),
+               unname(drop(design %*% coef(ensemble))), tolerance = 1e-6)
+  # R's second level sorts first in Python: still the log-odds of R's second level
+  cls <- factor(ifelse(data$y > 0, "up", "down"), levels = c("up", "down"))
+  fit <- neumiss(data$x, cls, max_epochs = 5, seed = 1)
+  p <- predict(fit, data$x[complete, ], type = "prob")
+  expect_equal(unname(log(p[, "down"] / p[, "up"])), unname(drop(design %*% coef(fit))),
+               tolerance = 1e-6)
+  ensemble_cls <- neumiss(data$x, cls, max_epochs = 2, seed = 1, ensemble_size = 2)
+  expect_error(coef(ensemble_cls),
+               "no coefficients: the classifier is an ensemble of 2 networks that averages their probabilities")
+  expect_false(grepl("NeuMiss[A-Z]", tryCatch(coef(ensemble_cls), error = conditionMessage)))
+})
