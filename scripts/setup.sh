@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Create (or reuse) the Python virtual environment and install neumiss into it.
 # Torch is the CPU build (torch==2.13.0, which pip takes from this machine kind's
-# disk in seconds); an unpinned torch would download a multi-GB CUDA build.
+# disk in seconds); an unpinned torch would download a multi-GB CUDA build. It is
+# installed first so that the extras' torch users (pytabkit, in the anchors that
+# .[dev] includes) find it there and pip pulls no other build.
 # Usage: bash scripts/setup.sh [VENV]   (default .venv)
 set -euo pipefail
 

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 CACHE="${1:-benchmark_results/realdata_cache}"
 VENV="${2:-.venv}"
 DEB_PACKAGES=(r-base-core r-cran-cardata r-cran-survival r-cran-mice r-cran-mlbench
-              r-cran-psychtools)
+              r-cran-psychtools r-cran-modeldata r-cran-ggplot2 r-cran-aer)
 
 source scripts/debian_packages.sh
 install_debian_packages setup_realdata.sh "${DEB_PACKAGES[@]}"

@@ -1,7 +1,7 @@
 """Tests of the real-data suite: task records, the cache loader, folds, report, end to end.
 
-Only the first test reads the exported R data sets (skipped without them); the
-others write a tiny cache of their own, so they run without R.
+Only the tests of the task records read the exported R data sets (skipped, per data set,
+without them); the others write a tiny cache of their own, so they run without R.
 """
 
 import json
@@ -80,23 +80,53 @@ def test_task_records_are_valid():
         Task("t", "p", "d", "y", "regression", drop=("y",))
 
 
-def test_task_records_match_the_exported_data_sets():
-    if not (REPO_CACHE / "carData.TitanicSurvival.json").exists():
-        pytest.skip(f"no real-data cache in {REPO_CACHE}: run bash scripts/setup_realdata.sh")
-    for task in TASKS.values():
-        schema = read_schema(REPO_CACHE, task.package, task.dataset)
-        types = {c["name"]: c for c in schema["columns"]}
-        check_task(task, {name: c["type"] for name, c in types.items()})
-        target = types[task.target]
-        if task.kind == "regression":
-            assert target["type"] in ("numeric", "integer"), task.name
-        elif target["type"] == "factor":
-            assert task.positive in target["levels"], task.name
-        for column, values in task.keep.items():
-            assert set(values) <= set(types[column].get("levels", values)), task.name
-        X, y = load_task(task, REPO_CACHE)
-        assert X.isna().to_numpy().any(), f"{task.name}: no missing feature value"
-        assert len(X) == len(y) >= 100 and not set(X.columns) & {task.target, *task.drop}
+def _exported(task: Task) -> None:
+    """Skip the calling test, with the reason, when ``task``'s data set is not exported."""
+    if not (REPO_CACHE / f"{task.package}.{task.dataset}.json").exists():
+        pytest.skip(f"{task.source} is not in {REPO_CACHE}: run bash scripts/setup_realdata.sh")
+
+
+@pytest.mark.parametrize("task", TASKS.values(), ids=TASKS)
+def test_task_records_match_the_exported_data_sets(task):
+    _exported(task)
+    schema = read_schema(REPO_CACHE, task.package, task.dataset)
+    types = {c["name"]: c for c in schema["columns"]}
+    check_task(task, {name: c["type"] for name, c in types.items()})
+    target = types[task.target]
+    if task.kind == "regression":
+        assert target["type"] in ("numeric", "integer")
+    elif target["type"] == "factor":
+        assert task.positive in target["levels"]
+    for column, values in task.keep.items():
+        assert set(values) <= set(types[column].get("levels", values))
+    X, y = load_task(task, REPO_CACHE)
+    assert X.isna().to_numpy().any(), f"{task.name}: no missing feature value"
+    assert len(X) == len(y) >= 100 and not set(X.columns) & {task.target, *task.drop}
+
+
+#: The tasks added for nonlinear targets: rows, features, (categorical features), the
+#: feature columns with missing values, and the target's mean.
+NONLINEAR_TASKS = {
+    "credit_default": (4454, 13, 4, {"Home", "Marital", "Job", "Income", "Assets", "Debt"},
+                       0.2815),
+    "txhousing_sales": (8034, 5, 1, {"median", "listings"}, 549.56),
+    "growth_dj": (117, 8, 3, {"gdp60", "popgrowth", "school", "literacy60"}, 4.094),
+    "seatbelt_fatalities": (765, 11, 7, {"seatbelt"}, 0.02149),
+}
+
+
+@pytest.mark.parametrize("name", NONLINEAR_TASKS)
+def test_the_nonlinear_tasks_have_their_rows_target_and_missing_features(name):
+    task = TASKS[name]
+    _exported(task)
+    rows, features, categorical, incomplete, target_mean = NONLINEAR_TASKS[name]
+    X, y = load_task(task, REPO_CACHE)
+    assert X.shape == (rows, features) and y.shape == (rows,) and np.isfinite(y).all()
+    assert sum(isinstance(X[c].dtype, pd.CategoricalDtype) for c in X) == categorical
+    assert set(X.columns[X.isna().any()]) == incomplete
+    assert y.mean() == pytest.approx(target_mean, rel=1e-3)
+    if task.kind == "binary":
+        assert set(np.unique(y)) == {0, 1}
 
 
 def test_loader_rebuilds_the_r_types(tmp_path):
@@ -134,12 +164,14 @@ def test_loader_errors_name_the_file_and_column(tmp_path):
 
 def test_load_task_filters_rows_drops_columns_and_encodes_the_target(tmp_path):
     _write_dataset(tmp_path, "pkg", "tiny", TINY_CSV, TINY_COLUMNS)
-    task = Task("tiny", "pkg", "tiny", "outcome", "binary", positive="yes", drop=("id",),
+    task = Task("tiny", "pkg", "tiny", "outcome", "binary", positive="yes",
                 keep={"outcome": ("yes", "no")}, numeric=("grade",))
     X, y = load_task(task, tmp_path)
     # Rows: "maybe" filtered out, the missing outcome dropped.
     assert y.tolist() == [1, 0, 0] and y.dtype == np.int64
-    assert list(X.columns) == ["x", "n", "flag", "size", "colour", "grade"]
+    assert list(X.columns) == ["x", "n", "flag", "size", "colour", "grade", "id"]
+    # A text column becomes a category of its sorted values (what every method reads).
+    assert list(X["id"].cat.categories) == ["a1", "a2", "a5"] and X["id"].tolist()[0] == "a1"
     assert X["grade"].dtype == np.float64 and X["grade"].tolist()[:2] == [10.0, 1.0]
     assert math.isnan(X["grade"][2])
     regression = Task("r", "pkg", "tiny", "x", "regression", drop=("id", "outcome"))
@@ -351,9 +383,11 @@ def test_an_anchor_whose_package_is_missing_is_skipped_with_the_reason(
 
 
 def test_the_anchors_are_methods_of_the_real_suite_for_both_kinds():
-    for name in ("catboost", "lightgbm"):
+    for name in ("catboost", "lightgbm", "realmlp", "tabm"):
         assert METHODS[name].kinds == ("regression", "binary")
         assert METHODS[name].baseline == name
+    # The networks warm torch up before their first timed fit, as NeuMiss does.
+    assert METHODS["realmlp"].torch and METHODS["tabm"].torch and not METHODS["catboost"].torch
 
 
 _INTERRUPTED_SUITE = """  # argv: a scratch folder, the number of repeats

@@ -1,12 +1,14 @@
 """The methods NeuMiss is compared with: EM, MICE, imputation + mask + linear model or MLP,
-and the gradient-boosting anchors (CatBoost, LightGBM).
+the gradient-boosting anchors (CatBoost, LightGBM) and the tabular-network anchors
+(RealMLP, TabM from pytabkit).
 
 Owns the baseline regressors of the paper (Section 5.4), the boosting anchors with native
-missing values and categories (their packages optional), the bridge to R's ``norm`` EM
+missing values and categories, the network anchors behind median imputation and missing
+indicators (the anchors' packages optional), the bridge to R's ``norm`` EM
 through rpy2, and the one registry of baselines (:data:`BASELINES`, name -> factory,
 :func:`make_baseline`) that every benchmark suite and the R adapter build their baselines
 from. May import :mod:`neumiss.checks`, :mod:`neumiss.simulation` and :mod:`neumiss.tables`;
-importing it loads neither torch nor rpy2 (R starts when ``norm`` is first used).
+importing it loads neither torch, pytabkit nor rpy2 (R starts when ``norm`` is first used).
 """
 
 from ._baselines import (

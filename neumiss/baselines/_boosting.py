@@ -37,7 +37,7 @@ def as_float_frame(X) -> pd.DataFrame:
     return X.astype({c: "float64" for c in X.columns if c not in categorical})
 
 
-def _seed(random_state) -> int | None:
+def seed_integer(random_state) -> int | None:
     """An integer seed for a library that takes only integers (None stays None)."""
     if random_state is None or isinstance(random_state, (int, np.integer)):
         return random_state
@@ -78,7 +78,7 @@ class _CatBoostTable(BaseEstimator):
         model = (catboost.CatBoostRegressor if isinstance(self, RegressorMixin)
                  else catboost.CatBoostClassifier)
         self.model_ = model(
-            iterations=self.iterations, random_seed=_seed(self.random_state), thread_count=1,
+            iterations=self.iterations, random_seed=seed_integer(self.random_state), thread_count=1,
             cat_features=self.categorical_, verbose=False, allow_writing_files=False,
         )
         self.model_.fit(self._table(frame), np.asarray(y))
@@ -116,7 +116,7 @@ def lightgbm_model(task: str, random_state):
     model = lightgbm.LGBMRegressor if task == "regression" else lightgbm.LGBMClassifier
     return make_pipeline(
         FunctionTransformer(_categories_as_category),
-        model(n_jobs=1, random_state=_seed(random_state), verbose=-1),
+        model(n_jobs=1, random_state=seed_integer(random_state), verbose=-1),
     )
 
 

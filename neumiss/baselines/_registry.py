@@ -6,7 +6,8 @@ task (``"regression"`` or ``"classification"``) and ``random_state`` (the seed o
 estimator's own randomness; deterministic models ignore it).
 
 Inputs: numeric arrays or data frames with NaN for missing values; ``hgb``, ``catboost``,
-``lightgbm`` and ``mean_mask_linear`` also take ``category`` (or text) columns. Callers with
+``lightgbm``, ``realmlp``, ``tabm`` and ``mean_mask_linear`` also take ``category`` (or
+text) columns. Callers with
 categorical tables dummy-code them first for the other baselines.
 
 scikit-learn's models are imported when built, so that listing the registry is cheap.
@@ -33,6 +34,7 @@ from ._boosting import (
     categorical_columns,
     lightgbm_model,
 )
+from ._networks import pytabkit_model
 from ._rbridge import NormEMRegressor
 
 __all__ = ["BASELINES", "TASKS", "Baseline", "make_baseline"]
@@ -60,7 +62,7 @@ class Baseline:
         if not missing:
             return None
         return (f"{' and '.join(missing)} not installed "
-                "(pip install 'neumiss[anchors]' installs CatBoost and LightGBM)")
+                "(pip install 'neumiss[anchors]' installs CatBoost, LightGBM and pytabkit)")
 
 
 def _em(task, random_state):
@@ -149,6 +151,16 @@ def _lightgbm(task, random_state):
     return lightgbm_model(task, random_state)
 
 
+def _realmlp(task, random_state):
+    """pytabkit's RealMLP-TD behind median imputation and missing indicators, one thread."""
+    return pytabkit_model("realmlp", task, random_state)
+
+
+def _tabm(task, random_state):
+    """pytabkit's TabM-D behind median imputation and missing indicators, one thread."""
+    return pytabkit_model("tabm", task, random_state)
+
+
 #: Baselines by name.
 BASELINES = {baseline.name: baseline for baseline in (
     Baseline("em", _em),
@@ -161,6 +173,8 @@ BASELINES = {baseline.name: baseline for baseline in (
     Baseline("mean_mask_linear", _mean_mask_linear, TASKS),
     Baseline("catboost", _catboost, TASKS, requires=("catboost",)),
     Baseline("lightgbm", _lightgbm, TASKS, requires=("lightgbm",)),
+    Baseline("realmlp", _realmlp, TASKS, requires=("pytabkit",)),
+    Baseline("tabm", _tabm, TASKS, requires=("pytabkit",)),
 )}
 
 

@@ -125,7 +125,7 @@ def load_task(task: Task, cache=DEFAULT_CACHE) -> tuple[pd.DataFrame, np.ndarray
     X : DataFrame of shape (n_rows, n_features)
         The data set less the target and ``task.drop``, rows filtered by
         ``task.keep`` and with a missing target removed, index reset. Factors
-        are ``category`` columns, missing values NaN / pd.NA.
+        and text columns are ``category`` columns, missing values NaN / pd.NA.
     y : ndarray of shape (n_rows,)
         float64 for regression; int64 0/1 for binary tasks (1 = ``task.positive``).
 
@@ -149,6 +149,10 @@ def load_task(task: Task, cache=DEFAULT_CACHE) -> tuple[pd.DataFrame, np.ndarray
             raise ValueError(f"task {task.name!r}: column {column!r} has labels that are not "
                              "numbers; remove it from `numeric`")
         X[column] = numbers.astype("float64")
+    # Text columns become categories (levels sorted, as R's factor() makes them), so that
+    # every method, HistGradientBoosting's categories from the dtype included, reads them.
+    text = [c for c in X.columns if pd.api.types.is_object_dtype(X[c])]
+    X = X.astype({c: pd.CategoricalDtype(sorted(X[c].dropna().unique())) for c in text})
     if task.kind == "regression":
         if not pd.api.types.is_numeric_dtype(target):
             raise ValueError(f"task {task.name!r}: regression target {task.target!r} is "

@@ -20,6 +20,9 @@ first (:class:`DummyEncoder`):
 * ``catboost``, ``lightgbm``: the anchors a user would try next, with their defaults,
   missing values and categories native, one thread (skipped, with the reason, where
   their optional packages are not installed).
+* ``realmlp``, ``tabm``: the tabular networks of pytabkit with its tuned defaults
+  (RealMLP-TD, TabM-D) behind median imputation and missing indicators, categories
+  as pytabkit encodes them, on the CPU with one thread (optional as the two above).
 * ``neumiss``: ``NeuMissRegressor()`` / ``NeuMissClassifier()`` with the
   package's defaults, given the DataFrame itself.
 * ``neumiss_mlp``: depth and weight sharing chosen on validation, residual, 2
@@ -128,12 +131,14 @@ def _dummy_coded(name: str, kind: str, random_state: int):
     return make_pipeline(DummyEncoder(), *steps)
 
 
-def _baseline_method(name: str, build: Callable = _baseline) -> RealMethod:
-    """The real-data method of the registry's baseline ``name``, for the kinds it takes."""
+def _baseline_method(name: str, build: Callable = _baseline, torch: bool = False) -> RealMethod:
+    """The real-data method of the registry's baseline ``name``, for the kinds it takes
+    (``torch``: a torch model, whose process warms torch up before the first timed fit)."""
     from ...baselines import BASELINES
 
     kinds = tuple(k for k in KINDS if _TASK[k] in BASELINES[name].tasks)
-    return RealMethod(name, functools.partial(build, name), kinds=kinds, baseline=name)
+    return RealMethod(name, functools.partial(build, name), kinds=kinds, torch=torch,
+                      baseline=name)
 
 
 def _neumiss(params: Mapping, kind: str, random_state: int):
@@ -182,6 +187,8 @@ METHODS = {method.name: method for method in (
     _baseline_method("em", _dummy_coded),
     _baseline_method("catboost"),
     _baseline_method("lightgbm"),
+    _baseline_method("realmlp", torch=True),
+    _baseline_method("tabm", torch=True),
     neumiss_method("neumiss", {}),
     neumiss_method("neumiss_mlp", NEUMISS_MLP),
 )}

@@ -146,4 +146,36 @@ TASKS = {task.name: task for task in (
         "EPI scales share the questionnaire), study identifiers and times, and 3 items "
         "missing for nearly everyone are dropped.",
     ),
+    Task(
+        "credit_default", "modeldata", "credit_data", "Status", "binary", positive="bad",
+        note="Default (bad) of 4454 credit applicants from the application: seniority, home, "
+        "loan time, age, marital status, records, job, expenses, income (missing for 381), "
+        "assets, debt, amount and price. Every column is known when the credit is granted: "
+        "nothing dropped. Chosen because boosting beats the linear models on it.",
+    ),
+    Task(
+        "txhousing_sales", "ggplot2", "txhousing", "sales", "regression",
+        drop=("volume", "inventory", "date"),
+        note="Monthly home sales of 46 Texas cities, 2000-2015 (8034 months with sales "
+        "known), from the city, year, month, median price and active listings (missing for "
+        "17%). volume (the total value of the month's sales) and inventory (listings over "
+        "the recent monthly sales) are computed from the target, dropped; date is year + "
+        "month again. Sales scale with the city and move with the season and the housing "
+        "cycle in each city: trees fit what a linear model cannot.",
+    ),
+    Task(
+        "growth_dj", "AER", "GrowthDJ", "gdpgrowth", "regression", drop=("gdp85",),
+        note="Growth of GDP per working-age person 1960-1985 of 117 countries (Durlauf and "
+        "Johnson) from the 1960 GDP, population growth, investment and schooling shares, "
+        "1960 literacy (missing for 18) and the sample indicators (oil, intermediate, OECD). "
+        "The 1985 GDP, with the 1960 one, gives the target: dropped. Small and heavy-tailed "
+        "(GDP levels): the linear models fail on some folds.",
+    ),
+    Task(
+        "seatbelt_fatalities", "AER", "USSeatBelts", "fatalities", "regression",
+        note="Traffic fatalities per million miles of 50 US states and DC, 1983-1997 (765 "
+        "state-years), from state, year, miles driven, seat belt usage (not surveyed in "
+        "209 state-years), speed limits, drinking age, alcohol law, income, age and "
+        "enforcement. Nothing dropped: no column is computed from fatalities.",
+    ),
 )}
