@@ -1,6 +1,6 @@
 test_that("regression from a matrix: fit, predict, print, summary, coef, plot", {
   skip_if_no_python_neumiss()
-  data <- simulate_data()
+  data <- simulate_data(n = 600)  # enough rows for the Bayes comparison below
   x_before <- data$x
   fit <- neumiss(data$x, data$y, depth = 2, max_epochs = 40, batch_size = 32,
                  seed = 1)
@@ -39,11 +39,11 @@ test_that("regression from a matrix: fit, predict, print, summary, coef, plot", 
   expect_equal(s$depth, 2L)
   expect_equal(s$n_epochs, fit$n_epochs)
   expect_equal(s$validation, fit$history$val_score[fit$best_epoch])
-  expect_equal(c(s$n_obs, s$n_train, s$n_valid), c(300L, 270L, 30L))
+  expect_equal(c(s$n_obs, s$n_train, s$n_valid), c(600L, 540L, 60L))
   expect_equal(s$training, r_squared(data$y, fitted(fit)))
   expect_equal(s$missing_rate, mean(is.na(data$x)))
-  expect_output(print(s), "Validation R\\^2: [-0-9.]+ \\(30 rows\\)")
-  expect_output(print(s), "Rows: 300 used: 270 training, 30 validation")
+  expect_output(print(s), "Validation R\\^2: [-0-9.]+ \\(60 rows\\)")
+  expect_output(print(s), "Rows: 600 used: 540 training, 60 validation")
   expect_output(print(s), "Training history")
   expect_output(print(fit), "NeuMiss regression model \\(depth 2")
 
