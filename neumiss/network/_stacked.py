@@ -43,10 +43,10 @@ class StackedNetwork(nn.Module):
         How :meth:`forward` combines the members' outputs (see
         :data:`~neumiss.network.COMBINE`).
 
-    Shapes
-    ------
-    :meth:`member_outputs`: ``x`` and ``mask`` (batch, d) -> (K, batch, n_outputs).
-    :meth:`forward`: ``x`` and ``mask`` (batch, d) -> (batch, n_outputs).
+    Notes
+    -----
+    Shapes: :meth:`member_outputs` maps ``x`` and ``mask`` (batch, d) to
+    (K, batch, n_outputs); :meth:`forward` maps them to (batch, n_outputs).
     """
 
     def __init__(self, networks: list[NeuMissNetwork], combine: str) -> None:
