@@ -7,6 +7,7 @@ compare the package against it.
 """
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -127,3 +128,42 @@ def interrupt_after_first_row(process, runs, what: str, timeout: float = 120.0) 
         time.sleep(0.2)
     if process.poll() is not None:
         pytest.skip(f"the {what} finished before it could be interrupted")
+
+
+def mixed_table(seed=0, n=240, complete_column=False):
+    """Numbers with NaN, a category with missing cells, a nullable boolean (and, with
+    ``complete_column``, a column without missing values); a target that depends on each
+    (2 units on the category). Returns ``(X, y)``: a DataFrame and (n,) floats."""
+    rng = np.random.default_rng(seed)
+    columns = {
+        "x": rng.standard_normal(n),
+        "level": pd.Categorical(rng.choice(["low", "high", None], n)),
+        "flag": pd.array(rng.choice([True, False, None], n), dtype="boolean"),
+    }
+    if complete_column:
+        columns["complete"] = rng.standard_normal(n)
+    X = pd.DataFrame(columns)
+    X.loc[rng.random(n) < 0.2, "x"] = np.nan
+    y = X["x"].fillna(0).to_numpy() + 2.0 * (X["level"] == "high") + X["flag"].fillna(False)
+    return X, np.asarray(y, dtype=float)
+
+
+def check_anchor_on_mixed_table(build, X, y, task, min_gain, exact=True):
+    """Fit ``build()`` (a fresh anchor for ``task``) on 200 rows of :func:`mixed_table`'s
+    ``X, y`` and check it: finite predictions for the other 40; for regression, the
+    category's 2 units learnt (a gap above ``min_gain``); for classification, probabilities
+    summing to 1; and the same predictions from a second seeded fit (``exact``, or to
+    float precision). Returns the fitted model."""
+    target = y if task == "regression" else (y > 1).astype(int)
+    model = build().fit(X[:200], target[:200])
+    predictions = model.predict(X[200:])
+    assert predictions.shape == (len(X) - 200,) and np.isfinite(predictions).all()
+    if task == "regression":
+        high = (X["level"][200:] == "high").to_numpy()
+        assert predictions[high].mean() - predictions[~high].mean() > min_gain
+    else:
+        assert list(model.classes_) == [0, 1]
+        assert np.allclose(model.predict_proba(X[200:]).sum(axis=1), 1.0)
+    again = build().fit(X[:200], target[:200]).predict(X[200:])
+    np.testing.assert_allclose(again, predictions, rtol=0 if exact else 1e-7)
+    return model

@@ -25,6 +25,8 @@ from neumiss.baselines import (
 )
 from neumiss.simulation import conditional_mean
 
+from .conftest import check_anchor_on_mixed_table, mixed_table
+
 ESTIMATORS = [
     EMRegressor(),
     MICERegressor(random_state=0),
@@ -467,42 +469,18 @@ def _quick(model):
     return model
 
 
-def _mixed_table(seed=0, n=240):
-    """Numbers with NaN, a category with missing cells, a nullable boolean; a target that
-    depends on each."""
-    rng = np.random.default_rng(seed)
-    X = pd.DataFrame({
-        "x": rng.standard_normal(n),
-        "level": pd.Categorical(rng.choice(["low", "high", None], n)),
-        "flag": pd.array(rng.choice([True, False, None], n), dtype="boolean"),
-    })
-    X.loc[rng.random(n) < 0.2, "x"] = np.nan
-    y = X["x"].fillna(0).to_numpy() + 2.0 * (X["level"] == "high") + X["flag"].fillna(False)
-    return X, np.asarray(y, dtype=float)
-
-
 @pytest.mark.parametrize("name", ["catboost", "lightgbm"])
 @pytest.mark.parametrize("task", TASKS)
 def test_boosting_anchors_take_missing_values_and_categories_as_they_are(name, task):
     pytest.importorskip(name, reason=f"{name} is installed by pip install 'neumiss[anchors]'")
-    X, y = _mixed_table()
-    target = y if task == "regression" else (y > 1).astype(int)
-    model = _quick(make_baseline(name, task, random_state=0)).fit(X[:200], target[:200])
-    predictions = model.predict(X[200:])
-    assert predictions.shape == (40,) and np.isfinite(predictions).all()
-    if task == "regression":  # the category carries 2 units of the target: both learn it
-        high = (X["level"][200:] == "high").to_numpy()
-        assert predictions[high].mean() - predictions[~high].mean() > 1.0
-    else:
-        assert list(model.classes_) == [0, 1]
-        assert np.allclose(model.predict_proba(X[200:]).sum(axis=1), 1.0)
-    again = _quick(make_baseline(name, task, random_state=0)).fit(X[:200], target[:200])
-    assert np.array_equal(again.predict(X[200:]), predictions)  # seeded
+    X, y = mixed_table()
+    check_anchor_on_mixed_table(lambda: _quick(make_baseline(name, task, random_state=0)),
+                                X, y, task, min_gain=1.0)
 
 
 def test_catboost_reads_a_missing_category_as_a_category_of_its_own():
     pytest.importorskip("catboost", reason="installed by pip install 'neumiss[anchors]'")
-    X, y = _mixed_table()
+    X, y = mixed_table()
     model = _quick(make_baseline("catboost", random_state=0)).fit(X, y)
     assert model.categorical_ == ["level"]
     table = model._table(X)
