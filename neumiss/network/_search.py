@@ -1,7 +1,8 @@
 """The depth and weight-mode search of the NeuMiss estimators.
 
-Candidate depths are trained in increasing order on the same split, each
-warm-started from the previous one (an MLP head restarts its MLP part:
+Candidate depths are trained in increasing order on the same split. Each new
+depth's block starts from the training rows' moments (:mod:`~neumiss.network._start`)
+and its head from the previous depth's (an MLP head restarts its MLP part:
 :meth:`neumiss.network.NeuMissNetwork.warm_start_from`). A deeper depth
 replaces the best one only when it is clearly better on the validation rows
 (:func:`clearly_better`, the one-standard-error rule); the search stops when
@@ -17,17 +18,15 @@ the same function (the skip receives the linear head, the MLP's last layer
 starts at zero).
 
 Every candidate is an ensemble of ``n_members`` networks trained together as one
-:class:`~neumiss.network.StackedNetwork` (member ``k`` initialised from seed
-``seed + k``, all on the same rows), so the search decides on the ensemble's
-validation losses and trains all members for little more than one.
+:class:`~neumiss.network.StackedNetwork` (one block; member ``k``'s head initialised
+from seed ``seed + k``, its loss weighted by its own bootstrap resample of the rows), so
+the search decides on the ensemble's validation losses and trains all members for
+little more than one.
 """
 
 from __future__ import annotations
 
 import dataclasses
-
-#: Depths tried by ``depth="auto"``. Each doubles the previous one so that a
-#: warm start stays close (results/README.md, "Depth search").
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -214,7 +213,8 @@ class DepthSearch:
                 start_from: StackedNetwork | None) -> StackedNetwork:
         """New members (member ``k`` initialised from seed ``seed + k``), each warm-started
         from member ``k`` of ``start_from`` if given (an MLP head keeps its hidden layers
-        only from a network of the same depth), stacked on the device of the rows."""
+        only from a network of the same depth), stacked on the device of the rows. A new
+        depth's block starts from :attr:`moments` when given."""
         starts = [None] * self.n_members if start_from is None else start_from.networks()
         networks = []
         for k, start in enumerate(starts):
@@ -222,9 +222,11 @@ class DepthSearch:
             network.reset_parameters(torch.Generator().manual_seed(self.seed + k))
             if start is not None:
                 network.warm_start_from(start, keep_mlp=start.block.depth == depth)
-            if self.moments is not None and (start is None or start.block.depth != depth):
-                start_from_moments(network, *self.moments)
             networks.append(network)
+        new_depth = start_from is None or start_from.depth != depth
+        if self.moments is not None and new_depth:
+            # The stacked network keeps the first member's block: only it needs the start.
+            start_from_moments(networks[0], *self.moments)
         return StackedNetwork(networks, self.combine).to(self.train_data.device)
 
     def fit(self, depth: int, weight_sharing: str, mlp_depth: int,
