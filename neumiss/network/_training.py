@@ -149,6 +149,10 @@ class TrainingResult:
         self.n_epochs = epoch
 
 
+#: The smallest learning-rate reduction the plateau schedule makes (torch's ``eps``).
+LR_EPS = 1e-8
+
+
 class PlateauSchedule:
     """The optimizer of a training and its plateau learning-rate schedule.
 
@@ -157,7 +161,8 @@ class PlateauSchedule:
     (relative) below the best, the rule of
     :class:`torch.optim.lr_scheduler.ReduceLROnPlateau` (``mode="min"``,
     ``threshold_mode="rel"``), which needs a ``torch.optim.Optimizer``
-    (see :mod:`~neumiss.network._optimizer` for why there is none).
+    (see :mod:`~neumiss.network._optimizer` for why there is none). As
+    there, a reduction smaller than ``LR_EPS`` is skipped.
 
     Parameters
     ----------
@@ -194,7 +199,9 @@ class PlateauSchedule:
             return
         self._bad_epochs += 1
         if self._bad_epochs > self.config.lr_patience:
-            self.optimizer.lr *= self.config.lr_factor
+            reduced = self.optimizer.lr * self.config.lr_factor
+            if self.optimizer.lr - reduced > LR_EPS:
+                self.optimizer.lr = reduced
             self._bad_epochs = 0
 
 
