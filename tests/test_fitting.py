@@ -24,10 +24,13 @@ from neumiss.estimators._streaming import StreamRows
 from neumiss.network import (
     AUTO_DEPTHS,
     AUTO_MLP_DEPTHS,
+    NeuMissNetwork,
     Objective,
+    StackedNetwork,
     TrainingConfig,
     TrainingData,
 )
+from neumiss.network._data import row_losses
 
 ONE = {"depth": 1, "mlp_depth": 0, "weight_sharing": "shared", "max_epochs": 2}
 
@@ -78,7 +81,7 @@ class StreamedRows(RecordingRows):
 
 def test_the_plan_prepares_and_splits_once_with_the_drawn_seed(data):
     X, y = data
-    model = NeuMissRegressor(**ONE, ensemble_size=3, random_state=7)
+    model = NeuMissRegressor(**ONE, ensemble_size=3, validation_fraction=0.1, random_state=7)
     rows = RecordingRows(X, y)
     assert FitPlan(model, rows).fit() is model
     seed = int(np.random.RandomState(7).randint(np.iinfo(np.int32).max))
@@ -149,7 +152,7 @@ def test_rows_in_memory_are_searched_and_other_rows_train_one_candidate_unguarde
 
 def test_one_candidate_is_repeatable_and_refuses_a_search(data):
     X, y = data
-    model = NeuMissRegressor(**ONE)
+    model = NeuMissRegressor(**ONE, ensemble_size=1)
     rows = RecordingRows(X, y)
     rows.prepare(model, torch.device("cpu"))
     split = rows.split(0)
@@ -240,3 +243,79 @@ def test_a_feature_never_observed_warns_at_the_callers_line(data):
         NeuMissRegressor(**ONE, ensemble_size=1).fit(X, y)
     (warning,) = [w for w in caught if "missing in every training row" in str(w.message)]
     assert warning.filename == __file__
+
+
+def test_auto_validation_is_out_of_fold_for_a_small_ensemble(data):
+    X, y = data
+    rows = InMemoryRows(X, y)
+    rows.prepare(NeuMissRegressor(ensemble_size=4), torch.device("cpu"))
+    split = rows.split(3)
+    assert split.scheme == "out_of_fold" and len(split.train) == len(split.val) == 80
+    held = split.val.held_out_by
+    assert sorted(torch.bincount(held).tolist()) == [20, 20, 20, 20]
+    # Member k trains on every row but those of fold k.
+    expected = (held[:, None] != torch.arange(4)).float()
+    torch.testing.assert_close(split.train.member_weight, expected)
+    np.testing.assert_array_equal(split.y_val, rows.y)
+    assert not torch.equal(held, rows.split(4).val.held_out_by)  # the folds follow the seed
+
+
+def test_out_of_fold_losses_score_each_row_by_the_member_that_held_it_out(data):
+    X, y = data
+    rows = InMemoryRows(X, y)
+    rows.prepare(NeuMissRegressor(ensemble_size=3), torch.device("cpu"))
+    val = rows.split(0).val
+    members = []
+    for k in range(3):
+        member = NeuMissNetwork(3, depth=1, mlp_depth=1)
+        member.reset_parameters(torch.Generator().manual_seed(k))
+        member.block.load_state_dict(members[0].block.state_dict() if members else
+                                     member.block.state_dict())
+        members.append(member)
+    stacked = StackedNetwork(members, "mean")
+    losses = row_losses(stacked, val, lambda out, t: (out[:, 0] - t) ** 2)
+    with torch.no_grad():
+        own = torch.stack([(m.eval()(val.x, val.mask)[:, 0] - val.target) ** 2
+                           for m in members])  # (K, n)
+    torch.testing.assert_close(losses, own[val.held_out_by, torch.arange(80)])
+
+
+def test_auto_validation_holds_out_a_tenth_for_one_network_or_a_large_table(data,
+                                                                           monkeypatch):
+    X, y = data
+    for model in (NeuMissRegressor(ensemble_size=1), NeuMissRegressor(ensemble_size=50)):
+        rows = InMemoryRows(X, y)
+        rows.prepare(model, torch.device("cpu"))  # 50 members: fewer than 2 rows per fold
+        split = rows.split(0)
+        assert split.scheme == "holdout" and len(split.val) == 8
+    monkeypatch.setattr(fitting, "OUT_OF_FOLD_ROWS", 79)
+    rows = InMemoryRows(X, y)
+    rows.prepare(NeuMissRegressor(ensemble_size=4), torch.device("cpu"))
+    assert rows.split(0).scheme == "holdout"
+
+
+def test_out_of_fold_folds_are_stratified_when_every_class_fills_them():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 2))
+    y = np.array([0] * 80 + [1] * 20)
+    rows = InMemoryRows(X, y)
+    rows.prepare(NeuMissClassifier(ensemble_size=5), torch.device("cpu"))
+    split = rows.split(0)
+    for k in range(5):
+        assert np.bincount(split.y_val[split.val.held_out_by.numpy() == k]).tolist() == [16, 4]
+
+
+@pytest.mark.parametrize("params, scheme, n_rows", [
+    ({"ensemble_size": 2}, "out_of_fold", 80),
+    ({"ensemble_size": 1}, "holdout", 8),
+    ({"ensemble_size": 2, "validation_fraction": 0.25}, "holdout", 20),
+    ({"ensemble_size": 2, "validation_fraction": 0.0}, "none", 0),
+])
+def test_the_fit_says_how_it_validated(data, params, scheme, n_rows):
+    X, y = data
+    model = NeuMissRegressor(depth=1, max_epochs=3, random_state=0, **params).fit(X, y)
+    assert (model.validation_scheme_, model.n_validation_rows_) == (scheme, n_rows)
+    assert np.isfinite(model.validation_score_)
+    if scheme == "out_of_fold":
+        assert len(model.members_) == 2
+        assert model.members_[0]["val_loss"] != model.members_[1]["val_loss"]

@@ -170,7 +170,8 @@ def test_graph_uses_plain_mask_products(regressors, name):
     estimator = regressors[name]
     model = export_onnx(estimator)
     ops = {n.op_type for n in model.graph.node}
-    allowed = {"Sub", "Div", "Mul", "Add", "MatMul", "Gemm", "Relu", "Squeeze", "Cast"}
+    allowed = {"Sub", "Div", "Mul", "Add", "Max", "Min", "MatMul", "Gemm", "Relu", "Squeeze",
+               "Cast"}  # Max, Min: the clipping to the training range
     assert ops <= allowed, ops - allowed
     assert all(n.domain in ("", "ai.onnx") for n in model.graph.node)
     # M feeds Mul nodes, and the one Sub computing 1 - M, whose consumers are all Mul.

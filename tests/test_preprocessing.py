@@ -94,3 +94,38 @@ def test_scales_are_relative_to_each_column():
     assert scale[2] == 1.0 and scale[3] == 1.0  # constant up to rounding, and constant
     assert mean_scale(np.array([])) == (0.0, 1.0)
     assert mean_scale(np.zeros(3)) == (0.0, 1.0)
+
+
+def test_values_beyond_the_training_range_are_scored_at_its_edge(tmp_path):
+    X = heavy_table(600)
+    y = np.nan_to_num(X[:, 0]) + 0.1 * np.nan_to_num(X[:, 1])
+    model = paper(NeuMissRegressor, max_epochs=5, random_state=0).fit(X, y)
+    pre = model.preprocessor_
+    x, mask = pre.transform(X)
+    observed = mask == 0
+    # The bounds are the standardized training range of each column.
+    for j in range(3):
+        column = x[observed[:, j], j]
+        assert pre.lower_[j] == pytest.approx(column.min(), rel=1e-6)
+        assert pre.upper_[j] == pytest.approx(column.max(), rel=1e-6)
+    # Rows far beyond it predict as the rows at its edge, on every scoring path.
+    edge = np.array([[np.nanmax(X[:, 0]), np.nanmin(X[:, 1]), np.nan]])
+    beyond = np.array([[np.nanmax(X[:, 0]) + 1e6, np.nanmin(X[:, 1]) - 1e6, np.nan]])
+    assert model.predict(beyond)[0] == pytest.approx(model.predict(edge)[0], rel=1e-6)
+    model.to_onnx(tmp_path / "m.onnx")
+    session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    rows = np.vstack([beyond, X[:50]])
+    missing = np.isnan(rows)
+    feeds = {"X": np.where(missing, 0, rows).astype(np.float32), "M": missing.astype(np.float32)}
+    np.testing.assert_allclose(session.run(["y"], feeds)[0], model.predict(rows), rtol=1e-4,
+                               atol=1e-4 * model.y_scale_)
+
+
+def test_a_file_without_bounds_does_not_clip():
+    X = heavy_table(200)
+    state = Standardizer().fit(X).get_state()
+    del state["lower"], state["upper"]  # a standardizer saved before the clipping
+    old = Standardizer.from_state(state)
+    far = np.array([[100.0, 1e4, 1.0]])
+    expected = (far - old.mean_) / old.scale_
+    np.testing.assert_allclose(old.transform(far)[0], expected.astype(np.float32), rtol=1e-6)

@@ -1,6 +1,8 @@
-"""Members trained together (neumiss.network.StackedNetwork) and the data-driven start of the
-block (neumiss.network._start): each member computes what it computes alone, each learns
-from its own loss, and the start is the analytic block of the data's moments."""
+"""Members trained together (neumiss.network.StackedNetwork) and the data-driven start
+(neumiss.network._start): each member computes what it computes alone, each learns from its
+own loss, the block starts as the analytic block of the data's moments and each head's
+linear part as the penalized linear fit on the block's output (ridge by its normal
+equations, logistic regression by scikit-learn)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,12 @@ from neumiss.network import (
     analytic_network,
 )
 from neumiss.network._data import member_weights
-from neumiss.network._start import observed_moments, start_from_moments
+from neumiss.network._start import (
+    LINEAR_PENALTY,
+    observed_moments,
+    start_from_moments,
+    start_linear_parts,
+)
 from neumiss.network._training import batch_loss
 
 
@@ -179,3 +186,66 @@ def test_the_data_start_is_the_analytic_block_of_the_moments():
     assert not start_from_moments(plain, mean, cov)  # its iterations cannot compute them
     for name, value in plain.state_dict().items():
         torch.testing.assert_close(value, before[name])
+
+
+def _squared(output, target):
+    return (output[:, 0] - target) ** 2
+
+
+def _logistic(output, target):
+    return torch.nn.functional.binary_cross_entropy_with_logits(output[:, 0], target,
+                                                                reduction="none")
+
+
+def _started(n, n_members, mlp_depth, seed=0):
+    x, mask = _rows(n, seed)
+    networks = [NeuMissNetwork(4, depth=2, residual=True, mlp_depth=mlp_depth)
+                for _ in range(n_members)]
+    for k, network in enumerate(networks):
+        network.reset_parameters(torch.Generator().manual_seed(k))
+        network.block.load_state_dict(networks[0].block.state_dict())  # shared, as stacked
+    with torch.no_grad():
+        features = networks[0].block(x, mask).double().numpy()
+    return networks, x, mask, features
+
+
+@pytest.mark.parametrize("mlp_depth", [0, 2])
+def test_the_linear_start_is_each_members_ridge_fit_on_the_blocks_output(mlp_depth):
+    networks, x, mask, features = _started(300, 3, mlp_depth)
+    rng = np.random.default_rng(4)
+    target = features @ np.array([1.0, -2.0, 0.5, 0.0]) + 0.3 + rng.normal(0, 0.5, 300)
+    member_weight = rng.poisson(1.0, (300, 3)).astype(np.float32)
+    case_weight = rng.uniform(0.5, 1.5, 300).astype(np.float32)
+    data = TrainingData(x, mask, torch.tensor(target, dtype=torch.float32),
+                        torch.from_numpy(case_weight), torch.from_numpy(member_weight))
+    start_linear_parts(networks, data, _squared)
+    for k, network in enumerate(networks):
+        # mean(w (y - Hb - c)^2) + P / (2n) |b|^2: the normal equations with an unpenalized
+        # intercept, solved independently.
+        w = case_weight * member_weight[:, k]
+        design = np.hstack([features, np.ones((300, 1))])
+        gram = design.T @ (w[:, None] * design) / 300
+        gram[:4, :4] += LINEAR_PENALTY / (2 * 300) * np.eye(4)
+        solution = np.linalg.solve(gram, design.T @ (w * target) / 300)
+        linear = network.head[-1] if mlp_depth == 0 else network.skip
+        np.testing.assert_allclose(linear.weight.detach().numpy()[0], solution[:4], atol=2e-4)
+        np.testing.assert_allclose(network.head[-1].bias.item(), solution[4], atol=2e-4)
+        with torch.no_grad():  # the network computes that linear function (MLP part zero)
+            np.testing.assert_allclose(network(x, mask)[:, 0].numpy(), design @ solution,
+                                       atol=1e-3)
+
+
+def test_the_logistic_start_is_scikit_learns_penalized_logistic_regression():
+    from sklearn.linear_model import LogisticRegression
+
+    networks, x, mask, features = _started(400, 1, 0, seed=2)
+    logits = features @ np.array([1.5, -1.0, 0.0, 2.0]) - 0.5
+    target = (np.random.default_rng(3).random(400) < 1 / (1 + np.exp(-logits))).astype(float)
+    data = TrainingData(x, mask, torch.tensor(target, dtype=torch.float32))
+    start_linear_parts(networks, data, _logistic)
+    # sum of log losses + |b|^2 / (2C) is n times the mean loss + P / (2n) |b|^2.
+    expected = LogisticRegression(C=1.0 / LINEAR_PENALTY, tol=1e-10).fit(features, target)
+    np.testing.assert_allclose(networks[0].head[-1].weight.detach().numpy()[0],
+                               expected.coef_[0], atol=2e-3)
+    np.testing.assert_allclose(networks[0].head[-1].bias.item(), expected.intercept_[0],
+                               atol=2e-3)

@@ -66,7 +66,7 @@ class BaseNeuMiss(BaseEstimator):
         "learning_rate": AnyOf(Options("auto"), Real(0, None, closed="neither")),
         "batch_size": AnyOf(Options("auto"), Integer(1)),
         "max_epochs": Integer(1),
-        "validation_fraction": Real(0, 1, closed="left"),
+        "validation_fraction": AnyOf(Options("auto"), Real(0, 1, closed="left")),
         "patience": Integer(1),
         "lr_patience": Integer(0),
         "tol": Real(0, 1, closed="left"),
@@ -93,7 +93,7 @@ class BaseNeuMiss(BaseEstimator):
         learning_rate="auto",
         batch_size="auto",
         max_epochs=_TRAINING.max_epochs,
-        validation_fraction=0.1,
+        validation_fraction="auto",
         patience=_TRAINING.patience,
         lr_patience=_TRAINING.lr_patience,
         tol=_TRAINING.tol,
@@ -144,7 +144,8 @@ class BaseNeuMiss(BaseEstimator):
     def _score_from_loss(self, val_loss: float, y_val: np.ndarray, w_val) -> float:
         return -val_loss
 
-    def _stratify(self, y: np.ndarray):
+    def _stratify(self, y: np.ndarray, n_val: int):
+        """The labels to stratify a validation split of ``n_val`` rows by, or None."""
         return None
 
     def _combine(self) -> str:

@@ -107,9 +107,14 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         Mini-batch size; ``"auto"`` is ``min(n_train, 2048, max(32, n_train // 8))``
         (:func:`neumiss.network.auto_batch_size`): about 8 steps per epoch.
     max_epochs : int, default=100
-    validation_fraction : float in [0, 1), default=0.1
+    validation_fraction : float in [0, 1) or "auto", default="auto"
         Share of rows held out for early stopping, the learning-rate schedule
-        and ``depth="auto"``; 0 uses the training loss instead.
+        and ``depth="auto"``; 0 uses the training loss instead. ``"auto"``:
+        on tables of up to 2,000 rows (``OUT_OF_FOLD_ROWS``), an ensemble
+        validates *out of fold*: the rows are cut into ``ensemble_size`` folds,
+        member ``k`` does not train on fold ``k``, and each row is scored by the
+        member that held it out, so that every row validates and trains; on
+        larger tables, or with one network, 10% of the rows are held out.
     patience : int, default=3
         Epochs without validation improvement before stopping; the weights of
         the best epoch are restored.
@@ -167,7 +172,13 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
     learning_rate_ : float
         The initial learning rate used (``learning_rate``, or its automatic value).
     validation_score_ : float
-        Validation R² of the restored weights (of the ensemble's prediction).
+        Validation R² of the restored weights (of the ensemble's prediction, or
+        out of fold: each row's by the member that held it out).
+    validation_scheme_ : str
+        How the fit validated: ``"holdout"``, ``"out_of_fold"``,
+        ``"validation_data"`` or ``"none"`` (``validation_fraction=0``).
+    n_validation_rows_ : int
+        The rows the validation losses were computed on (0 for ``"none"``).
     encoder_ : TableEncoder
         How each input column is encoded (numeric; boolean as 0/1; categorical
         as one column per category, a missing or unseen category marking its
@@ -394,9 +405,8 @@ class NeuMissClassifier(ClassifierMixin, BaseNeuMiss):
             )
         return torch.nn.functional.cross_entropy(output, target, reduction="none")
 
-    def _stratify(self, y):
+    def _stratify(self, y, n_val):
         counts = np.bincount(y)
-        n_val = int(np.ceil(self.validation_fraction * y.shape[0]))
         return y if counts.min() >= 2 and n_val >= counts.shape[0] else None
 
     def decision_function(self, X):

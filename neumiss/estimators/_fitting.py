@@ -21,6 +21,7 @@ without the divergence guard, which needs the training rows in memory.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 import warnings
@@ -28,7 +29,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import torch
-from sklearn.model_selection import train_test_split
+from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import _check_sample_weight
 
@@ -58,13 +59,30 @@ class FitRows(NamedTuple):
     :func:`~neumiss.network.train` reads without its divergence guard; ``val``:
     a :class:`~neumiss.network.TrainingData` or None (the training loss decides);
     ``y_val`` (n_val,) encoded targets and ``w_val`` (n_val,) case weights or
-    None, for the validation score.
+    None, for the validation score; ``scheme``: how the validation rows were chosen
+    (:data:`VALIDATION_SCHEMES`).
     """
 
     train: Any
     val: TrainingData | None
     y_val: np.ndarray
     w_val: np.ndarray | None
+    scheme: str = "holdout"
+
+
+#: How a fit validates (``validation_scheme_``): a held-out share of the rows, every row
+#: out of fold (each member of the ensemble holds out one fold), the user's
+#: ``validation_data``, or none (the training loss decides).
+VALIDATION_SCHEMES = ("holdout", "out_of_fold", "validation_data", "none")
+
+#: ``validation_fraction="auto"`` validates an ensemble out of fold on tables of up to
+#: this many rows, where a held-out tenth is too few rows to choose epochs and depths
+#: reliably; beyond it, and with one network, it holds out :data:`HOLDOUT_FRACTION`.
+OUT_OF_FOLD_ROWS = 2_000
+
+#: The share of rows ``validation_fraction="auto"`` holds out when it does not validate
+#: out of fold.
+HOLDOUT_FRACTION = 0.1
 
 
 def resolve_device(device: str) -> torch.device:
@@ -231,26 +249,31 @@ class FitPlan:
         estimator.head_results_ = result.heads
         estimator.members_ = member_summaries(best, rows, objective)
         estimator.validation_score_ = float(best.result.best_val_score)
+        estimator.validation_scheme_ = rows.scheme
+        estimator.n_validation_rows_ = 0 if rows.val is None else len(rows.val)
 
 
 def member_summaries(best: Candidate, rows: FitRows,
                      objective: Objective) -> list[dict[str, float]]:
     """The summary of each member of ``best`` (:meth:`Candidate.summary`), its validation
-    loss and score its own (the candidate's are the ensemble's); without validation rows
-    every member reports the ensemble's."""
+    loss and score its own (the candidate's are the ensemble's), out of fold on the rows
+    it held out; without validation rows every member reports the ensemble's."""
     summary = best.summary()
     if rows.val is None or best.network.n_members == 1:
         return [dict(summary) for _ in range(best.network.n_members)]
     members = []
-    for network in best.network.networks():
-        val_loss = evaluate_loss(network, rows.val, objective.loss)
+    held_out_by = rows.val.held_out_by
+    for k, network in enumerate(best.network.networks()):
+        val = rows.val if held_out_by is None else rows.val.subset(
+            torch.nonzero(held_out_by == k)[:, 0])
+        val_loss = evaluate_loss(network, val, objective.loss)
         members.append({**summary, "val_loss": val_loss, "val_score": objective.score(val_loss)})
     return members
 
 
 class InMemoryRows:
-    """The rows of ``fit``: arrays in memory; without ``validation_data`` each member
-    holds out ``validation_fraction`` of them, drawn with its seed.
+    """The rows of ``fit``: arrays in memory, validated as ``validation_fraction`` says
+    (:meth:`split`).
 
     Parameters
     ----------
@@ -297,33 +320,64 @@ class InMemoryRows:
         return self.tensors(index, y, weight / np.mean(weight))
 
     def split(self, seed: int) -> FitRows:
-        """A member's rows: every row trains when ``validation_data`` (validating) or
-        ``validation_fraction=0`` (the training loss decides); otherwise
+        """The rows to train and validate on: every row trains when ``validation_data``
+        (validating) or ``validation_fraction=0`` (the training loss decides); with
+        ``"auto"``, out of fold for an ensemble of at most :data:`OUT_OF_FOLD_ROWS` rows
+        (:meth:`out_of_fold_split`), else :data:`HOLDOUT_FRACTION`; otherwise
         ``validation_fraction`` of the rows, drawn with ``seed`` (stratified for
         classes), are held out."""
         estimator, y = self.estimator, self.y
         if self.validation is not None:
             x_val, mask_val, y_val = self.validation
             val = training_data(estimator, x_val, mask_val, y_val, None, self.device)
-            return FitRows(self.training_rows(slice(None), y), val, y_val, None)
-        if estimator.validation_fraction == 0:
-            return FitRows(self.training_rows(slice(None), y), None, y, self.weight)
-        n_samples = self.x.shape[0]
-        n_val = int(np.ceil(estimator.validation_fraction * n_samples))
+            return FitRows(self.training_rows(slice(None), y), val, y_val, None,
+                           "validation_data")
+        fraction = estimator.validation_fraction
+        n_samples, n_members = self.x.shape[0], int(estimator.ensemble_size)
+        if fraction == "auto":
+            if n_members > 1 and 2 * n_members <= n_samples <= OUT_OF_FOLD_ROWS:
+                return self.out_of_fold_split(seed)
+            fraction = HOLDOUT_FRACTION
+        if fraction == 0:
+            return FitRows(self.training_rows(slice(None), y), None, y, self.weight, "none")
+        n_val = int(np.ceil(fraction * n_samples))
         if n_samples - n_val < 1:
             raise ValueError(
-                f"too few rows for validation_fraction={estimator.validation_fraction}: got "
+                f"too few rows for validation_fraction={fraction}: got "
                 f"n_samples={n_samples}; need at least 2 rows (or set validation_fraction=0)"
             )
         train_idx, val_idx = train_test_split(
             np.arange(n_samples), test_size=n_val, random_state=seed,
-            stratify=estimator._stratify(y),
+            stratify=estimator._stratify(y, n_val),
         )
         w_val = None if self.weight is None else self.weight[val_idx]
         if w_val is not None and not w_val.sum() > 0:
             w_val = None  # only zero-weight rows held out: validate them unweighted
         val = self.tensors(val_idx, y[val_idx], w_val)
         return FitRows(self.training_rows(train_idx, y[train_idx]), val, y[val_idx], w_val)
+
+    def out_of_fold_split(self, seed: int) -> FitRows:
+        """Every row trains all members but one and validates once: the rows are cut into
+        ``ensemble_size`` folds (stratified for classes when every class fills them),
+        member ``k`` does not train on fold ``k``, and the validation loss scores each
+        row by the member that held it out (``TrainingData.held_out_by``)."""
+        estimator, y = self.estimator, self.y
+        n_members = int(estimator.ensemble_size)
+        classes = estimator._stratify(y, len(y))
+        if classes is not None and np.bincount(classes).min() < n_members:
+            classes = None  # a class too rare to appear in every fold
+        folds = (KFold if classes is None else StratifiedKFold)(
+            n_members, shuffle=True, random_state=seed)
+        fold = np.empty(len(y), dtype=np.int64)
+        for k, (_, held) in enumerate(folds.split(np.zeros(len(y)), classes)):
+            fold[held] = k
+        held_out_by = torch.as_tensor(fold, device=self.device)
+        trains = held_out_by[:, None] != torch.arange(n_members, device=self.device)
+        train = dataclasses.replace(self.training_rows(slice(None), y),
+                                    member_weight=trains.float())
+        val = dataclasses.replace(self.tensors(slice(None), y, self.weight),
+                                  held_out_by=held_out_by)
+        return FitRows(train, val, y, self.weight, "out_of_fold")
 
 
 def _warn_features_never_observed(estimator, X: np.ndarray) -> None:

@@ -340,7 +340,7 @@ def _check_preprocessing(estimator) -> None:
     if not isinstance(encoder, TableEncoder) or not isinstance(pre, Standardizer):
         raise _Damaged("has an 'encoder_' or 'preprocessor_' of the wrong kind")
     width = encoder.n_features_out_
-    for label in ("mean_", "scale_", "inverse_bound_"):
+    for label in ("mean_", "scale_", "inverse_bound_", "lower_", "upper_"):
         values = getattr(pre, label)
         if values.shape != (width,) or not np.isfinite(values).all():
             raise _Damaged(

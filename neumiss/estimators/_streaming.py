@@ -29,7 +29,7 @@ import torch
 
 from ..checks import check_features, check_training_data
 from ..network import TrainingData
-from ..tables import RELATIVE_SCALE_THRESHOLD, Standardizer, TableEncoder
+from ..tables import MAX_STANDARDIZED, RELATIVE_SCALE_THRESHOLD, Standardizer, TableEncoder
 from ._fitting import FitPlan, FitRows, training_data, validation_rows
 
 
@@ -159,6 +159,7 @@ def _first_pass(estimator, passes) -> int:
     """Set the columns, ``encoder_``, ``preprocessor_`` and the target's encoding from one
     pass over the stream; returns the number of rows."""
     n_rows, moments, target, classes = 0, None, RunningMoments(1), set()
+    lowest = highest = None  # (d,) the observed range of each column so far
     for index, (X, y) in enumerate(passes()):
         if index == 0:
             X, y = check_training_data(estimator, X, y, y_numeric=estimator._y_numeric,
@@ -176,7 +177,12 @@ def _first_pass(estimator, passes) -> int:
             y = np.asarray(y)
             if y.shape != (X.shape[0],):
                 raise ValueError(f"chunk {index}: y has shape {y.shape}, X has {X.shape[0]} rows")
-        moments.update(estimator.encoder_.transform(X))
+        encoded = estimator.encoder_.transform(X)
+        moments.update(encoded)
+        low = np.fmin.reduce(encoded, axis=0, initial=np.inf)  # fmin skips NaN
+        high = np.fmax.reduce(encoded, axis=0, initial=-np.inf)
+        lowest = low if lowest is None else np.fmin(lowest, low)
+        highest = high if highest is None else np.fmax(highest, high)
         if estimator._y_numeric:
             y = y.astype(np.float64)
             if not np.isfinite(y).all():
@@ -188,8 +194,13 @@ def _first_pass(estimator, passes) -> int:
     if moments is None:
         raise ValueError("the stream of chunks is empty")
     mean, scale = moments.mean_scale()
+    observed = np.isfinite(lowest)  # a column never observed keeps open bounds
+    with np.errstate(invalid="ignore"):
+        lower, upper = (lowest - mean) / scale, (highest - mean) / scale
     estimator.preprocessor_ = Standardizer.from_state(
-        {"mean": mean, "scale": scale, "inverse_bound": np.zeros_like(mean)})
+        {"mean": mean, "scale": scale, "inverse_bound": np.zeros_like(mean),
+         "lower": np.where(observed, lower, -MAX_STANDARDIZED),
+         "upper": np.where(observed, upper, MAX_STANDARDIZED)})
     if estimator._y_numeric:
         estimator.y_mean_, estimator.y_scale_ = (float(v[0]) for v in target.mean_scale())
     else:
@@ -263,7 +274,8 @@ class StreamRows:
 
     def split(self, seed: int) -> FitRows:
         """Every member's rows: the stream trains, the held-out rows validate."""
-        return FitRows(self.rows, self.val, self.y_val, None)
+        return FitRows(self.rows, self.val, self.y_val, None,
+                       "holdout" if self.validation_data is None else "validation_data")
 
 
 def fit_stream(estimator, chunks, *, validation_data=None):

@@ -119,7 +119,8 @@ def _check_float32_scaling(estimator) -> None:
 
 def _standardize(g: Graph, preprocessor, x_in: str, obs: str) -> str:
     """:meth:`Standardizer.transform` as nodes: ``z = (X - mean_) / scale_``, compressed
-    as ``z / sqrt(1 + (z * inverse_bound_)^2)`` when some column is, times ``1 - M``."""
+    as ``z / sqrt(1 + (z * inverse_bound_)^2)`` when some column is, clipped to
+    ``[lower_, upper_]`` (Max, Min), times ``1 - M``."""
     centred = g.op("Sub", [x_in, g.constant("x_mean", preprocessor.mean_)], "x_centred")
     scaled = g.op("Div", [centred, g.constant("x_scale", preprocessor.scale_)], "x_scaled")
     if preprocessor.inverse_bound_.any():
@@ -128,7 +129,9 @@ def _standardize(g: Graph, preprocessor, x_in: str, obs: str) -> str:
         one_plus = g.op("Add", [g.constant("one", 1.0), g.op("Mul", [ratio, ratio], "x_ratio2")],
                         "x_one_plus_ratio2")
         scaled = g.op("Div", [scaled, g.op("Sqrt", [one_plus], "x_denominator")], "x_compressed")
-    return g.op("Mul", [scaled, obs], "x")
+    raised = g.op("Max", [scaled, g.constant("x_lower", preprocessor.lower_)], "x_raised")
+    clipped = g.op("Min", [raised, g.constant("x_upper", preprocessor.upper_)], "x_clipped")
+    return g.op("Mul", [clipped, obs], "x")
 
 
 def _block(g: Graph, block, x: str, obs: str, m: str, prefix: str) -> str:

@@ -24,6 +24,9 @@ class TrainingData:
     weights have a mean of 1.
     member_weight : (n, K) float32 weights of each row in the training loss of each of
     ``K`` members trained together (:func:`member_weights`), or None.
+    held_out_by : (n,) int64, validation rows only: the member that did not train on each
+    row (out-of-fold validation), which alone scores it when a
+    :class:`~neumiss.network.StackedNetwork` is evaluated; None: the combined output does.
     """
 
     x: torch.Tensor
@@ -31,6 +34,7 @@ class TrainingData:
     target: torch.Tensor
     weight: torch.Tensor | None = None
     member_weight: torch.Tensor | None = None
+    held_out_by: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return self.x.shape[0]
@@ -39,15 +43,17 @@ class TrainingData:
         """The rows ``index`` (a 1-D integer tensor on the data's device), copied."""
         weight = None if self.weight is None else self.weight[index]
         members = None if self.member_weight is None else self.member_weight[index]
+        held = None if self.held_out_by is None else self.held_out_by[index]
         return TrainingData(self.x[index], self.mask[index], self.target[index], weight,
-                            members)
+                            members, held)
 
     def rows(self, start: int, stop: int) -> TrainingData:
         """Rows ``start:stop``, as views (no copy)."""
         weight = None if self.weight is None else self.weight[start:stop]
         members = None if self.member_weight is None else self.member_weight[start:stop]
+        held = None if self.held_out_by is None else self.held_out_by[start:stop]
         return TrainingData(self.x[start:stop], self.mask[start:stop], self.target[start:stop],
-                            weight, members)
+                            weight, members, held)
 
     @property
     def device(self) -> torch.device:
@@ -87,11 +93,21 @@ def _chunk_losses(
     chunk: int,
 ) -> Iterator[tuple[slice, torch.Tensor]]:
     """``(rows, losses)`` of ``network`` (in eval mode) per chunk of ``chunk`` rows of
-    ``data``: the rows' slice and their losses, shape (rows,). Callers disable grad."""
+    ``data``: the rows' slice and their losses, shape (rows,). Callers disable grad.
+
+    With ``data.held_out_by`` and a network of several members (``member_outputs``),
+    each row is scored by the member that held it out (out-of-fold)."""
     network.eval()
+    out_of_fold = data.held_out_by is not None and hasattr(network, "member_outputs")
     for start in range(0, len(data), chunk):
         rows = slice(start, start + chunk)
-        yield rows, loss_fn(network(data.x[rows], data.mask[rows]), data.target[rows])
+        if out_of_fold:
+            held = data.held_out_by[rows]
+            outputs = network.member_outputs(data.x[rows], data.mask[rows])  # (K, rows, out)
+            output = outputs[held, torch.arange(held.shape[0], device=held.device)]
+        else:
+            output = network(data.x[rows], data.mask[rows])
+        yield rows, loss_fn(output, data.target[rows])
 
 
 @torch.no_grad()

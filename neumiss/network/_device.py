@@ -54,15 +54,15 @@ def standardize(preprocessor: Standardizer, X: torch.Tensor, *, row_offset: int 
     if preprocessor.inverse_bound_.any():
         x = x / torch.hypot(torch.ones((), dtype=torch.float64, device=X.device),
                             x * constant(preprocessor.inverse_bound_))
-    x = x.masked_fill(mask, 0.0)
-    too_far = ~(x.abs() <= MAX_STANDARDIZED)
+    too_far = ~mask & ~(x.abs() <= MAX_STANDARDIZED)
     if bool(too_far.any()):
         raise ValueError(
             f"X has values too far from the training data for the network at "
             f"{describe_cells(too_far.cpu().numpy(), columns, row_offset)}: more than "
             f"{MAX_STANDARDIZED:g} standard deviations from the column's training mean"
         )
-    return x.float(), mask.float()
+    x = torch.clamp(x, constant(preprocessor.lower_), constant(preprocessor.upper_))
+    return x.masked_fill(mask, 0.0).float(), mask.float()
 
 
 @torch.no_grad()

@@ -6,12 +6,11 @@ from __future__ import annotations
 import copy
 import math
 
-import numpy as np
-import scipy.optimize
 import torch
 from torch import nn
 
 from ._data import LossFunction, ScoreFunction, TrainingData, evaluate_loss, mean_loss
+from ._optimizer import minimize_lbfgs
 from ._stopping import Checkpoint
 
 #: An epoch *explodes* when its validation loss is above this many times the loss of
@@ -56,17 +55,10 @@ def constant_output(
         network.eval()
         n_outputs = network(data.x[:1], data.mask[:1]).shape[1]
     device = data.x.device
-
-    def loss_and_gradient(value: np.ndarray) -> tuple[float, np.ndarray]:
-        output = torch.tensor(value, device=device, requires_grad=True)
-        loss = mean_loss(loss_fn(output.float().expand(len(data), -1), data.target),
-                         data.weight)
-        loss.backward()
-        return float(loss.detach()), output.grad.cpu().numpy()
-
-    found = scipy.optimize.minimize(loss_and_gradient, np.zeros(n_outputs), jac=True,
-                                    method="L-BFGS-B", options={"maxiter": 100, "gtol": 1e-9})
-    return torch.as_tensor(found.x, dtype=torch.float32, device=device).clamp(-1e4, 1e4)
+    value = torch.zeros(n_outputs, dtype=torch.float64, device=device, requires_grad=True)
+    minimize_lbfgs(lambda: mean_loss(loss_fn(value.float().expand(len(data), -1), data.target),
+                                     data.weight), [value])
+    return value.detach().float().clamp(-1e4, 1e4)
 
 
 #: A constant predictor whose loss is at most this is exact (a constant target):

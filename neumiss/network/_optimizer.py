@@ -1,4 +1,5 @@
-"""The optimizer of a training: torch's Adam or SGD step, without ``torch.optim.Optimizer``.
+"""The optimizers: torch's Adam or SGD step without ``torch.optim.Optimizer`` for training,
+and SciPy's L-BFGS-B for the small convex fits around it (:func:`minimize_lbfgs`).
 
 ``torch.optim.Optimizer`` imports ``torch._dynamo`` (the compiler, with sympy) on its first
 use in a process: seconds of CPU before the first step, longer than a whole fit of a
@@ -9,6 +10,10 @@ CPU and CUDA) or ``torch.optim.sgd.sgd``, which do not import the compiler.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import scipy.optimize
 import torch
 from torch.optim.adam import adam
 from torch.optim.sgd import sgd
@@ -65,3 +70,37 @@ class Steps:
              [self._squares[i] for i in index], [], [self._counts[i] for i in index],
              fused=True, amsgrad=False, beta1=ADAM_BETAS[0], beta2=ADAM_BETAS[1], lr=self.lr,
              weight_decay=self.weight_decay, eps=ADAM_EPS, maximize=False)
+
+
+def minimize_lbfgs(objective: Callable[[], torch.Tensor], parameters: Sequence[torch.Tensor],
+                   max_iterations: int = 100, gtol: float = 1e-9) -> None:
+    """Minimise ``objective()``, a scalar computed from ``parameters``, over them in place.
+
+    SciPy's L-BFGS-B on the parameters flattened to one float64 vector, the gradient
+    from autograd: for small smooth problems (a constant output, a linear head on
+    fixed features) where a full-batch quasi-Newton method converges in tens of
+    iterations. ``parameters`` are leaf tensors with ``requires_grad=True``, any dtype
+    and device; their values on entry are the starting point.
+    """
+    sizes = [p.numel() for p in parameters]
+
+    def assign(vector: np.ndarray) -> None:
+        with torch.no_grad():
+            for parameter, piece in zip(parameters, np.split(vector, np.cumsum(sizes)[:-1])):
+                parameter.copy_(torch.as_tensor(piece.reshape(parameter.shape)))
+
+    def loss_and_gradient(vector: np.ndarray) -> tuple[float, np.ndarray]:
+        assign(vector)
+        for parameter in parameters:
+            parameter.grad = None
+        loss = objective()
+        loss.backward()
+        gradient = [p.grad.detach().double().cpu().reshape(-1).numpy() for p in parameters]
+        return float(loss.detach()), np.concatenate(gradient)
+
+    start = np.concatenate([p.detach().double().cpu().reshape(-1).numpy() for p in parameters])
+    found = scipy.optimize.minimize(loss_and_gradient, start, jac=True, method="L-BFGS-B",
+                                    options={"maxiter": max_iterations, "gtol": gtol})
+    assign(found.x)
+    for parameter in parameters:
+        parameter.grad = None

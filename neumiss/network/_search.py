@@ -39,7 +39,7 @@ from ._block import NeuMissNetwork
 from ._data import TrainingData, member_weights, row_losses
 from ._divergence import DivergenceWarning
 from ._stacked import StackedNetwork
-from ._start import observed_moments, start_from_moments
+from ._start import observed_moments, start_from_moments, start_linear_parts
 from ._training import TrainingConfig, TrainingResult, train
 
 #: Depths tried by ``depth="auto"``: mean imputation feeding the head, then a deep block
@@ -227,6 +227,7 @@ class DepthSearch:
         if self.moments is not None and new_depth:
             # The stacked network keeps the first member's block: only it needs the start.
             start_from_moments(networks[0], *self.moments)
+            start_linear_parts(networks, self.train_data, self.objective.loss, self.seed)
         return StackedNetwork(networks, self.combine).to(self.train_data.device)
 
     def fit(self, depth: int, weight_sharing: str, mlp_depth: int,
@@ -312,7 +313,9 @@ def search_depths(
     label : str
         Prefix of the progress bars.
     n_members : int
-        Members of every candidate, trained together (:class:`StackedNetwork`).
+        Members of every candidate, trained together (:class:`StackedNetwork`), each on
+        its own bootstrap resample of the rows, unless ``train_data.member_weight`` says
+        which rows each member trains on (out-of-fold validation: ``val_data.held_out_by``).
     combine : str
         How the members' outputs combine (:data:`~neumiss.network.COMBINE`).
     data_start : bool
@@ -331,7 +334,7 @@ def search_depths(
         candidates not kept do not warn.
     """
     moments = observed_moments(train_data, seed) if data_start else None
-    if n_members > 1:
+    if n_members > 1 and train_data.member_weight is None:
         train_data = dataclasses.replace(train_data, member_weight=member_weights(
             len(train_data), n_members, seed, train_data.device))
     search = DepthSearch(build_network, train_data, val_data, objective, seed, verbose, label,

@@ -31,7 +31,7 @@ import pyarrow as pa
 
 #: Most one-hot columns a categorical column may take; beyond it the least
 #: frequent categories share one ``<other>`` column.
-MAX_CATEGORIES = 30
+MAX_CATEGORIES = 100
 
 #: Name of the shared column of infrequent categories, after ``"<column>="``.
 OTHER = "<other>"

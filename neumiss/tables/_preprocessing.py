@@ -155,6 +155,11 @@ class Standardizer:
     bounded by ``CLIP_BOUND`` beyond. Other columns are left linear, so
     Gaussian data are only standardized.
 
+    Every column's values are then clipped to the range of its observed training
+    values: a row beyond it (a country ten times richer than any seen in
+    training) is scored as one at the edge, as a tree would score it, instead of
+    by extrapolating a linear function far outside the data.
+
     Parameters
     ----------
     compress_tails : bool, default=False
@@ -167,6 +172,9 @@ class Standardizer:
         Subtracted, then divided by.
     inverse_bound_ : ndarray of shape (n_features,), float64
         ``1 / CLIP_BOUND`` for compressed columns, 0 for the others.
+    lower_, upper_ : ndarray of shape (n_features,), float64
+        The range of the standardized (and compressed) observed training values;
+        ``-/+ MAX_STANDARDIZED`` for a column never observed.
     """
 
     def __init__(self, compress_tails: bool = False, numeric: np.ndarray | None = None) -> None:
@@ -182,7 +190,22 @@ class Standardizer:
             heavy, center, scale = _heavy_tailed(X, np.asarray(numeric, dtype=bool))
             self.mean_[heavy], self.scale_[heavy] = center[heavy], scale[heavy]
             self.inverse_bound_[heavy] = 1.0 / CLIP_BOUND
+        self.lower_ = np.full(X.shape[1], -MAX_STANDARDIZED)
+        self.upper_ = np.full(X.shape[1], MAX_STANDARDIZED)
+        z = self._scaled(X)
+        observed = ~np.isnan(z).all(axis=0)
+        self.lower_[observed] = np.nanmin(z[:, observed], axis=0)
+        self.upper_[observed] = np.nanmax(z[:, observed], axis=0)
         return self
+
+    def _scaled(self, X: np.ndarray) -> np.ndarray:
+        """``(X - mean_) / scale_``, compressed where ``inverse_bound_`` says; NaN stays."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            z = (X - self.mean_) / self.scale_
+            if self.inverse_bound_.any():
+                # hypot: no overflow of the square for values far in the tails.
+                z = z / np.hypot(1.0, z * self.inverse_bound_)
+        return z
 
     def transform(
         self, X: np.ndarray, *, row_offset: int = 0, columns=None
@@ -196,7 +219,8 @@ class Standardizer:
         -------
         x : ndarray (n_samples, n_features), float32
             ``z / sqrt(1 + (z * inverse_bound_)^2)`` with ``z = (X - mean_) / scale_``
-            (``z`` itself where ``inverse_bound_`` is 0), 0 where missing.
+            (``z`` itself where ``inverse_bound_`` is 0), clipped to
+            ``[lower_, upper_]``, 0 where missing.
         mask : ndarray (n_samples, n_features), float32
             1.0 where ``X`` is missing, 0.0 where observed.
 
@@ -208,19 +232,16 @@ class Standardizer:
             its rows and columns.
         """
         mask = np.isnan(X)
-        with np.errstate(over="ignore", invalid="ignore"):
-            x = (X - self.mean_) / self.scale_
-            if self.inverse_bound_.any():
-                # hypot: no overflow of the square for values far in the tails.
-                x = x / np.hypot(1.0, x * self.inverse_bound_)
-        x[mask] = 0.0
-        too_far = ~(np.abs(x) <= MAX_STANDARDIZED)
+        x = self._scaled(X)
+        too_far = ~mask & ~(np.abs(x) <= MAX_STANDARDIZED)
         if too_far.any():
             raise ValueError(
                 f"X has values too far from the training data for the network at "
                 f"{describe_cells(too_far, columns, row_offset)}: more than "
                 f"{MAX_STANDARDIZED:g} standard deviations from the column's training mean"
             )
+        x = np.clip(x, self.lower_, self.upper_)
+        x[mask] = 0.0
         return x.astype(np.float32), mask.astype(np.float32)
 
     def inverse_transform(self, x: np.ndarray) -> np.ndarray:
@@ -236,8 +257,10 @@ class Standardizer:
         return x * self.scale_ + self.mean_
 
     def get_state(self) -> dict[str, np.ndarray]:
-        """The fitted numbers, for saving: ``mean``, ``scale`` and ``inverse_bound``."""
-        return {"mean": self.mean_, "scale": self.scale_, "inverse_bound": self.inverse_bound_}
+        """The fitted numbers, for saving: ``mean``, ``scale``, ``inverse_bound``, ``lower``
+        and ``upper``."""
+        return {"mean": self.mean_, "scale": self.scale_, "inverse_bound": self.inverse_bound_,
+                "lower": self.lower_, "upper": self.upper_}
 
     @classmethod
     def from_state(cls, state: dict) -> Standardizer:
@@ -246,4 +269,10 @@ class Standardizer:
         standardizer.mean_ = np.asarray(state["mean"], dtype=np.float64)
         standardizer.scale_ = np.asarray(state["scale"], dtype=np.float64)
         standardizer.inverse_bound_ = np.asarray(state["inverse_bound"], dtype=np.float64)
+        # Files written before the clipping: no bounds.
+        width = standardizer.mean_.shape
+        standardizer.lower_ = np.asarray(state.get("lower", np.full(width, -MAX_STANDARDIZED)),
+                                         dtype=np.float64)
+        standardizer.upper_ = np.asarray(state.get("upper", np.full(width, MAX_STANDARDIZED)),
+                                         dtype=np.float64)
         return standardizer
