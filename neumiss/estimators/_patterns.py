@@ -8,6 +8,9 @@ the fitted network through its forward pass only (the output at the columns' mea
 one step along each observed column), so that it holds for any network the estimator
 holds (an ensemble averaging its members: the mean of their models) without depending on
 how the network is built. A few further points check that the map is affine indeed.
+The model holds within the range of the training values, where the inputs are not clipped
+(:class:`~neumiss.tables.Standardizer`): a value beyond it is scored as the value at its
+edge.
 """
 
 from __future__ import annotations
@@ -46,12 +49,16 @@ def pattern_model(estimator, missing=None) -> Bunch:
             "which is nonlinear in their values; fit with compress_tails=False"
         )
     base = np.where(encoded_missing, np.nan, preprocessor.mean_)
-    # one step of each column's own deviation: a change the network resolves well
-    steps = np.where(preprocessor.scale_[observed] > 0, preprocessor.scale_[observed], 1.0)
+    # A step the network resolves well (up to a column's deviation) that keeps every point
+    # inside the training range, where inputs are not clipped (the model holds there; a
+    # value beyond it is scored as the value at its edge).
+    room = np.minimum(preprocessor.upper_[observed], -preprocessor.lower_[observed])
+    scale = np.where(preprocessor.scale_[observed] > 0, preprocessor.scale_[observed], 1.0)
+    steps = np.where(room > 0, scale * np.minimum(1.0, room / 2), scale)
     k = observed.size
     rows = np.tile(base, (1 + k + CHECK_POINTS, 1))
     rows[1 + np.arange(k), observed] += steps
-    shifts = np.random.default_rng(0).standard_normal((CHECK_POINTS, k)) * steps
+    shifts = np.random.default_rng(0).uniform(-1.0, 1.0, (CHECK_POINTS, k)) * steps
     rows[1 + k :, observed] += shifts
     raw = estimator._apply_encoded(rows)
     _check_affine(raw, k, shifts / steps)

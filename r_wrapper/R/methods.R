@@ -148,7 +148,8 @@ print.neumiss <- function(x, ...) {
     cat(sprintf("Classes (%d): %s\n", length(x$classes), .abbreviate_list(x$classes)))
   }
   if (!is.na(x$n_obs)) {
-    cat(sprintf("Rows: %d (%d training, %d validation%s)%s\n", x$n_obs, x$n_train, x$n_valid,
+    cat(sprintf("Rows: %d (%d training, %d validation%s%s)%s\n", x$n_obs, x$n_train, x$n_valid,
+                .scheme_note(x$validation_scheme),
                 if (isTRUE(x$n_calibration > 0)) sprintf(", %d calibration", x$n_calibration)
                 else "", .deleted_note(x)))
   }
@@ -160,6 +161,18 @@ print.neumiss <- function(x, ...) {
               if (isTRUE(x$n_valid > 0)) sprintf(" (%d rows)", x$n_valid) else ""))
   .warn_few_validation_rows(x$n_valid)
   invisible(x)
+}
+
+# How the validation rows were chosen, when not a held-out share: out of fold (each row
+# scored by the ensemble member that did not train on it), or the user's validation_data.
+.scheme_note <- function(scheme) {
+  if (identical(scheme, "out_of_fold")) {
+    ", out of fold: each scored by the member that did not train on it"
+  } else if (identical(scheme, "validation_data")) {
+    ", from validation_data"
+  } else {
+    ""
+  }
 }
 
 # A warning when the validation metric rests on too few rows to be trusted.
@@ -225,7 +238,8 @@ print.neumiss <- function(x, ...) {
 #' @return `summary()`: an object of class `"summary.neumiss"`, a list with
 #'   `task`, `depth` (the depth asked for), `best_depth` (the depth used),
 #'   `mlp_depth` (the head used: 0 is linear), `weight_sharing`, `n_epochs`, `best_epoch` (whose weights were kept),
-#'   `n_obs`, `n_train`, `n_valid`, `n_deleted`, `metric` (`"R^2"` or
+#'   `n_obs`, `n_train`, `n_valid`, `validation_scheme` (`"holdout"`,
+#'   `"out_of_fold"`, `"validation_data"`), `n_deleted`, `metric` (`"R^2"` or
 #'   `"log-loss"`), `validation` (the validation metric), `training` (the
 #'   metric on all training rows, in-sample), `history` (data frame: epoch,
 #'   train_loss, val_loss, val_score, lr), `params` (all parameters of the
@@ -248,6 +262,7 @@ summary.neumiss <- function(object, ...) {
     n_obs = object$n_obs,
     n_train = object$n_train,
     n_valid = n_valid,
+    validation_scheme = object$validation_scheme,
     n_deleted = length(object$na.action),
     deleted_reason = .na_reason(object),
     metric = if (object$task == "regression") "R^2" else "log-loss",
@@ -283,8 +298,8 @@ print.summary.neumiss <- function(x, ...) {
     cat("Call: ", paste(deparse(x$call), collapse = "\n"), "\n", sep = "")
   }
   if (!is.na(x$n_obs)) {
-    cat(sprintf("Rows: %d used: %d training, %d validation%s\n", x$n_obs, x$n_train,
-                x$n_valid, if (x$n_deleted) sprintf(" (%d deleted: %s)", x$n_deleted,
+    cat(sprintf("Rows: %d used: %d training, %d validation%s%s\n", x$n_obs, x$n_train,
+                x$n_valid, .scheme_note(x$validation_scheme), if (x$n_deleted) sprintf(" (%d deleted: %s)", x$n_deleted,
                                                     x$deleted_reason) else ""))
   }
   cat(sprintf("Features: %d (%s), %.1f%% of predictor values missing\n",

@@ -85,7 +85,9 @@
 #' @param optimizer `"adam"` or `"sgd"`.
 #' @param learning_rate,batch_size,max_epochs Training settings.
 #' @param validation_fraction Share of rows held out for early stopping and
-#'   for the validation metric.
+#'   for the validation metric; `NULL` (Python's `"auto"`): out of fold for an
+#'   ensemble on up to 2,000 rows (every row trains all members but one and is
+#'   scored by that one), else 10%.
 #' @param patience Epochs without validation improvement before stopping (the
 #'   best weights are restored).
 #' @param seed Whole number seeding the split, initialisation and shuffling
@@ -119,16 +121,19 @@
 #'   method.
 #' @section Small data:
 #' A fit needs at least 20 rows with a response (and a non-zero weight);
-#' fewer are refused with an error. The validation rows (`validation_fraction`
-#' of them, 10% by default) stop the training early and give the validation
-#' metric: [print()] and [summary.neumiss()] show how many there were, and warn
-#' when they are fewer than 20, as the metric is then unreliable.
+#' fewer are refused with an error. The validation rows stop the training early
+#' and give the validation metric. On up to 2,000 rows the ensemble validates
+#' out of fold by default: the rows are cut into `ensemble_size` folds, member
+#' `k` does not train on fold `k` and scores it, so every row both trains and
+#' validates; on more rows 10% are held out. [print()] and [summary.neumiss()]
+#' show how many rows validated and how, and warn when they are fewer than 20,
+#' as the metric is then unreliable.
 #'
 #' @return An object of class `"neumiss"`: a list with, among others, `call`,
 #'   `terms` (formula fits), `task`, `feature_names`, `column_kinds`,
 #'   `xlevels`, `seed`, `history` (a data frame of per-epoch losses),
 #'   `n_epochs`, `best_depth`, `mlp_depth`, `weight_sharing`, `validation_score`,
-#'   `n_train`, `n_valid`, `fitted.values`, `residuals` (regression),
+#'   `n_train`, `n_valid`, `validation_scheme`, `fitted.values`, `residuals` (regression),
 #'   `na.action`, `model` (the model frame) and the fitted Python model stored
 #'   as bytes (`python_model`), so that the object survives [saveRDS()] /
 #'   [readRDS()] into a new R session. With `interval = TRUE` also `interval`
@@ -473,7 +478,16 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
   # with intervals, the network trains on the rows left by the calibration set
   n_cal <- if (is.null(info$interval)) 0L else as.integer(info$interval$n_calibration)
   n_base <- n_obs - n_cal
-  n_valid <- if (is.na(n_obs)) NA_integer_ else if (vf > 0) as.integer(ceiling(vf * n_base)) else 0L
+  scheme <- if (is.null(info$validation_scheme)) "holdout" else info$validation_scheme
+  n_valid <- if (!is.null(info$n_validation_rows)) {
+    as.integer(info$n_validation_rows)
+  } else if (is.na(n_obs)) {
+    NA_integer_
+  } else if (is.numeric(vf) && vf > 0) {  # a model saved before the count was recorded
+    as.integer(ceiling(vf * n_base))
+  } else {
+    0L
+  }
   fit <- list(
     call = call,
     terms = terms,
@@ -499,8 +513,10 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
     weight_sharing = info$weight_sharing,
     validation_score = info$validation_score,
     n_obs = n_obs,
-    n_train = n_base - n_valid,
+    # out of fold, or on validation_data, every row trains
+    n_train = if (scheme == "holdout") n_base - n_valid else n_base,
     n_valid = n_valid,
+    validation_scheme = scheme,
     n_calibration = n_cal,
     interval = info$interval,
     missing_rate = if (is.null(meta$missing_rate)) NA_real_ else meta$missing_rate,

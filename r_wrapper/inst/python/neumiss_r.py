@@ -288,6 +288,9 @@ def describe(estimator):
         "mlp_depth": int(estimator.mlp_depth_),
         "weight_sharing": str(getattr(estimator, "weight_sharing_", "")),
         "validation_score": float(estimator.validation_score_),
+        # absent from models saved before they were recorded
+        "validation_scheme": getattr(estimator, "validation_scheme_", None),
+        "n_validation_rows": getattr(estimator, "n_validation_rows_", None),
         # the block's mean, back in the units of the encoded features
         "mu": _float_list(preprocessor.inverse_transform(mu[None, :])[0]),
         "mean": _float_list(preprocessor.mean_),
