@@ -122,10 +122,10 @@
 #' @section Small data:
 #' A fit needs at least 20 rows with a response (and a non-zero weight);
 #' fewer are refused with an error. The validation rows stop the training early
-#' and give the validation metric. On up to 2,000 rows the ensemble validates
-#' out of fold by default: the rows are cut into `ensemble_size` folds, member
-#' `k` does not train on fold `k` and scores it, so every row both trains and
-#' validates; on more rows 10% are held out. [print()] and [summary.neumiss()]
+#' and give the validation metric: 10% of the rows by default; an ensemble
+#' (`ensemble_size` above 1) on up to 2,000 rows validates out of fold
+#' instead: the rows are cut into `ensemble_size` folds, member `k` does not
+#' train on fold `k` and scores it, so every row both trains and validates. [print()] and [summary.neumiss()]
 #' show how many rows validated and how, and warn when they are fewer than 20,
 #' as the metric is then unreliable.
 #'

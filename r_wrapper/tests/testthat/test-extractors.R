@@ -42,15 +42,15 @@ test_that("summary reports training and validation rows; warns when validation i
   small$y <- small$x + rnorm(30, sd = 0.1)
   small$y[1:10] <- NA
   # (20 rows: the fit itself may warn that it does no better than a constant)
-  fit <- suppressWarnings(neumiss(y ~ x + z, data = small, max_epochs = 3, seed = 1,
-                                 validation_fraction = 0.1))
+  fit <- suppressWarnings(neumiss(y ~ x + z, data = small, max_epochs = 3, seed = 1))
   expect_warning(s <- summary(fit), "the validation metric rests on 2 row\\(s\\) only")
   expect_equal(c(s$n_obs, s$n_train, s$n_valid, s$n_deleted), c(20L, 18L, 2L, 10L))
   expect_output(print(s), "Rows: 20 used: 18 training, 2 validation \\(10 deleted: missing response\\)")
   expect_output(print(s), "Validation R\\^2: .* \\(2 rows\\)")
   expect_output(print(s), "Training R\\^2: .* \\(all 20 rows, in-sample\\)")
-  # By default the ensemble validates out of fold: every row trains and validates.
-  oof <- suppressWarnings(neumiss(y ~ x + z, data = small, max_epochs = 3, seed = 1))
+  # An ensemble validates out of fold by default: every row trains and validates.
+  oof <- suppressWarnings(neumiss(y ~ x + z, data = small, max_epochs = 3, seed = 1,
+                                  ensemble_size = 4))
   s <- summary(oof)
   expect_equal(c(s$n_train, s$n_valid), c(20L, 20L))
   expect_equal(s$validation_scheme, "out_of_fold")
@@ -92,7 +92,7 @@ test_that("tidy, glance and augment", {
   gl <- suppressWarnings(glance(fit))
   expect_equal(nrow(gl), 1)
   expect_equal(gl$nobs, 116L)
-  expect_equal(c(gl$n_train, gl$n_valid), c(116L, 116L))  # out of fold
+  expect_equal(gl$n_train + gl$n_valid, 116L)
   expect_equal(gl$validation, fit$validation_score)
   expect_equal(gl$training, r_squared(aq$Ozone[!is.na(aq$Ozone)], fitted(fit)))
   au <- augment(fit)

@@ -39,10 +39,10 @@ test_that("regression from a matrix: fit, predict, print, summary, coef, plot", 
   expect_equal(s$depth, 2L)
   expect_equal(s$n_epochs, fit$n_epochs)
   expect_equal(s$validation, fit$history$val_score[fit$best_epoch])
-  expect_equal(c(s$n_obs, s$n_train, s$n_valid), c(600L, 600L, 600L))  # out of fold
+  expect_equal(c(s$n_obs, s$n_train, s$n_valid), c(600L, 540L, 60L))
   expect_equal(s$training, r_squared(data$y, fitted(fit)))
   expect_equal(s$missing_rate, mean(is.na(data$x)))
-  expect_output(print(s), "Validation R\\^2: [-0-9.]+ \\(600 rows\\)")
+  expect_output(print(s), "Validation R\\^2: [-0-9.]+ \\(60 rows\\)")
   expect_output(print(s), "Rows: 600 used: 540 training, 60 validation")
   expect_output(print(s), "Training history")
   expect_output(print(fit), "NeuMiss regression model \\(depth 2")
