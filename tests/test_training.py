@@ -388,3 +388,29 @@ def test_automatic_learning_rate_falls_as_one_over_the_root_of_the_columns():
     assert auto_learning_rate(1) == auto_learning_rate(64) == 1e-2
     assert auto_learning_rate(256) == pytest.approx(5e-3)
     assert auto_learning_rate(2000) ** 2 * 2000 == pytest.approx(auto_learning_rate(64) ** 2 * 64)
+
+
+def test_a_start_better_than_every_epoch_is_kept():
+    # The network starts at the least-squares fit of the training rows; a learning rate
+    # far too high ruins every epoch, so the start is what training keeps.
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(400, 3)).astype(np.float32)
+    y = x @ np.array([1.0, -1.0, 0.5], dtype=np.float32) + 0.1 * rng.normal(size=400)
+    data = TrainingData(torch.from_numpy(x), torch.zeros(400, 3),
+                        torch.tensor(y, dtype=torch.float32))
+    network = NeuMissNetwork(3, depth=0)
+    with torch.no_grad():
+        network.block.mu.zero_()
+        network.head[-1].weight.copy_(torch.tensor([[1.0, -1.0, 0.5]]))
+        network.head[-1].bias.zero_()
+    start = {name: value.clone() for name, value in network.state_dict().items()}
+    train_rows, val_rows = data.rows(0, 300), data.rows(300, 400)
+    config = TrainingConfig(learning_rate=10.0, max_epochs=3, optimizer="sgd")
+    result = train(network, train_rows, val_rows, _mse, config, torch.Generator().manual_seed(0),
+                   warn=False)
+    assert result.best_epoch == 0 and not result.constant and result.rejected is None
+    for name, value in network.state_dict().items():
+        torch.testing.assert_close(value, start[name])
+    assert result.best_val_loss == pytest.approx(float(((val_rows.target - val_rows.x
+                                                         @ torch.tensor([1.0, -1.0, 0.5]))
+                                                        ** 2).mean()), rel=1e-5)

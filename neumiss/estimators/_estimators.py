@@ -169,6 +169,9 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         Per epoch: ``train_loss``, ``val_loss`` (MSE on standardized y),
         ``val_score`` (validation R²) and ``lr``.
     n_epochs_, best_epoch_ : int
+        Epochs trained, and the epoch whose weights were kept: 0 when no epoch
+        beat the start (the block and the heads' linear part fitted to the data,
+        or, when that start is worse, the constant predictor).
     learning_rate_ : float
         The initial learning rate used (``learning_rate``, or its automatic value).
     validation_score_ : float

@@ -201,18 +201,21 @@ class DivergenceGuard:
         self._above = 0
         return lowered
 
-    def reject(self, train_data: TrainingData, best_epoch: int) -> str | None:
-        """Why the network's weights, those of ``best_epoch``, were replaced by the constant
-        predictor (set in the network), or None when they are kept. They are replaced when
+    def reject(self, train_data: TrainingData, best_epoch: int,
+               constant_kept: bool = False) -> str | None:
+        """Why the network's weights, those of ``best_epoch`` (0: the initial weights),
+        were replaced by the constant predictor (set in the network), or None when they
+        are kept or are that constant already (``constant_kept``). They are replaced when
         they fit the training rows worse than the constant: weights blown up that happen
         to spare the few validation rows. Only with the exploding-loss rules (the
         constant is not exact) and a network that can predict the constant."""
-        if self._ceilings is None or self._setter is None or best_epoch == 0:
+        if self._ceilings is None or self._setter is None or constant_kept:
             return None
         kept_train_loss = evaluate_loss(self.network, train_data, self.loss_fn)
         if kept_train_loss <= self.train_loss:
             return None
         self._setter(self.constant)
-        return (f"the weights of epoch {best_epoch} fit the training rows worse than "
+        weights = f"the weights of epoch {best_epoch}" if best_epoch else "the initial weights"
+        return (f"{weights} fit the training rows worse than "
                 f"the constant predictor (loss {kept_train_loss:.4g} against "
                 f"{self.train_loss:.4g}), although they beat it on validation")

@@ -11,6 +11,7 @@ constant fallback (:class:`~._divergence.DivergenceGuard`) and the progress bar
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
 import os
 import warnings
@@ -24,7 +25,7 @@ from tqdm.auto import tqdm
 from ._data import LossFunction, ScoreFunction, TrainingData, evaluate_loss, mean_loss
 from ._divergence import EXACT_LOSS, DivergenceGuard, DivergenceWarning
 from ._optimizer import Steps
-from ._stopping import EarlyStopping
+from ._stopping import Checkpoint, EarlyStopping
 
 #: Largest mini-batch of the automatic batch size (:func:`auto_batch_size`).
 AUTO_BATCH_SIZE = 2048
@@ -328,19 +329,39 @@ def _back_off(divergence: DivergenceGuard, stopping: EarlyStopping, schedule: Pl
     return True
 
 
+def _first_candidate(network: nn.Module, monitor: TrainingData, loss_fn: LossFunction,
+                     score_fn: ScoreFunction,
+                     divergence: DivergenceGuard | None) -> tuple[Checkpoint | None, bool]:
+    """The weights an epoch must beat to be kept, and whether they are the initial ones.
+
+    The initial weights when their loss on ``monitor`` is finite and below the constant
+    predictor's (a network started from the data: :mod:`~neumiss.network._start`), so
+    that training only ever replaces a good start by better weights; else the constant
+    predictor (:meth:`DivergenceGuard.candidate`), or None without the guard.
+    """
+    constant = None if divergence is None else divergence.candidate(score_fn)
+    if constant is None:
+        return None, False
+    loss = evaluate_loss(network, monitor, loss_fn)
+    if not (math.isfinite(loss) and loss < constant.loss):
+        return constant, False
+    return Checkpoint(copy.deepcopy(network.state_dict()), loss, score_fn(loss)), True
+
+
 def _kept(result: TrainingResult, stopping: EarlyStopping, divergence: DivergenceGuard | None,
-          train_data: TrainingData) -> None:
+          train_data: TrainingData, start_kept: bool) -> None:
     """Record in ``result`` the weights kept (restored in the network) and the guard's
     outcome; with the guard, replace weights that fit the training rows worse than the
-    constant predictor by it."""
+    constant predictor by it. ``start_kept``: the first candidate is the initial weights."""
     stopping.restore()
     result.best_epoch, result.best_val_loss = stopping.best_epoch, stopping.best_loss
     result.best_val_score = stopping.best_score
     if divergence is None:
         return
-    result.constant = stopping.best_epoch == 0 and divergence.can_predict_constant
+    result.constant = (stopping.best_epoch == 0 and divergence.can_predict_constant
+                       and not start_kept)
     result.backoffs, result.constant_loss = divergence.backoffs, divergence.loss
-    result.rejected = divergence.reject(train_data, result.best_epoch)
+    result.rejected = divergence.reject(train_data, result.best_epoch, result.constant)
     if result.rejected is not None:
         result.constant, result.best_epoch = True, 0
 
@@ -379,7 +400,8 @@ def train(
     Divergence (with ``guard``, the default): the *constant predictor* is the
     constant output of lowest training loss (:func:`constant_output`), and the
     first candidate to beat: an epoch is kept only if its validation loss is
-    below the constant predictor's. An epoch diverges when a loss is not
+    below the constant predictor's, or below the initial weights' when those
+    beat it (a network started from the data; then ``best_epoch`` 0 keeps them). An epoch diverges when a loss is not
     finite, when its validation loss exceeds :data:`EXPLOSION_FACTOR` times
     the larger of the constant predictor's and the initial network's, or
     after :data:`DIVERGENCE_EPOCHS` consecutive epochs above the constant
@@ -406,8 +428,9 @@ def train(
     score_fn = _negated if score_fn is None else score_fn
     divergence = DivergenceGuard(network, train_data, val_data, loss_fn) if guard else None
     schedule = PlateauSchedule(network, config)
-    stopping = EarlyStopping(network, config.patience, config.tol,
-                             None if divergence is None else divergence.candidate(score_fn))
+    candidate, start_kept = _first_candidate(
+        network, train_data if val_data is None else val_data, loss_fn, score_fn, divergence)
+    stopping = EarlyStopping(network, config.patience, config.tol, candidate)
     progress = ProgressReport(config.max_epochs, description, verbose)
     result = TrainingResult(history={key: [] for key in HISTORY})
     batch_size = _batch_size(config.batch_size, train_data)
@@ -428,7 +451,7 @@ def train(
         elif not _back_off(divergence, stopping, schedule, epoch, cause):
             break
     progress.close()
-    _kept(result, stopping, divergence, train_data)
+    _kept(result, stopping, divergence, train_data, start_kept)
     if result.best_epoch == 0 and (result.rejected is not None or not result.constant):
         # The weights kept are no epoch's (every epoch diverged, or the constant replaced
         # them): their loss is measured anew.

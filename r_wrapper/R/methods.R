@@ -314,7 +314,9 @@ print.summary.neumiss <- function(x, ...) {
   }
   cat(sprintf("Depth: %s (used: %d), weight sharing: %s, %s\n", .format_param(x$depth),
               x$best_depth, x$weight_sharing, .head_label(x$mlp_depth)))
-  cat(sprintf("Epochs: %d (weights of epoch %d kept)\n", x$n_epochs, x$best_epoch))
+  cat(sprintf("Epochs: %d (%s)\n", x$n_epochs,
+              if (x$best_epoch == 0) "no epoch beat the start fitted to the data: it is kept"
+              else sprintf("weights of epoch %d kept", x$best_epoch)))
   if (!is.na(x$n_valid) && x$n_valid == 0) {
     cat(sprintf("Validation %s: none (validation_fraction = 0); training loss used\n", x$metric))
   } else {
