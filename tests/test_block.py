@@ -266,3 +266,27 @@ def test_a_linear_head_warm_started_from_an_mlp_head_computes_its_skip_part():
     expected = h @ mlp.skip.weight.T + mlp.head[-1].bias
     torch.testing.assert_close(linear(x * (1 - mask), mask), expected)
     assert not torch.allclose(mlp(x * (1 - mask), mask), expected)
+
+
+def test_mask_skip_uses_informative_missingness():
+    # y depends on whether x0 is missing, not on its value: the mask's own linear term in
+    # the head carries it, and the linear start fits it.
+    from sklearn.metrics import r2_score
+
+    from neumiss import NeuMissRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(900, 3))
+    missing = rng.random(900) < 0.4
+    y = X[:, 1] + 3.0 * missing + 0.3 * rng.normal(size=900)
+    X[missing, 0] = np.nan
+    scores = {}
+    for mask_skip in (False, True):
+        model = NeuMissRegressor(depth=0, mlp_depth=0, ensemble_size=1, max_epochs=5,
+                                 mask_skip=mask_skip, random_state=0).fit(X[:600], y[:600])
+        scores[mask_skip] = r2_score(y[600:], model.predict(X[600:]))
+    # Without it, only a learned imputed value far from the data can flag the missing
+    # rows to a linear head, and training gets there only partly.
+    assert scores[True] > 0.95 and scores[True] > scores[False] + 0.05, scores
+    weight = model.network_.mask_skip.weight.detach().numpy()[0]
+    assert weight[0] * model.y_scale_ == pytest.approx(3.0, abs=0.3)  # in y's units

@@ -90,15 +90,17 @@ def test_classification_averages_the_members_probabilities(data, n_classes):
     np.testing.assert_array_equal(model.predict(X), model.classes_[expected.argmax(axis=1)])
 
 
-@pytest.mark.parametrize("task", ["regression", "binary", "multiclass"])
-def test_ensemble_exports_saves_and_pickles_as_one_model(data, task, tmp_path):
+@pytest.mark.parametrize("task, mask_skip", [("regression", False), ("binary", False),
+                                             ("multiclass", False), ("regression", True),
+                                             ("multiclass", True)])
+def test_ensemble_exports_saves_and_pickles_as_one_model(data, task, mask_skip, tmp_path):
     X, y = data
     if task == "regression":
         model = NeuMissRegressor(depth=2, ensemble_size=2, mlp_depth=1, max_epochs=3,
-                                 random_state=0).fit(X, y)
+                                 mask_skip=mask_skip, random_state=0).fit(X, y)
     else:
         labels = y > np.median(y) if task == "binary" else np.digitize(y, [-1.0, 1.0])
-        model = NeuMissClassifier(depth=2, ensemble_size=2, max_epochs=3,
+        model = NeuMissClassifier(depth=2, ensemble_size=2, max_epochs=3, mask_skip=mask_skip,
                                   random_state=0).fit(X, labels)
     model.save(tmp_path / "m.pt")
     loaded = neumiss.load(tmp_path / "m.pt")

@@ -31,6 +31,8 @@ REGRESSOR_CONFIGS = {
     "depth4-shared-residual-mlp": dict(
         depth=4, weight_sharing="shared", residual=True, mlp_depth=2, mlp_width=6
     ),
+    "depth2-mask-skip": dict(depth=2, residual=True, mask_skip=True),
+    "depth1-mask-skip-mlp": dict(depth=1, mlp_depth=1, mask_skip=True),
 }
 CLASSIFIER_CONFIGS = {
     "binary-int-mlp": (dict(depth=2, mlp_depth=1), np.array([3, 7])),
@@ -40,6 +42,7 @@ CLASSIFIER_CONFIGS = {
         np.array(["a", "b", "c"]),
     ),
     "multiclass-float-mlp": (dict(depth=0, mlp_depth=1), np.array([0.0, 1.0, 2.0, 4.0])),
+    "multiclass-mask-skip": (dict(depth=1, mask_skip=True), np.array(["u", "v", "w"])),
 }
 
 
@@ -174,10 +177,14 @@ def test_graph_uses_plain_mask_products(regressors, name):
                "Cast"}  # Max, Min: the clipping to the training range
     assert ops <= allowed, ops - allowed
     assert all(n.domain in ("", "ai.onnx") for n in model.graph.node)
-    # M feeds Mul nodes, and the one Sub computing 1 - M, whose consumers are all Mul.
+    # M feeds Mul nodes (every ⊙M), the one Sub computing 1 - M, whose consumers are all
+    # Mul, and with mask_skip one MatMul: the mask's own linear term in the head.
     m_users = _consumers(model, "M")
     subs = [n for n in m_users if n.op_type == "Sub"]
-    assert len(subs) == 1 and {n.op_type for n in m_users} == {"Sub", "Mul"}
+    mask_skip = int(estimator.mask_skip)
+    assert len(subs) == 1 and {n.op_type for n in m_users} == {"Sub", "Mul"} | (
+        {"MatMul"} if mask_skip else set())
+    assert sum(n.op_type == "MatMul" for n in m_users) == mask_skip
     obs_users = _consumers(model, subs[0].output[0])
     assert {n.op_type for n in obs_users} == {"Mul"}
     # One masking of the standardized input, of c, and one per matrix before W_mix.
@@ -185,7 +192,7 @@ def test_graph_uses_plain_mask_products(regressors, name):
     assert len(obs_users) == 2 + depth
     # The block's matrices, and the linear skip around an MLP head.
     skip = int(estimator.mlp_depth > 0)
-    assert sum(n.op_type == "MatMul" for n in model.graph.node) == depth + 1 + skip
+    assert sum(n.op_type == "MatMul" for n in model.graph.node) == depth + 1 + skip + mask_skip
     assert sum(n.op_type == "Gemm" for n in model.graph.node) == estimator.mlp_depth + 1
     # Shared weights are stored once: S0, one iteration matrix, W_mix.
     block = [t for t in model.graph.initializer if t.name.startswith("block.")]

@@ -58,6 +58,7 @@ SHAPES = st.fixed_dictionaries({
     "residual": st.booleans(),
     "mlp_depth": st.integers(0, 2),
     "n_outputs": st.sampled_from([1, 3]),
+    "mask_skip": st.booleans(),
 })
 
 
@@ -197,10 +198,10 @@ def _logistic(output, target):
                                                                 reduction="none")
 
 
-def _started(n, n_members, mlp_depth, seed=0):
+def _started(n, n_members, mlp_depth, seed=0, mask_skip=False):
     x, mask = _rows(n, seed)
-    networks = [NeuMissNetwork(4, depth=2, residual=True, mlp_depth=mlp_depth)
-                for _ in range(n_members)]
+    networks = [NeuMissNetwork(4, depth=2, residual=True, mlp_depth=mlp_depth,
+                               mask_skip=mask_skip) for _ in range(n_members)]
     for k, network in enumerate(networks):
         network.reset_parameters(torch.Generator().manual_seed(k))
         network.block.load_state_dict(networks[0].block.state_dict())  # shared, as stacked
@@ -209,11 +210,13 @@ def _started(n, n_members, mlp_depth, seed=0):
     return networks, x, mask, features
 
 
-@pytest.mark.parametrize("mlp_depth", [0, 2])
-def test_the_linear_start_is_each_members_ridge_fit_on_the_blocks_output(mlp_depth):
-    networks, x, mask, features = _started(300, 3, mlp_depth)
+@pytest.mark.parametrize("mlp_depth, mask_skip", [(0, False), (2, False), (0, True), (2, True)])
+def test_the_linear_start_is_each_members_ridge_fit_on_the_blocks_output(mlp_depth, mask_skip):
+    networks, x, mask, features = _started(300, 3, mlp_depth, mask_skip=mask_skip)
+    p = 4 + 4 * mask_skip  # the block's output, then the mask with mask_skip
     rng = np.random.default_rng(4)
     target = features @ np.array([1.0, -2.0, 0.5, 0.0]) + 0.3 + rng.normal(0, 0.5, 300)
+    target = target + 0.8 * mask.numpy()[:, 1]  # informative missingness
     member_weight = rng.poisson(1.0, (300, 3)).astype(np.float32)
     case_weight = rng.uniform(0.5, 1.5, 300).astype(np.float32)
     data = TrainingData(x, mask, torch.tensor(target, dtype=torch.float32),
@@ -223,13 +226,17 @@ def test_the_linear_start_is_each_members_ridge_fit_on_the_blocks_output(mlp_dep
         # mean(w (y - Hb - c)^2) + P / (2n) |b|^2: the normal equations with an unpenalized
         # intercept, solved independently.
         w = case_weight * member_weight[:, k]
-        design = np.hstack([features, np.ones((300, 1))])
+        inputs = [features, mask.numpy()] if mask_skip else [features]
+        design = np.hstack([*inputs, np.ones((300, 1))])
         gram = design.T @ (w[:, None] * design) / 300
-        gram[:4, :4] += LINEAR_PENALTY / (2 * 300) * np.eye(4)
+        gram[:p, :p] += LINEAR_PENALTY / (2 * 300) * np.eye(p)
         solution = np.linalg.solve(gram, design.T @ (w * target) / 300)
         linear = network.head[-1] if mlp_depth == 0 else network.skip
         np.testing.assert_allclose(linear.weight.detach().numpy()[0], solution[:4], atol=2e-4)
-        np.testing.assert_allclose(network.head[-1].bias.item(), solution[4], atol=2e-4)
+        if mask_skip:
+            np.testing.assert_allclose(network.mask_skip.weight.detach().numpy()[0],
+                                       solution[4:8], atol=2e-4)
+        np.testing.assert_allclose(network.head[-1].bias.item(), solution[p], atol=2e-4)
         with torch.no_grad():  # the network computes that linear function (MLP part zero)
             np.testing.assert_allclose(network(x, mask)[:, 0].numpy(), design @ solution,
                                        atol=1e-3)

@@ -60,6 +60,7 @@ class BaseNeuMiss(BaseEstimator):
         "mlp_width": AnyOf(NoneValue(), Integer(1)),
         "weight_sharing": Options("independent", "shared", "auto"),
         "residual": Boolean(),
+        "mask_skip": Boolean(),
         "compress_tails": Boolean(),
         "ensemble_size": Integer(1),
         "optimizer": Options(*OPTIMIZERS),
@@ -87,6 +88,7 @@ class BaseNeuMiss(BaseEstimator):
         mlp_width=None,
         weight_sharing="auto",
         residual=True,
+        mask_skip=False,
         compress_tails=False,
         ensemble_size=5,
         optimizer=_TRAINING.optimizer,
@@ -108,6 +110,7 @@ class BaseNeuMiss(BaseEstimator):
         self.mlp_width = mlp_width
         self.weight_sharing = weight_sharing
         self.residual = residual
+        self.mask_skip = mask_skip
         self.compress_tails = compress_tails
         self.ensemble_size = ensemble_size
         self.optimizer = optimizer
@@ -192,6 +195,7 @@ class BaseNeuMiss(BaseEstimator):
             residual=self.residual,
             mlp_depth=mlp_depth,
             mlp_width=self.mlp_width,
+            mask_skip=self.mask_skip,
         )
 
     def _build_fitted_network(self) -> NeuMissNetwork | EnsembleNetwork:

@@ -83,6 +83,12 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         few to fit the extra matrices (``results/README.md``, "Untying").
     residual : bool, default=True
         Residual connections in the block (the ``+ Id`` of the Neumann recursion).
+    mask_skip : bool, default=False
+        A linear term of the mask added to the output (see
+        :class:`~neumiss.network.NeuMissNetwork`): the head sees which features are
+        missing, as missing indicators do, so informative missingness is used. Off
+        by default: on the real-data suite it won on some tables and lost on others
+        (``results/realdata/README.md``).
     compress_tails : bool, default=False
         Numeric columns with heavy tails (an observed value beyond 8 robust
         deviations from the median) are scaled by their median and robust
@@ -294,6 +300,7 @@ class NeuMissQuantileRegressor(NeuMissRegressor):
         mlp_width=_DEFAULTS["mlp_width"],
         weight_sharing=_DEFAULTS["weight_sharing"],
         residual=_DEFAULTS["residual"],
+        mask_skip=_DEFAULTS["mask_skip"],
         compress_tails=_DEFAULTS["compress_tails"],
         ensemble_size=_DEFAULTS["ensemble_size"],
         optimizer=_DEFAULTS["optimizer"],
@@ -312,7 +319,8 @@ class NeuMissQuantileRegressor(NeuMissRegressor):
     ):
         super().__init__(
             depth, mlp_depth=mlp_depth, mlp_width=mlp_width, weight_sharing=weight_sharing,
-            residual=residual, compress_tails=compress_tails, ensemble_size=ensemble_size,
+            residual=residual, mask_skip=mask_skip, compress_tails=compress_tails,
+            ensemble_size=ensemble_size,
             optimizer=optimizer, learning_rate=learning_rate, batch_size=batch_size,
             max_epochs=max_epochs, validation_fraction=validation_fraction, patience=patience,
             lr_patience=lr_patience, tol=tol, weight_decay=weight_decay,

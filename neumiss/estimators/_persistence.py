@@ -37,11 +37,13 @@ from ..checks import check_params
 from ..tables import Standardizer, TableEncoder
 
 FORMAT = "neumiss-estimator"
+#: 6: the ``mask_skip`` parameter (a linear term of the mask in the head) and the
+#: standardizer's clipping bounds (``lower``, ``upper``).
 #: 4: NeuMiss+MLP networks have a linear ``skip`` around the MLP head.
 #: 3: a SHA-256 digest of the payload (``sha256``), checked at load.
 #: 2: ``encoder_`` (the table's encoding) and ``preprocessor_`` (its standardization)
 #: are stored (1 had ``x_mean_`` and ``x_scale_``).
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 
 #: Names a saved fitted attribute may have: public, ending with ``_``.
 _ATTRIBUTE_NAME = re.compile(r"[a-z][a-z0-9_]*_")

@@ -176,14 +176,19 @@ def _head(g: Graph, head, h: str, prefix: str) -> str:
 
 def _member(g: Graph, network, x: str, obs: str, m: str, prefix: str) -> str:
     """One :class:`~neumiss.network.NeuMissNetwork`'s raw output: block, head, plus the linear
-    ``skip`` (``MatMul`` by its transposed weight) when the head has an MLP."""
+    ``skip`` (``MatMul`` by its transposed weight) when the head has an MLP, plus the
+    mask's linear term (``M`` times its transposed weight) with ``mask_skip``."""
     h = _block(g, network.block, x, obs, m, f"{prefix}block")
     out = _head(g, network.head, h, f"{prefix}head")
-    if network.skip is None:
-        return out
-    weight = g.constant(f"{prefix}skip.weight_t", _array(network.skip.weight).T)
-    skip = g.op("MatMul", [h, weight], f"{prefix}skip.out")
-    return g.op("Add", [out, skip], f"{prefix}head_plus_skip")
+    if network.skip is not None:
+        weight = g.constant(f"{prefix}skip.weight_t", _array(network.skip.weight).T)
+        skip = g.op("MatMul", [h, weight], f"{prefix}skip.out")
+        out = g.op("Add", [out, skip], f"{prefix}head_plus_skip")
+    if network.mask_skip is not None:
+        weight = g.constant(f"{prefix}mask_skip.weight_t", _array(network.mask_skip.weight).T)
+        mask_term = g.op("MatMul", [m, weight], f"{prefix}mask_skip.out")
+        out = g.op("Add", [out, mask_term], f"{prefix}plus_mask_skip")
+    return out
 
 
 def _member_blocks(g: Graph, members, x: str, obs: str, m: str) -> tuple[str, bool]:
@@ -228,6 +233,11 @@ def _members_side_by_side(g: Graph, members, x: str, obs: str, m: str) -> str:
             [_array(n.skip.weight).T for n in members], block_is_shared))
         out = g.op("Add", [out, g.op("MatMul", [h, weight], "members.skip.out")],
                    "members.head_plus_skip")
+    if members[0].mask_skip is not None:  # every member reads the same mask
+        weight = g.constant("members.mask_skip.weight", np.hstack(
+            [_array(n.mask_skip.weight).T for n in members]))
+        out = g.op("Add", [out, g.op("MatMul", [m, weight], "members.mask_skip.out")],
+                   "members.plus_mask_skip")
     shape = g.constant("members.shape", [0, len(members), -1], np.int64)
     return g.op("Reshape", [out, shape], "members.raw")
 

@@ -37,6 +37,7 @@ _CONSTRAINTS = {
     "n_outputs": Integer(1),
     "mlp_depth": Integer(0),
     "mlp_width": AnyOf(NoneValue(), Integer(1)),
+    "mask_skip": Boolean(),
 }
 
 
@@ -187,6 +188,13 @@ class NeuMissNetwork(nn.Module):
     paper's linear head, the linear Bayes predictor stays exactly
     representable, and the MLP learns what is not linear.
 
+    With ``mask_skip``, a linear map of the mask itself (no bias, zero at
+    initialisation) is added to the output: the head sees which features are
+    missing, so that informative missingness (a missing value that says
+    something about ``y``) is used, as mean imputation with missing indicators
+    uses it. For a fixed missingness pattern it only shifts the intercept, so
+    the per-pattern linear models stay linear.
+
     Shapes: ``x`` and ``mask`` (batch, d) -> output (batch, n_outputs).
     """
 
@@ -199,6 +207,7 @@ class NeuMissNetwork(nn.Module):
         residual: bool = False,
         mlp_depth: int = 0,
         mlp_width: int | None = None,
+        mask_skip: bool = False,
     ) -> None:
         super().__init__()
         check_params(
@@ -211,6 +220,7 @@ class NeuMissNetwork(nn.Module):
                 "residual": residual,
                 "mlp_depth": mlp_depth,
                 "mlp_width": mlp_width,
+                "mask_skip": mask_skip,
             },
             _CONSTRAINTS,
         )
@@ -226,6 +236,7 @@ class NeuMissNetwork(nn.Module):
         layers.append(nn.Linear(in_dim, int(n_outputs)))
         self.head = nn.Sequential(*layers)
         self.skip = nn.Linear(n_features, int(n_outputs), bias=False) if mlp_depth else None
+        self.mask_skip = nn.Linear(n_features, int(n_outputs), bias=False) if mask_skip else None
 
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
         """Re-draw every parameter from ``generator`` (repeatable initialisation)."""
@@ -241,6 +252,9 @@ class NeuMissNetwork(nn.Module):
             with torch.no_grad():
                 self.skip.weight.uniform_(-bound, bound, generator=generator)
                 self.head[-1].weight.zero_()
+        if self.mask_skip is not None:
+            with torch.no_grad():
+                self.mask_skip.weight.zero_()
 
     @torch.no_grad()
     def warm_start_from(self, other: NeuMissNetwork, keep_mlp: bool = True) -> list[str]:
@@ -310,11 +324,13 @@ class NeuMissNetwork(nn.Module):
         that constant, see :func:`~neumiss.network.train`)."""
         last = self.head[-1]
         last.weight.zero_()
-        if self.skip is not None:
-            self.skip.weight.zero_()
+        for linear in (self.skip, self.mask_skip):
+            if linear is not None:
+                linear.weight.zero_()
         last.bias.copy_(torch.as_tensor(value, dtype=last.bias.dtype).to(last.bias.device))
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Shapes: (batch, d), (batch, d) -> (batch, n_outputs)."""
         h = self.block(x, mask)
-        return self.head(h) if self.skip is None else self.head(h) + self.skip(h)
+        out = self.head(h) if self.skip is None else self.head(h) + self.skip(h)
+        return out if self.mask_skip is None else out + self.mask_skip(mask)

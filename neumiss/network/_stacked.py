@@ -90,6 +90,9 @@ class StackedNetwork(nn.Module):
                 out = torch.relu(out)
         if "skip__weight" in self.heads:
             out = torch.baddbmm(out, imputed, self.heads["skip__weight"].transpose(1, 2))
+        if "mask_skip__weight" in self.heads:
+            out = torch.baddbmm(out, mask.expand(self.n_members, -1, -1),
+                                self.heads["mask_skip__weight"].transpose(1, 2))
         return out
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -104,8 +107,9 @@ class StackedNetwork(nn.Module):
         :meth:`NeuMissNetwork.set_constant_output`)."""
         last = self._layers[-1]
         self.heads[f"{last}__weight"].zero_()
-        if "skip__weight" in self.heads:
-            self.heads["skip__weight"].zero_()
+        for name in ("skip__weight", "mask_skip__weight"):
+            if name in self.heads:
+                self.heads[name].zero_()
         bias = self.heads[f"{last}__bias"]
         bias.copy_(torch.as_tensor(value, dtype=bias.dtype).to(bias.device).expand_as(bias))
 

@@ -103,13 +103,17 @@ def start_linear_parts(networks: list[NeuMissNetwork], data: TrainingData,
     mean (weighted) ``loss_fn`` plus ``LINEAR_PENALTY / (2 n)`` times the squared
     weights (not the bias) by L-BFGS, from zero weights, on at most ``max_rows``
     rows drawn with ``seed``. The linear part is the linear head (``mlp_depth=0``), or
-    the skip and the MLP's last bias (its last weights, zero, are left so): each
-    network then computes that linear function of the block's output.
+    the skip and the MLP's last bias (its last weights, zero, are left so), and the
+    mask's own term when the network has one (``mask_skip``: the fit is then on the
+    block's output and the mask): each network then computes that linear function.
     """
     rows = torch.as_tensor(_rows(len(data), max_rows, seed), device=data.device)
     data = data.subset(rows)
     with torch.no_grad():
         features = networks[0].block.to(data.device)(data.x, data.mask).double()  # (n, d)
+    d = features.shape[1]
+    if networks[0].mask_skip is not None:  # the mask's own linear term is fitted too
+        features = torch.cat([features, data.mask.double()], dim=1)  # (n, 2 d)
     n, n_members = len(data), len(networks)
     n_outputs = networks[0].head[-1].out_features
     weight = torch.zeros(n_members, n_outputs, features.shape[1], dtype=torch.float64,
@@ -134,5 +138,7 @@ def start_linear_parts(networks: list[NeuMissNetwork], data: TrainingData,
     with torch.no_grad():
         for k, network in enumerate(networks):
             linear = network.head[-1] if network.skip is None else network.skip
-            linear.weight.copy_(weight[k].float())
+            linear.weight.copy_(weight[k, :, :d].float())
+            if network.mask_skip is not None:
+                network.mask_skip.weight.copy_(weight[k, :, d:].float())
             network.head[-1].bias.copy_(bias[k].float())
