@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-
 import torch
 
 from ._analytic import set_analytic_weights

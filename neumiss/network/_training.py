@@ -401,9 +401,10 @@ def train(
     constant output of lowest training loss (:func:`constant_output`), and the
     first candidate to beat: an epoch is kept only if its validation loss is
     below the constant predictor's, or below the initial weights' when those
-    beat it (a network started from the data; then ``best_epoch`` 0 keeps them). An epoch diverges when a loss is not
-    finite, when its validation loss exceeds :data:`EXPLOSION_FACTOR` times
-    the larger of the constant predictor's and the initial network's, or
+    beat it (a network started from the data; then ``best_epoch`` 0 keeps them).
+    An epoch diverges when a loss is not finite, when its validation loss
+    exceeds :data:`EXPLOSION_FACTOR` times the larger of the constant
+    predictor's and the initial network's, or
     after :data:`DIVERGENCE_EPOCHS` consecutive epochs above the constant
     predictor's loss that each fail to lower the lowest loss of the earlier
     epochs (a network still improving from a poor start is left alone). Then
