@@ -315,6 +315,7 @@ def test_the_fit_says_how_it_validated(data, params, scheme, n_rows):
     X, y = data
     model = NeuMissRegressor(depth=1, max_epochs=3, random_state=0, **params).fit(X, y)
     assert (model.validation_scheme_, model.n_validation_rows_) == (scheme, n_rows)
+    assert model.validation_scheme_ in fitting.VALIDATION_SCHEMES
     assert np.isfinite(model.validation_score_)
     if scheme == "out_of_fold":
         assert len(model.members_) == 2
