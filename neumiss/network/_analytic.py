@@ -75,7 +75,7 @@ def set_analytic_weights(block, mean, cov, S0=None, normalize=False):
         cov, S0 = cov / radius, S0 * radius
     dtype = block.mu.dtype
     with torch.no_grad():
-        block.mu.copy_(torch.as_tensor(mean, dtype=dtype))
+        block.mu.copy_(torch.tensor(mean, dtype=dtype))  # a copy: mean may be read-only
         if block.S0 is not None:
             block.S0.copy_(torch.as_tensor(S0.T, dtype=dtype))
         for weight in block.neumann_layers:
