@@ -135,18 +135,19 @@ class DivergenceGuard:
         self.loss = evaluate_loss(_Constant(self.constant), monitor, loss_fn)
         self.train_loss = (self.loss if val_data is None
                            else evaluate_loss(_Constant(self.constant), train_data, loss_fn))
-        self._ceilings = self._explosion_ceilings(monitor)
+        self.initial_loss = evaluate_loss(network, monitor, loss_fn)
+        self.start_kept = False  # whether the first candidate is the initial weights
+        self._ceilings = self._explosion_ceilings()
         self.backoffs: list[dict] = []
         self.stopped: str | None = None
         self._lowest = math.inf  # the lowest monitored loss of an epoch (not the constant's)
         self._above = 0  # consecutive stalled epochs above the constant predictor's loss
 
-    def _explosion_ceilings(self, monitor: TrainingData) -> tuple[float, float] | None:
+    def _explosion_ceilings(self) -> tuple[float, float] | None:
         """The ceilings of the training and monitored losses, or None (exact constant)."""
         if not (self.loss > EXACT_LOSS and self.train_loss > EXACT_LOSS):
             return None
-        initial = evaluate_loss(self.network, monitor, self.loss_fn)
-        initial = initial if math.isfinite(initial) else 0.0
+        initial = self.initial_loss if math.isfinite(self.initial_loss) else 0.0
         return (EXPLOSION_FACTOR * max(self.train_loss, initial),
                 EXPLOSION_FACTOR * max(self.loss, initial))
 
@@ -159,8 +160,8 @@ class DivergenceGuard:
 
     def candidate(self, score_fn: ScoreFunction) -> Checkpoint | None:
         """The constant predictor as weights of the network (its initial weights with
-        ``set_constant_output``), the first candidate an epoch must beat, or None when the
-        network cannot predict a constant. The network is left unchanged."""
+        ``set_constant_output``), or None when the network cannot predict a constant.
+        The network is left unchanged."""
         if self._setter is None:
             return None
         initial = copy.deepcopy(self.network.state_dict())
@@ -168,6 +169,18 @@ class DivergenceGuard:
         state = copy.deepcopy(self.network.state_dict())
         self.network.load_state_dict(initial)
         return Checkpoint(state, self.loss, score_fn(self.loss))
+
+    def first_candidate(self, score_fn: ScoreFunction) -> Checkpoint | None:
+        """The first candidate an epoch must beat: the initial weights when their monitored
+        loss is below the constant predictor's (a network started from the data,
+        :mod:`~neumiss.network._start`: training then only ever replaces a good start by
+        better weights; :attr:`start_kept` is set), else :meth:`candidate`."""
+        if self._setter is None or not (math.isfinite(self.initial_loss)
+                                        and self.initial_loss < self.loss):
+            return self.candidate(score_fn)
+        self.start_kept = True
+        return Checkpoint(copy.deepcopy(self.network.state_dict()), self.initial_loss,
+                          score_fn(self.initial_loss))
 
     def check(self, train_loss: float, val_loss: float) -> str | None:
         """Why an epoch with these losses (the training one its running mean) diverged, or

@@ -11,7 +11,6 @@ constant fallback (:class:`~._divergence.DivergenceGuard`) and the progress bar
 from __future__ import annotations
 
 import contextlib
-import copy
 import math
 import os
 import warnings
@@ -25,7 +24,7 @@ from tqdm.auto import tqdm
 from ._data import LossFunction, ScoreFunction, TrainingData, evaluate_loss, mean_loss
 from ._divergence import EXACT_LOSS, DivergenceGuard, DivergenceWarning
 from ._optimizer import Steps
-from ._stopping import Checkpoint, EarlyStopping
+from ._stopping import EarlyStopping
 
 #: Largest mini-batch of the automatic batch size (:func:`auto_batch_size`).
 AUTO_BATCH_SIZE = 2048
@@ -329,37 +328,18 @@ def _back_off(divergence: DivergenceGuard, stopping: EarlyStopping, schedule: Pl
     return True
 
 
-def _first_candidate(network: nn.Module, monitor: TrainingData, loss_fn: LossFunction,
-                     score_fn: ScoreFunction,
-                     divergence: DivergenceGuard | None) -> tuple[Checkpoint | None, bool]:
-    """The weights an epoch must beat to be kept, and whether they are the initial ones.
-
-    The initial weights when their loss on ``monitor`` is finite and below the constant
-    predictor's (a network started from the data: :mod:`~neumiss.network._start`), so
-    that training only ever replaces a good start by better weights; else the constant
-    predictor (:meth:`DivergenceGuard.candidate`), or None without the guard.
-    """
-    constant = None if divergence is None else divergence.candidate(score_fn)
-    if constant is None:
-        return None, False
-    loss = evaluate_loss(network, monitor, loss_fn)
-    if not (math.isfinite(loss) and loss < constant.loss):
-        return constant, False
-    return Checkpoint(copy.deepcopy(network.state_dict()), loss, score_fn(loss)), True
-
-
 def _kept(result: TrainingResult, stopping: EarlyStopping, divergence: DivergenceGuard | None,
-          train_data: TrainingData, start_kept: bool) -> None:
+          train_data: TrainingData) -> None:
     """Record in ``result`` the weights kept (restored in the network) and the guard's
     outcome; with the guard, replace weights that fit the training rows worse than the
-    constant predictor by it. ``start_kept``: the first candidate is the initial weights."""
+    constant predictor by it."""
     stopping.restore()
     result.best_epoch, result.best_val_loss = stopping.best_epoch, stopping.best_loss
     result.best_val_score = stopping.best_score
     if divergence is None:
         return
     result.constant = (stopping.best_epoch == 0 and divergence.can_predict_constant
-                       and not start_kept)
+                       and not divergence.start_kept)
     result.backoffs, result.constant_loss = divergence.backoffs, divergence.loss
     result.rejected = divergence.reject(train_data, result.best_epoch, result.constant)
     if result.rejected is not None:
@@ -429,9 +409,8 @@ def train(
     score_fn = _negated if score_fn is None else score_fn
     divergence = DivergenceGuard(network, train_data, val_data, loss_fn) if guard else None
     schedule = PlateauSchedule(network, config)
-    candidate, start_kept = _first_candidate(
-        network, train_data if val_data is None else val_data, loss_fn, score_fn, divergence)
-    stopping = EarlyStopping(network, config.patience, config.tol, candidate)
+    stopping = EarlyStopping(network, config.patience, config.tol,
+                             None if divergence is None else divergence.first_candidate(score_fn))
     progress = ProgressReport(config.max_epochs, description, verbose)
     result = TrainingResult(history={key: [] for key in HISTORY})
     batch_size = _batch_size(config.batch_size, train_data)
@@ -452,7 +431,7 @@ def train(
         elif not _back_off(divergence, stopping, schedule, epoch, cause):
             break
     progress.close()
-    _kept(result, stopping, divergence, train_data, start_kept)
+    _kept(result, stopping, divergence, train_data)
     if result.best_epoch == 0 and (result.rejected is not None or not result.constant):
         # The weights kept are no epoch's (every epoch diverged, or the constant replaced
         # them): their loss is measured anew.
