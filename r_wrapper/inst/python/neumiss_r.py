@@ -147,6 +147,12 @@ def parameter_names(task):
     return sorted(estimator_class(task)().get_params(deep=False))
 
 
+def _target(y, classification):
+    """The response from R: class labels as strings (classification), else floats."""
+    if classification:
+        return np.asarray([str(v) for v in _list(y)], dtype=object)
+    return _vector(y).astype(np.float64)
+
 def fit(task, params, table, y, sample_weight, metadata, interval=None):
     """Fit a NeuMiss estimator on a table; returns ``{"estimator", "warnings"}``.
 
@@ -180,10 +186,7 @@ def fit(task, params, table, y, sample_weight, metadata, interval=None):
             params[name] = int(value)
     estimator = cls(**params) if interval is None else _conformal(task, params, interval)
     X = frame(table)
-    if task == "classification":
-        target = np.asarray([str(v) for v in _list(y)], dtype=object)
-    else:
-        target = _vector(y).astype(np.float64)
+    target = _target(y, task == "classification")
     weight = None if sample_weight is None else _vector(sample_weight).astype(np.float64)
     n_networks = int(params.get("ensemble_size", defaults.get("ensemble_size", 1)))
     if interval is not None:
@@ -332,11 +335,6 @@ def pattern_model(estimator, missing):
             "names": [str(n) for n in linear.feature_names]}
 
 
-def _target(estimator, y):
-    """The response from R: class labels as strings (classifier), else floats."""
-    if hasattr(estimator, "classes_"):
-        return np.asarray([str(v) for v in _list(y)], dtype=object)
-    return _vector(y).astype(np.float64)
 
 
 def permutation_importance(estimator, table, y, n_repeats, metric, random_state):
@@ -347,7 +345,8 @@ def permutation_importance(estimator, table, y, n_repeats, metric, random_state)
     from sklearn.inspection import permutation_importance as permute
 
     result, messages = _collecting_warnings(
-        permute, estimator, frame(table), _target(estimator, y), scoring=str(metric),
+        permute, estimator, frame(table), _target(y, hasattr(estimator, "classes_")),
+        scoring=str(metric),
         n_repeats=int(n_repeats), random_state=random_state)
     return {"importance": _float_list(result.importances_mean),
             "sd": _float_list(result.importances_std), "warnings": messages}
@@ -445,7 +444,7 @@ def baseline_classification(name, x_train, n_train, y_train, x_test, n_test, n_c
     class labels as strings. Returns ``{"classes", "proba" (row by row), "warnings"}``.
     """
     model = _baseline(name, "classification", 0)
-    target = np.asarray([str(v) for v in _list(y_train)], dtype=object)
+    target = _target(y_train, classification=True)
     X_train = _matrix(x_train, n_train, n_cols)
     _, messages = _collecting_warnings(model.fit, X_train, target)
     proba, more = _collecting_warnings(model.predict_proba, _matrix(x_test, n_test, n_cols))
