@@ -219,6 +219,29 @@ def test_estimators_load_without_onnx_or_matplotlib():
 
 
 @pytest.mark.slow
+def test_file_scoring_loads_neither_torch_nor_scikit_learn_nor_pandas():
+    # `neumiss score` starts in a fraction of a second: scikit-learn and pandas
+    # took 2 s to import, more than scoring 1M rows.
+    result = _run_python(
+        "import sys\n"
+        "import neumiss.commands._score, neumiss.scoring\n"
+        "print([m for m in ('torch', 'sklearn', 'pandas', 'scipy') if m in sys.modules])"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_checks_load_the_validation_functions_on_first_use():
+    from neumiss import checks
+    from neumiss.checks import _validation
+
+    assert checks.check_features is _validation.check_features
+    assert "check_training_data" in checks.__all__
+    with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
+        checks.nothing  # noqa: B018
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", [["--help"], ["benchmark", "--help"], ["score", "--help"],
                                   ["--version"]])
 def test_command_line_help_works_without_torch(argv):

@@ -18,7 +18,10 @@ from ._constraints import (
     SequenceOf,
     check_params,
 )
-from ._validation import check_class_labels, check_features, check_training_data
+
+#: names of ``_validation``, which loads scikit-learn: imported on first use, so that
+#: commands which only check parameters (``neumiss score``) start in a fraction of a second
+_VALIDATION = frozenset({"check_class_labels", "check_features", "check_training_data"})
 
 __all__ = [
     "AnyOf",
@@ -35,3 +38,13 @@ __all__ = [
     "check_params",
     "check_training_data",
 ]
+
+
+def __getattr__(name: str):
+    if name not in _VALIDATION:
+        raise AttributeError(f"module 'neumiss.checks' has no attribute {name!r}")
+    from . import _validation
+
+    value = getattr(_validation, name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value

@@ -29,10 +29,10 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import onnxruntime as ort
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
@@ -51,6 +51,9 @@ from ._table_scorer import (
     unseen_note,
     unused_note,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: File formats by name ending.
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
@@ -198,6 +201,8 @@ def score_frame(frame: pd.DataFrame, model, *, keep=()) -> pd.DataFrame:
     DataFrame of shape (n, len(keep) + n_outputs)
         ``keep``, then ``prediction``, or ``label`` and ``proba_<class>`` columns.
     """
+    import pandas as pd  # here: scoring files does not need it (half a second to import)
+
     if not isinstance(model, NeuMissOnnxModel):
         model = load_model(model)
     positions = match_columns(list(frame.columns), model, where="the DataFrame", kept=keep)
@@ -224,6 +229,8 @@ def score_frame(frame: pd.DataFrame, model, *, keep=()) -> pd.DataFrame:
 
 def _output_meta(model: NeuMissOnnxModel) -> pd.DataFrame:
     """An empty frame with :func:`score_frame`'s columns and dtypes."""
+    import pandas as pd
+
     if model.task == "regression":  # an interval model: also lower and upper
         outputs = {o.name for o in model.session.get_outputs()}
         names = ["prediction", *(k for k in ("lower", "upper") if k in outputs)]

@@ -49,8 +49,13 @@ def missing_spellings() -> list[str]:
 
 #: Cells of numeric CSV columns read as missing (pyarrow compares them as they are).
 NULL_TOKENS = missing_spellings()
-#: The missing tokens, compared with stripped and lower-cased cells of a text read.
-_TOKENS = pa.array(sorted(MISSING_TOKENS))
+
+
+@functools.cache
+def _missing_tokens() -> pa.Array:
+    """The missing tokens, compared with stripped and lower-cased cells of a text read
+    (built on first use: ``pa.array`` of a list loads pandas, half a second)."""
+    return pa.array(sorted(MISSING_TOKENS))
 
 
 def _numeric_type(kind) -> bool:
@@ -212,7 +217,7 @@ def _text_numbers(batch: pa.RecordBatch, numeric: dict, first: int,
     for name, array in zip(batch.schema.names, batch.columns, strict=True):
         if name in numeric:
             text = pc.utf8_trim_whitespace(array)
-            text = pc.if_else(pc.is_in(pc.utf8_lower(text), value_set=_TOKENS), None, text)
+            text = pc.if_else(pc.is_in(pc.utf8_lower(text), value_set=_missing_tokens()), None, text)
             try:
                 array = pc.cast(text, pa.float64())
                 finite = pc.all(pc.is_finite(array)).as_py() is not False
