@@ -217,7 +217,8 @@ def _text_numbers(batch: pa.RecordBatch, numeric: dict, first: int,
     for name, array in zip(batch.schema.names, batch.columns, strict=True):
         if name in numeric:
             text = pc.utf8_trim_whitespace(array)
-            text = pc.if_else(pc.is_in(pc.utf8_lower(text), value_set=_missing_tokens()), None, text)
+            missing = pc.is_in(pc.utf8_lower(text), value_set=_missing_tokens())
+            text = pc.if_else(missing, None, text)
             try:
                 array = pc.cast(text, pa.float64())
                 finite = pc.all(pc.is_finite(array)).as_py() is not False
