@@ -320,3 +320,23 @@ def test_the_fit_says_how_it_validated(data, params, scheme, n_rows):
     if scheme == "out_of_fold":
         assert len(model.members_) == 2
         assert model.members_[0]["val_loss"] != model.members_[1]["val_loss"]
+
+
+def test_mask_skip_auto_gives_the_heads_the_mask_when_missingness_tells_the_target():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(800, 3))
+    y = X[:, 0] + X[:, 1] + 0.3 * rng.normal(size=800)
+    X_mcar = np.where(rng.random(X.shape) < 0.3, np.nan, X)
+    X_self = X.copy()
+    X_self[X[:, 0] > 0.5, 0] = np.nan  # self-masking
+    params = {**ONE, "depth": 0, "random_state": 0}
+    informed = NeuMissRegressor(**params).fit(X_self, y)
+    assert informed.mask_skip == "auto" and informed.mask_skip_ is True
+    assert all(member.mask_skip is not None for member in informed.network_.members)
+    assert NeuMissRegressor(**params).fit(X_mcar, y).mask_skip_ is False
+    # asked for, or refused, whatever the data say
+    assert NeuMissRegressor(**params, mask_skip=False).fit(X_self, y).mask_skip_ is False
+    assert NeuMissRegressor(**params, mask_skip=True).fit(X_mcar, y).mask_skip_ is True
+    # the mask's term is what the validation rows preferred: it fits them better
+    plain = NeuMissRegressor(**params, mask_skip=False).fit(X_self, y)
+    assert informed.validation_score_ > plain.validation_score_

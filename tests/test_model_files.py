@@ -142,3 +142,21 @@ def test_grid_search_best_estimator_with_numpy_scalars_round_trips(tmp_path):
     assert type(loaded.learning_rate) is float and type(loaded.depth) is int
     assert loaded.get_params() == best.get_params()
     np.testing.assert_array_equal(loaded.predict(X), best.predict(X))
+
+
+@pytest.mark.parametrize("mask_skip", [False, True])
+def test_a_file_written_before_mask_skip_auto_takes_the_choice_from_its_parameter(
+    tmp_path, mask_skip
+):
+    # Files of format 6 written before mask_skip="auto" have a boolean parameter and
+    # no mask_skip_ attribute: the parameter says whether the heads have the term.
+    X, y = linear_data(n=200, d=3, seed=0)
+    model = NeuMissRegressor(depth=1, mask_skip=mask_skip, max_epochs=2, ensemble_size=2,
+                             random_state=0).fit(X, y)
+    path = tmp_path / "model.pt"
+    model.save(path)
+    payload = torch.load(path, weights_only=True)
+    assert payload["attributes"].pop("mask_skip_") is mask_skip
+    loaded = neumiss.load(_write(payload, tmp_path / "older.pt"))
+    assert loaded.mask_skip_ is mask_skip
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))

@@ -181,7 +181,7 @@ def test_graph_uses_plain_mask_products(regressors, name):
     # Mul, and with mask_skip one MatMul: the mask's own linear term in the head.
     m_users = _consumers(model, "M")
     subs = [n for n in m_users if n.op_type == "Sub"]
-    mask_skip = int(estimator.mask_skip)
+    mask_skip = int(estimator.mask_skip_)
     assert len(subs) == 1 and {n.op_type for n in m_users} == {"Sub", "Mul"} | (
         {"MatMul"} if mask_skip else set())
     assert sum(n.op_type == "MatMul" for n in m_users) == mask_skip

@@ -44,9 +44,9 @@ def _data(n, seed):
                         torch.as_tensor(y, dtype=torch.float32))
 
 
-def _build(depth, weight_sharing, mlp_depth):
+def _build(depth, weight_sharing, mlp_depth, mask_skip=False):
     return NeuMissNetwork(3, depth=depth, weight_sharing=weight_sharing, residual=True,
-                          mlp_depth=mlp_depth)
+                          mlp_depth=mlp_depth, mask_skip=mask_skip)
 
 
 def _candidate(depth, val_loss=1.0):
@@ -214,3 +214,52 @@ def test_search_depths_trains_deeper_while_depths_replace_the_best(monkeypatch, 
     assert result.best.depth == trained[-1 if better else 0]
     assert result.best.network.n_members == 2
     assert result.untied is None and result.heads == {}
+
+
+# ------------------------------------------------------------------ the mask's own term
+
+
+def _self_masked(n, seed):
+    """y = x0 + x1 + noise, x0 missing where it is above 0.5 (self-masking): mean
+    imputation misses what the mask says of y."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = X[:, 0] + X[:, 1] + 0.3 * rng.normal(size=n)
+    mask = np.zeros(X.shape, dtype=bool)
+    mask[:, 0] = X[:, 0] > 0.5
+    return TrainingData(torch.as_tensor(np.where(mask, 0.0, X), dtype=torch.float32),
+                        torch.as_tensor(mask, dtype=torch.float32),
+                        torch.as_tensor(y, dtype=torch.float32))
+
+
+@pytest.mark.parametrize("informative", [False, True])
+def test_mask_term_helps_compares_the_linear_starts_with_and_without_the_mask(informative):
+    make = _self_masked if informative else _data
+    train, val = make(600, 0), make(300, 1)
+    search = DepthSearch(_build, train, val, OBJECTIVE, seed=0, n_members=2,
+                         moments=observed_moments(train))
+    losses = {}
+    for mask_skip in (False, True):  # what the method compares, computed here by hand
+        search.mask_skip = mask_skip
+        network = search.members(0, "shared", 0, None)
+        with torch.no_grad():
+            losses[mask_skip] = _mse(network(val.x, val.mask), val.target)
+    expected = clearly_better(losses[True], losses[False])
+    assert search.mask_term_helps() is expected is informative
+    assert search.mask_skip is informative
+    # the networks it then builds have the term (zero-initialised, then fitted) or not
+    network = search.members(2, "shared", 0, None).networks()[0]
+    assert (network.mask_skip is not None) is informative
+
+
+@pytest.mark.parametrize("mask_skip", [False, True, "auto"])
+def test_search_depths_reports_whether_the_networks_see_the_mask(mask_skip):
+    train, val = _self_masked(400, 0), _self_masked(200, 1)
+    result = search_depths(_build, [0], "shared", [0], train, val, OBJECTIVE,
+                           TrainingConfig(max_epochs=2), seed=0, mask_skip=mask_skip)
+    assert result.mask_skip is (mask_skip is not False)
+    assert (result.best.network.networks()[0].mask_skip is not None) is result.mask_skip
+    # without validation rows there is nothing to decide on: "auto" leaves the mask out
+    alone = search_depths(_build, [0], "shared", [0], train, None, OBJECTIVE,
+                          TrainingConfig(max_epochs=2), seed=0, mask_skip=mask_skip)
+    assert alone.mask_skip is (mask_skip is True)

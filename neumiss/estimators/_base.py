@@ -60,7 +60,7 @@ class BaseNeuMiss(BaseEstimator):
         "mlp_width": AnyOf(NoneValue(), Integer(1)),
         "weight_sharing": Options("independent", "shared", "auto"),
         "residual": Boolean(),
-        "mask_skip": Boolean(),
+        "mask_skip": AnyOf(Boolean(), Options("auto")),
         "compress_tails": Boolean(),
         "ensemble_size": Integer(1),
         "optimizer": Options(*OPTIMIZERS),
@@ -88,7 +88,7 @@ class BaseNeuMiss(BaseEstimator):
         mlp_width=None,
         weight_sharing="auto",
         residual=True,
-        mask_skip=False,
+        mask_skip="auto",
         compress_tails=False,
         ensemble_size=5,
         optimizer=_TRAINING.optimizer,
@@ -186,7 +186,8 @@ class BaseNeuMiss(BaseEstimator):
         """
         return FitPlan(self, InMemoryRows(X, y, sample_weight, validation_data)).fit()
 
-    def _build_network(self, depth: int, weight_sharing: str, mlp_depth: int) -> NeuMissNetwork:
+    def _build_network(self, depth: int, weight_sharing: str, mlp_depth: int,
+                       mask_skip: bool) -> NeuMissNetwork:
         return NeuMissNetwork(
             self.encoder_.n_features_out_,
             n_outputs=self._n_outputs(),
@@ -195,13 +196,14 @@ class BaseNeuMiss(BaseEstimator):
             residual=self.residual,
             mlp_depth=mlp_depth,
             mlp_width=self.mlp_width,
-            mask_skip=self.mask_skip,
+            mask_skip=mask_skip,
         )
 
     def _build_fitted_network(self) -> NeuMissNetwork | EnsembleNetwork:
         """An untrained network shaped like ``network_``, to load saved weights into."""
         networks = [
-            self._build_network(self.best_depth_, self.weight_sharing_, self.mlp_depth_)
+            self._build_network(self.best_depth_, self.weight_sharing_, self.mlp_depth_,
+                                self.mask_skip_)
             for _ in range(self.ensemble_size)
         ]
         return networks[0] if len(networks) == 1 else EnsembleNetwork(networks, self._combine())

@@ -42,7 +42,7 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
     (``results/realdata/README.md``): the depth and weight sharing chosen on
     validation, residual connections, a two-layer MLP head and an ensemble of
     5 networks. ``depth=3, mlp_depth=0, weight_sharing="independent",
-    residual=False, ensemble_size=1`` is the paper's network.
+    residual=False, mask_skip=False, ensemble_size=1`` is the paper's network.
 
     Parameters
     ----------
@@ -83,12 +83,17 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         few to fit the extra matrices (``results/README.md``, "Untying").
     residual : bool, default=True
         Residual connections in the block (the ``+ Id`` of the Neumann recursion).
-    mask_skip : bool, default=False
+    mask_skip : bool or "auto", default="auto"
         A linear term of the mask added to the output (see
         :class:`~neumiss.network.NeuMissNetwork`): the head sees which features are
-        missing, as missing indicators do, so informative missingness is used. Off
-        by default: on the real-data suite it won on some tables and lost on others
-        (``results/realdata/README.md``).
+        missing, as missing indicators do, so informative missingness is used.
+        ``"auto"`` adds it when a linear model of the target on the mean-imputed
+        features is clearly better on the validation rows with the mask than
+        without (one standard error of the per-row difference;
+        :meth:`neumiss.network.DepthSearch.mask_term_helps`): self-masking and
+        other missing-not-at-random data get it, a mask that says nothing of the
+        target adds no parameters. Without validation rows (``validation_fraction=0``)
+        and in :meth:`fit_stream`, ``"auto"`` is False. The choice is ``mask_skip_``.
     compress_tails : bool, default=False
         Numeric columns with heavy tails (an observed value beyond 8 robust
         deviations from the median) are scaled by their median and robust
@@ -161,6 +166,8 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         The weight mode of ``network_``.
     mlp_depth_ : int
         The head's hidden layers (the kept one with ``mlp_depth="auto"``).
+    mask_skip_ : bool
+        Whether the heads have the mask's own linear term (``mask_skip``).
     head_results_ : dict
         With ``mlp_depth="auto"``: for the MLP head fine-tuned, ``val_loss``,
         ``val_score``, ``epochs`` and ``seconds`` (empty otherwise).

@@ -142,11 +142,12 @@ def validation_rows(estimator, validation_data) -> tuple[np.ndarray, np.ndarray,
 def train_one_candidate(
     build_network, depths, weight_sharing, mlp_depths, train_rows, val_data, objective,
     config: TrainingConfig, seed: int, *, verbose: int = 0, label: str = "NeuMiss",
-    n_members: int = 1, combine: str = "mean",
+    n_members: int = 1, combine: str = "mean", mask_skip: bool | str = False,
 ) -> SearchResult:
     """The search of :func:`~neumiss.network.search_depths` reduced to its one candidate, for
     training rows that are not in memory: trained without the divergence guard, which
-    needs them in memory. Same arguments (one depth, one head, no ``"auto"``)."""
+    needs them in memory. Same arguments (one depth, one head, no ``"auto"``, except
+    ``mask_skip="auto"``, which is False here: deciding needs the rows in memory)."""
     if len(depths) != 1 or len(mlp_depths) != 1 or weight_sharing == "auto":
         raise ValueError(
             "rows that are not in memory train one candidate: got depths "
@@ -154,7 +155,8 @@ def train_one_candidate(
         )
     (depth,), (mlp_depth,) = depths, mlp_depths
     search = DepthSearch(build_network, train_rows, val_data, objective, seed, verbose,
-                         f"{label} (stream)", n_members, combine)
+                         f"{label} (stream)", n_members, combine,
+                         mask_skip=mask_skip not in ("auto", False))
     network = search.members(depth, weight_sharing, mlp_depth, None)
     started = time.perf_counter()
     result = train(
@@ -164,7 +166,7 @@ def train_one_candidate(
     )
     best = Candidate(depth, weight_sharing, mlp_depth, network, result,
                      time.perf_counter() - started)
-    return SearchResult(best, {depth: best.summary()}, None, {})
+    return SearchResult(best, {depth: best.summary()}, None, {}, search.mask_skip)
 
 
 class FitPlan:
@@ -228,7 +230,8 @@ class FitPlan:
                      estimator.weight_sharing, candidate_mlp_depths(estimator.mlp_depth),
                      rows.train, rows.val, objective, self.training_config(), seed)
         options = {"verbose": int(estimator.verbose), "label": type(estimator).__name__,
-                   "n_members": int(estimator.ensemble_size), "combine": estimator._combine()}
+                   "n_members": int(estimator.ensemble_size), "combine": estimator._combine(),
+                   "mask_skip": estimator.mask_skip}
         if isinstance(rows.train, TrainingData):
             return search_depths(*arguments, **options)
         return train_one_candidate(*arguments, **options)
@@ -241,6 +244,7 @@ class FitPlan:
         estimator.best_depth_ = best.depth
         estimator.weight_sharing_ = best.weight_sharing
         estimator.mlp_depth_ = best.mlp_depth
+        estimator.mask_skip_ = result.mask_skip
         estimator.history_ = best.result.history
         estimator.n_epochs_ = best.result.n_epochs
         estimator.best_epoch_ = best.result.best_epoch

@@ -256,6 +256,8 @@ def _rebuild(payload, classes: Mapping[str, type]):
         raise _Damaged(f"lacks the fitted attributes {absent}")
     for key, value in attributes.items():
         setattr(estimator, key, _decode(value, classes))
+    if "mask_skip_" not in attributes:  # written before mask_skip="auto": the parameter says
+        estimator.mask_skip_ = bool(estimator.mask_skip)
     _check_preprocessing(estimator)
     estimator.network_ = _network(estimator, payload["state_dict"])
     return estimator

@@ -17,6 +17,12 @@ the skip (the function less the MLP's part), an MLP head from a linear one as
 the same function (the skip receives the linear head, the MLP's last layer
 starts at zero).
 
+With ``mask_skip="auto"``, the heads see the mask itself (a linear term of it beside
+the block's output) when the linear start at depth 0 is clearly better on the
+validation rows with that term than without (:meth:`DepthSearch.mask_term_helps`, the
+one-standard-error rule): informative missingness (self-masking, missing-not-at-random
+tables) is then used, and a mask that says nothing of the target adds no parameters.
+
 Every candidate is an ensemble of ``n_members`` networks trained together as one
 :class:`~neumiss.network.StackedNetwork` (one block; member ``k``'s head initialised
 from seed ``seed + k``, its loss weighted by its own bootstrap resample of the rows), so
@@ -106,13 +112,15 @@ class SearchResult(NamedTuple):
     ``untied`` is None when ``weight_sharing="auto"`` did not fine-tune an untied copy
     (other weight modes, depth below 2, or too few rows per parameter).
     ``heads``: the summary of each head depth fine-tuned after the chain (empty
-    with one head depth).
+    with one head depth). ``mask_skip``: whether the networks have the mask's own
+    linear term.
     """
 
     best: Candidate
     depth_results: dict[int, dict[str, float]]
     untied: dict[str, float] | None
     heads: dict[int, dict[str, float]]
+    mask_skip: bool
 
 
 def clearly_better(
@@ -187,7 +195,7 @@ class DepthSearch:
 
     def __init__(
         self,
-        build_network: Callable[[int, str, int], NeuMissNetwork],
+        build_network: Callable[[int, str, int, bool], NeuMissNetwork],
         train_data: TrainingData,
         val_data: TrainingData | None,
         objective: Objective,
@@ -197,8 +205,10 @@ class DepthSearch:
         n_members: int = 1,
         combine: str = "mean",
         moments: tuple[np.ndarray, np.ndarray] | None = None,
+        mask_skip: bool = False,
     ) -> None:
         self.build_network = build_network
+        self.mask_skip = mask_skip
         self.n_members = n_members
         self.combine = combine
         self.moments = moments
@@ -218,7 +228,7 @@ class DepthSearch:
         starts = [None] * self.n_members if start_from is None else start_from.networks()
         networks = []
         for k, start in enumerate(starts):
-            network = self.build_network(depth, weight_sharing, mlp_depth)
+            network = self.build_network(depth, weight_sharing, mlp_depth, self.mask_skip)
             network.reset_parameters(torch.Generator().manual_seed(self.seed + k))
             if start is not None:
                 network.warm_start_from(start, keep_mlp=start.block.depth == depth)
@@ -229,6 +239,20 @@ class DepthSearch:
             start_from_moments(networks[0], *self.moments)
             start_linear_parts(networks, self.train_data, self.objective.loss, self.seed)
         return StackedNetwork(networks, self.combine).to(self.train_data.device)
+
+    def mask_term_helps(self) -> bool:
+        """Whether the mask's own linear term (``mask_skip``) clearly lowers the validation
+        losses of the linear start at depth 0 (:func:`clearly_better`): the members'
+        linear heads fitted by :func:`start_linear_parts` on the data-started block's
+        output (mean imputation), with and without the mask. Needs validation rows and
+        :attr:`moments`; sets :attr:`mask_skip` to the answer."""
+        losses = []
+        for mask_skip in (False, True):
+            self.mask_skip = mask_skip
+            network = self.members(0, "shared", 0, None)
+            losses.append(row_losses(network, self.val_data, self.objective.loss))
+        self.mask_skip = clearly_better(losses[1], losses[0], self.val_data.weight)
+        return self.mask_skip
 
     def fit(self, depth: int, weight_sharing: str, mlp_depth: int,
             start_from: StackedNetwork | None, config: TrainingConfig) -> Candidate:
@@ -271,7 +295,7 @@ class DepthSearch:
 
 
 def search_depths(
-    build_network: Callable[[int, str, int], NeuMissNetwork],
+    build_network: Callable[[int, str, int, bool], NeuMissNetwork],
     depths: Sequence[int],
     weight_sharing: str,
     mlp_depths: Sequence[int],
@@ -286,12 +310,13 @@ def search_depths(
     n_members: int = 1,
     combine: str = "mean",
     data_start: bool = True,
+    mask_skip: bool | str = False,
 ) -> SearchResult:
     """Train ``depths`` in increasing order and return the best network.
 
     Parameters
     ----------
-    build_network : callable ``(depth, weight_sharing, mlp_depth) -> NeuMissNetwork``
+    build_network : callable ``(depth, weight_sharing, mlp_depth, mask_skip) -> NeuMissNetwork``
         A new, untrained network on the CPU (it is initialised from a CPU
         generator, then moved to the device of ``train_data``).
     depths : sequence of int
@@ -321,6 +346,10 @@ def search_depths(
     data_start : bool
         Start the first depth's blocks from the moments of the training rows
         (:func:`~neumiss.network.start_from_moments`) instead of near the identity.
+    mask_skip : bool or "auto"
+        Whether the heads have the mask's own linear term; ``"auto"`` decides by
+        :meth:`DepthSearch.mask_term_helps` (False without validation rows or
+        ``data_start``, where there is nothing to decide on).
 
     Returns
     -------
@@ -338,7 +367,9 @@ def search_depths(
         train_data = dataclasses.replace(train_data, member_weight=member_weights(
             len(train_data), n_members, seed, train_data.device))
     search = DepthSearch(build_network, train_data, val_data, objective, seed, verbose, label,
-                         n_members, combine, moments)
+                         n_members, combine, moments, mask_skip=mask_skip not in ("auto", False))
+    if mask_skip == "auto" and val_data is not None and moments is not None:
+        search.mask_term_helps()
     chain_weights = "shared" if weight_sharing == "auto" else weight_sharing
     choice, depth_results = search.chain(depths, chain_weights, mlp_depths[0], config)
     best = choice.best
@@ -354,4 +385,4 @@ def search_depths(
                                                   fine_tune_config)
     if best.result.warning is not None:  # the kept network diverged, or is a constant
         warnings.warn(best.result.warning, DivergenceWarning, stacklevel=2)
-    return SearchResult(best, depth_results, untied, heads)
+    return SearchResult(best, depth_results, untied, heads, search.mask_skip)

@@ -138,7 +138,7 @@ predict.neumiss <- function(object, newdata, type = c("response", "prob", "class
 print.neumiss <- function(x, ...) {
   .check_fit(x, "x")
   cat(sprintf("NeuMiss %s model (depth %d, %s weights, %s, %d epochs)\n", x$task,
-              x$best_depth, x$weight_sharing, .head_label(x$mlp_depth), x$n_epochs))
+              x$best_depth, x$weight_sharing, .head_label(x$mlp_depth, x$mask_skip), x$n_epochs))
   if (!is.null(x$call)) {
     cat("Call: ", paste(deparse(x$call), collapse = "\n"), "\n", sep = "")
   }
@@ -237,7 +237,8 @@ print.neumiss <- function(x, ...) {
 #' @param ... Unused.
 #' @return `summary()`: an object of class `"summary.neumiss"`, a list with
 #'   `task`, `depth` (the depth asked for), `best_depth` (the depth used),
-#'   `mlp_depth` (the head used: 0 is linear), `weight_sharing`, `n_epochs`, `best_epoch` (whose weights were kept),
+#'   `mlp_depth` (the head used: 0 is linear), `weight_sharing`, `mask_skip` (whether
+#'   the head sees the mask itself), `n_epochs`, `best_epoch` (whose weights were kept),
 #'   `n_obs`, `n_train`, `n_valid`, `validation_scheme` (`"holdout"`,
 #'   `"out_of_fold"`, `"validation_data"`), `n_deleted`, `metric` (`"R^2"` or
 #'   `"log-loss"`), `validation` (the validation metric), `training` (the
@@ -257,6 +258,7 @@ summary.neumiss <- function(object, ...) {
     best_depth = object$best_depth,
     mlp_depth = object$mlp_depth,
     weight_sharing = object$weight_sharing,
+    mask_skip = isTRUE(object$mask_skip),
     n_epochs = object$n_epochs,
     best_epoch = object$best_epoch,
     n_obs = object$n_obs,
@@ -313,7 +315,7 @@ print.summary.neumiss <- function(x, ...) {
     cat(sprintf("Classes: %s\n", .abbreviate_list(x$classes)))
   }
   cat(sprintf("Depth: %s (used: %d), weight sharing: %s, %s\n", .format_param(x$depth),
-              x$best_depth, x$weight_sharing, .head_label(x$mlp_depth)))
+              x$best_depth, x$weight_sharing, .head_label(x$mlp_depth, x$mask_skip)))
   cat(sprintf("Epochs: %d (%s)\n", x$n_epochs,
               if (x$best_epoch == 0) "no epoch beat the start fitted to the data: it is kept"
               else sprintf("weights of epoch %d kept", x$best_epoch)))
@@ -560,9 +562,8 @@ model.frame.neumiss <- function(formula, ...) {
 }
 
 # "linear head" or "MLP head (k hidden layers)": the head a fit uses.
-.head_label <- function(mlp_depth) {
-  if (mlp_depth == 0L) {
-    return("linear head")
-  }
-  sprintf("MLP head (%d hidden layer%s)", mlp_depth, if (mlp_depth == 1L) "" else "s")
+.head_label <- function(mlp_depth, mask_skip = FALSE) {
+  head <- if (mlp_depth == 0L) "linear head" else
+    sprintf("MLP head (%d hidden layer%s)", mlp_depth, if (mlp_depth == 1L) "" else "s")
+  if (isTRUE(mask_skip)) paste(head, "seeing the mask") else head
 }

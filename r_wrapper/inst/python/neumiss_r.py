@@ -290,6 +290,7 @@ def describe(estimator):
         "best_depth": int(estimator.best_depth_),
         "mlp_depth": int(estimator.mlp_depth_),
         "weight_sharing": str(getattr(estimator, "weight_sharing_", "")),
+        "mask_skip": bool(estimator.mask_skip_),
         "validation_score": float(estimator.validation_score_),
         # absent from models saved before they were recorded
         "validation_scheme": getattr(estimator, "validation_scheme_", None),

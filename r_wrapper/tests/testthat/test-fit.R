@@ -189,3 +189,21 @@ test_that("option neumiss.args gives arguments the call leaves out", {
   options(neumiss.args = list(1))
   expect_error(neumiss(data$x, data$y), "must be a named list")
 })
+
+test_that("the head sees the mask when missingness tells the response", {
+  skip_if_no_python_neumiss()
+  set.seed(3)
+  n <- 800
+  x <- matrix(rnorm(n * 3), n, 3, dimnames = list(NULL, c("a", "b", "c")))
+  y <- x[, 1] + x[, 2] + rnorm(n, sd = 0.3)
+  x[x[, 1] > 0.5, 1] <- NA  # self-masking: the large values of a are the missing ones
+  fit <- neumiss(x, y, depth = 0, max_epochs = 5, seed = 1)
+  expect_true(fit$mask_skip)
+  expect_output(print(fit), "linear head seeing the mask")
+  expect_true(summary(fit)$mask_skip)
+  expect_output(print(summary(fit)), "seeing the mask")
+  # asked for without it, the head does not see the mask
+  plain <- neumiss(x, y, depth = 0, max_epochs = 5, seed = 1, mask_skip = FALSE)
+  expect_false(plain$mask_skip)
+  expect_false(grepl("seeing the mask", paste(capture.output(print(plain)), collapse = "\n")))
+})
