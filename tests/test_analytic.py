@@ -149,3 +149,33 @@ def test_bad_arguments(problem):
         set_analytic_weights(torch.nn.Linear(D, D), mean, cov)
     with pytest.raises(ValueError, match="coef must have shape"):
         analytic_network(mean, cov, np.ones(D + 1))
+
+
+def test_normalize_runs_the_iterates_at_the_midpoint_scale_of_the_spectrum(problem):
+    # The network is eq. 4 with the iterates of cov / s started from s Id, s the midpoint
+    # of cov's extreme eigenvalues: every pattern's Id - cov_obs / s then contracts by at
+    # most (kappa - 1) / (kappa + 1), faster than the spectral radius's 1 - 1 / kappa.
+    p = problem
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((D, 3))
+    cov = 3.0 * (A @ A.T + 0.05 * np.eye(D))  # ill-conditioned, spectral radius above 1
+    eigenvalues = np.linalg.eigvalsh(cov)
+    scale = (eigenvalues[0] + eigenvalues[-1]) / 2
+    kappa = eigenvalues[-1] / eigenvalues[0]
+    X = p["X"][:200]
+    depth = 8
+    network = analytic_network(p["mean"], cov, p["coef"], p["intercept"], depth=depth,
+                               normalize=True)
+    by_hand = [_neumann_per_row(x, p["mean"], cov / scale, p["coef"], p["intercept"],
+                                depth - 1, scale * np.eye(D)) for x in X]
+    np.testing.assert_allclose(_predict(network, X), by_hand, rtol=0, atol=1e-8)
+    for x in X[~np.isnan(X).all(axis=1)]:
+        obs = ~np.isnan(x)
+        step = np.eye(obs.sum()) - cov[np.ix_(obs, obs)] / scale
+        assert np.abs(np.linalg.eigvalsh(step)).max() <= (kappa - 1) / (kappa + 1) + 1e-12
+    # closer to the Bayes predictor than the same depth run at the spectral radius
+    bayes = bayes_predict(X, p["mean"], cov, p["coef"], p["intercept"])
+    radius = eigenvalues[-1]
+    at_radius = [_neumann_per_row(x, p["mean"], cov / radius, p["coef"], p["intercept"],
+                                  depth - 1, radius * np.eye(D)) for x in X]
+    assert np.abs(_predict(network, X) - bayes).mean() < np.abs(np.array(at_radius) - bayes).mean()

@@ -210,8 +210,11 @@ def _started(n, n_members, mlp_depth, seed=0, mask_skip=False):
     return networks, x, mask, features
 
 
+@pytest.mark.parametrize("squared", [False, True], ids=["lbfgs", "normal-equations"])
 @pytest.mark.parametrize("mlp_depth, mask_skip", [(0, False), (2, False), (0, True), (2, True)])
-def test_the_linear_start_is_each_members_ridge_fit_on_the_blocks_output(mlp_depth, mask_skip):
+def test_the_linear_start_is_each_members_ridge_fit_on_the_blocks_output(mlp_depth, mask_skip,
+                                                                         squared):
+    # The same minimum by L-BFGS on the loss, or (squared=True) by the closed form.
     networks, x, mask, features = _started(300, 3, mlp_depth, mask_skip=mask_skip)
     p = 4 + 4 * mask_skip  # the block's output, then the mask with mask_skip
     rng = np.random.default_rng(4)
@@ -221,7 +224,7 @@ def test_the_linear_start_is_each_members_ridge_fit_on_the_blocks_output(mlp_dep
     case_weight = rng.uniform(0.5, 1.5, 300).astype(np.float32)
     data = TrainingData(x, mask, torch.tensor(target, dtype=torch.float32),
                         torch.from_numpy(case_weight), torch.from_numpy(member_weight))
-    start_linear_parts(networks, data, _squared)
+    start_linear_parts(networks, data, _squared, squared=squared)
     for k, network in enumerate(networks):
         # mean(w (y - Hb - c)^2) + P / (2n) |b|^2: the normal equations with an unpenalized
         # intercept, solved independently.

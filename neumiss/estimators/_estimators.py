@@ -219,6 +219,8 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
     """
 
     _y_numeric = True
+    #: The loss is the squared error: linear starts are ridge regressions in closed form.
+    _squared_loss = True
 
     def _encode_target(self, y):
         y = y.astype(np.float64)
@@ -342,6 +344,8 @@ class NeuMissQuantileRegressor(NeuMissRegressor):
                      {"quantiles": self._parameter_constraints["quantiles"]})
         _quantile_levels(self.quantiles)
         return super().fit(X, y, sample_weight=sample_weight, validation_data=validation_data)
+
+    _squared_loss = False
 
     def _n_outputs(self):
         return len(self.quantiles)

@@ -18,9 +18,15 @@ symmetric ones are unchanged). A block of depth ``D >= 1`` gives the order
 with ``S^(0) = Id``.
 
 Since ``cov_mis,obs cov_obs^-1`` does not change when ``cov`` is multiplied by a
-scalar, ``normalize=True`` runs the iterates on ``cov / rho(cov)`` (paper,
-remark after Proposition A.1): the network then approximates the same
-predictor for any positive definite covariance.
+scalar, ``normalize=True`` runs the iterates on ``cov / s`` (paper, remark after
+Proposition A.1): the network then approximates the same predictor for any
+positive definite covariance. The scale is ``s = (lambda_max + lambda_min) / 2``
+of ``cov``'s eigenvalues: every ``cov_obs`` has its eigenvalues between those two
+(Cauchy's interlacing), so those of ``Id - cov_obs / s`` lie within
+``+-(kappa - 1) / (kappa + 1)``, ``kappa = lambda_max / lambda_min``: the fastest
+contraction one scale gives every pattern, where ``s = lambda_max`` (the spectral
+radius) contracts by ``1 - 1 / kappa``, about half as fast on ill-conditioned
+covariances (results/README.md, "The data start").
 """
 
 from __future__ import annotations
@@ -46,7 +52,8 @@ def set_analytic_weights(block, mean, cov, S0=None, normalize=False):
         Start ``S^(0)`` of the iterates, an approximation of ``cov_obs^-1``
         (default: identity). Needs ``block.depth >= 1``.
     normalize : bool, default=False
-        Run the iterates on ``cov / rho(cov)`` (and start from ``rho(cov) * S0``).
+        Run the iterates on ``cov / s`` (and start from ``s * S0``), with ``s`` the
+        midpoint of ``cov``'s smallest and largest eigenvalues (module docstring).
 
     Returns
     -------
@@ -71,8 +78,9 @@ def set_analytic_weights(block, mean, cov, S0=None, normalize=False):
     else:
         S0 = np.eye(d)
     if normalize:
-        radius = float(np.linalg.eigvalsh(cov)[-1])
-        cov, S0 = cov / radius, S0 * radius
+        eigenvalues = np.linalg.eigvalsh(cov)
+        scale = float(eigenvalues[0] + eigenvalues[-1]) / 2.0
+        cov, S0 = cov / scale, S0 * scale
     dtype = block.mu.dtype
     with torch.no_grad():
         block.mu.copy_(torch.tensor(mean, dtype=dtype))  # a copy: mean may be read-only

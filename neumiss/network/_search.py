@@ -75,11 +75,13 @@ class Objective(NamedTuple):
     """What training minimises and reports.
 
     ``loss(output, target)`` is a mean loss; ``score(val_loss)`` maps a
-    validation loss to the score shown in histories (e.g. R²).
+    validation loss to the score shown in histories (e.g. R²). ``squared``: the loss
+    is the squared error of one output (linear starts are then solved in closed form).
     """
 
     loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
     score: Callable[[float], float]
+    squared: bool = False
 
 
 class Candidate(NamedTuple):
@@ -237,7 +239,8 @@ class DepthSearch:
         if self.moments is not None and new_depth:
             # The stacked network keeps the first member's block: only it needs the start.
             start_from_moments(networks[0], *self.moments)
-            start_linear_parts(networks, self.train_data, self.objective.loss, self.seed)
+            start_linear_parts(networks, self.train_data, self.objective.loss, self.seed,
+                               squared=self.objective.squared)
         return StackedNetwork(networks, self.combine).to(self.train_data.device)
 
     def mask_term_helps(self) -> bool:

@@ -93,7 +93,7 @@ def start_from_moments(network: NeuMissNetwork, mean: np.ndarray, cov: np.ndarra
 
 def start_linear_parts(networks: list[NeuMissNetwork], data: TrainingData,
                        loss_fn: LossFunction, seed: int = 0,
-                       max_rows: int = MOMENT_ROWS) -> None:
+                       max_rows: int = MOMENT_ROWS, squared: bool = False) -> None:
     """Fit the linear part of each network's head on the output of ``networks[0]``'s
     block (the block a :class:`~neumiss.network.StackedNetwork` keeps), in place.
 
@@ -105,6 +105,10 @@ def start_linear_parts(networks: list[NeuMissNetwork], data: TrainingData,
     the skip and the MLP's last bias (its last weights, zero, are left so), and the
     mask's own term when the network has one (``mask_skip``: the fit is then on the
     block's output and the mask): each network then computes that linear function.
+    With ``squared`` (``loss_fn`` is the squared error of one output), the same
+    minimum is the ridge regression's, solved from its normal equations
+    (:func:`_ridge`): L-BFGS needs hundreds of passes over the rows on the many,
+    correlated features of a wide table (d = 200: 15 s per fit against 0.1 s).
     """
     rows = torch.as_tensor(_rows(len(data), max_rows, seed), device=data.device)
     data = data.subset(rows)
@@ -133,7 +137,13 @@ def start_linear_parts(networks: list[NeuMissNetwork], data: TrainingData,
         losses = loss_fn(outputs.flatten(0, 1), targets)
         return mean_loss(losses, rows_weight) + penalty * (weight**2).sum() / n_members
 
-    minimize_lbfgs(objective, [weight, bias], max_iterations=LINEAR_ITERATIONS, gtol=1e-7)
+    if squared:
+        with torch.no_grad():
+            weight[:], bias[:] = _ridge(features, data.target.double(), member_weight.double(),
+                                        n * penalty)
+    else:
+        minimize_lbfgs(objective, [weight, bias], max_iterations=LINEAR_ITERATIONS,
+                       gtol=1e-7)
     with torch.no_grad():
         for k, network in enumerate(networks):
             linear = network.head[-1] if network.skip is None else network.skip
@@ -141,3 +151,24 @@ def start_linear_parts(networks: list[NeuMissNetwork], data: TrainingData,
             if network.mask_skip is not None:
                 network.mask_skip.weight.copy_(weight[k, :, d:].float())
             network.head[-1].bias.copy_(bias[k].float())
+
+
+def _ridge(features: torch.Tensor, target: torch.Tensor, row_weight: torch.Tensor,
+           penalty: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per member ``k``, the minimiser of ``sum_i w_ik (y_i - f_i . beta - b)^2 + penalty
+    |beta|^2``: ``features`` (n, p), ``target`` (n,), ``row_weight`` (n, K), all float64.
+    Returns the weights (K, 1, p) and biases (K, 1) (the bias is not penalized)."""
+    n, p = features.shape
+    augmented = torch.cat([features, torch.ones(n, 1, dtype=features.dtype,
+                                                device=features.device)], dim=1)  # (n, p + 1)
+    ridge = torch.full((p + 1,), penalty, dtype=features.dtype, device=features.device)
+    ridge[p] = 0.0
+    solutions = []
+    for k in range(row_weight.shape[1]):  # one member at a time: an (n, p + 1) temporary
+        weighted = row_weight[:, k, None] * augmented
+        gram = weighted.T @ augmented + torch.diag(ridge)  # (p + 1, p + 1)
+        # A member whose rows all weigh 0 on a feature (or the bias) has a singular Gram
+        # matrix there: lstsq gives the minimum-norm solution.
+        solutions.append(torch.linalg.lstsq(gram, (weighted.T @ target)[:, None]).solution[:, 0])
+    solution = torch.stack(solutions)  # (K, p + 1)
+    return solution[:, None, :p], solution[:, p:]
