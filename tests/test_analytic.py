@@ -179,3 +179,15 @@ def test_normalize_runs_the_iterates_at_the_midpoint_scale_of_the_spectrum(probl
     at_radius = [_neumann_per_row(x, p["mean"], cov / radius, p["coef"], p["intercept"],
                                   depth - 1, radius * np.eye(D)) for x in X]
     assert np.abs(_predict(network, X) - bayes).mean() < np.abs(np.array(at_radius) - bayes).mean()
+
+
+def test_normalize_names_its_scales_and_refuses_others(problem):
+    p = problem
+    cov = 4.0 * p["cov"]
+    radius = np.linalg.eigvalsh(cov)[-1]
+    block = NeuMissBlock(D, depth=3, residual=True)
+    set_analytic_weights(block, p["mean"], cov, normalize="radius")
+    np.testing.assert_allclose(block.W_mix.detach().numpy(), cov.T / radius, atol=1e-12)
+    np.testing.assert_allclose(block.S0.detach().numpy(), radius * np.eye(D), atol=1e-12)
+    with pytest.raises(ValueError, match="normalize must be a bool, 'midpoint' or 'radius'"):
+        set_analytic_weights(block, p["mean"], cov, normalize="spectral")

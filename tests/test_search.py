@@ -23,7 +23,7 @@ from neumiss.network import (
     set_analytic_weights,
 )
 from neumiss.network._search import DepthChoice, DepthSearch, worth_untying
-from neumiss.network._start import observed_moments
+from neumiss.network._start import MIDPOINT_ROWS_PER_FEATURE, moment_scale, observed_moments
 from neumiss.network._training import TrainingResult
 
 
@@ -263,3 +263,20 @@ def test_search_depths_reports_whether_the_networks_see_the_mask(mask_skip):
     alone = search_depths(_build, [0], "shared", [0], train, None, OBJECTIVE,
                           TrainingConfig(max_epochs=2), seed=0, mask_skip=mask_skip)
     assert alone.mask_skip is (mask_skip is True)
+
+
+@pytest.mark.parametrize("extra_rows, scale", [(-1, "radius"), (0, "midpoint")])
+def test_a_new_depth_starts_at_the_scale_the_rows_per_feature_call_for(extra_rows, scale):
+    # 3 features: the midpoint from MIDPOINT_ROWS_PER_FEATURE * 3 training rows.
+    n_rows = MIDPOINT_ROWS_PER_FEATURE * 3 + extra_rows
+    train = _data(n_rows, 0)
+    mean, cov = observed_moments(train)
+    search = DepthSearch(_build, train, None, OBJECTIVE, seed=0, n_members=2,
+                         moments=(mean, cov))
+    started = search.members(3, "shared", 0, None).networks()[0]
+    expected = _build(3, "shared", 0)
+    set_analytic_weights(expected.block, mean, cov, normalize=scale)
+    assert moment_scale(n_rows, 3) == scale
+    for (name, value), other in zip(started.block.state_dict().items(),
+                                    expected.block.state_dict().values()):
+        torch.testing.assert_close(value, other, msg=name)

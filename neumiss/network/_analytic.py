@@ -18,15 +18,17 @@ symmetric ones are unchanged). A block of depth ``D >= 1`` gives the order
 with ``S^(0) = Id``.
 
 Since ``cov_mis,obs cov_obs^-1`` does not change when ``cov`` is multiplied by a
-scalar, ``normalize=True`` runs the iterates on ``cov / s`` (paper, remark after
+scalar, ``normalize`` runs the iterates on ``cov / s`` (paper, remark after
 Proposition A.1): the network then approximates the same predictor for any
-positive definite covariance. The scale is ``s = (lambda_max + lambda_min) / 2``
-of ``cov``'s eigenvalues: every ``cov_obs`` has its eigenvalues between those two
-(Cauchy's interlacing), so those of ``Id - cov_obs / s`` lie within
-``+-(kappa - 1) / (kappa + 1)``, ``kappa = lambda_max / lambda_min``: the fastest
-contraction one scale gives every pattern, where ``s = lambda_max`` (the spectral
-radius) contracts by ``1 - 1 / kappa``, about half as fast on ill-conditioned
-covariances (results/README.md, "The data start").
+positive definite covariance. Every ``cov_obs`` has its eigenvalues between
+``cov``'s extreme ones (Cauchy's interlacing). At ``s = lambda_max`` (the spectral
+radius, ``normalize="radius"``) those of ``Id - cov_obs / s`` lie in
+``[0, 1 - 1 / kappa]``, ``kappa = lambda_max / lambda_min``; at the midpoint
+``s = (lambda_max + lambda_min) / 2`` (``normalize="midpoint"`` or True) within
+``+-(kappa - 1) / (kappa + 1)``: the fastest contraction one scale gives every
+pattern, about twice as fast on ill-conditioned covariances. A truncated slow
+series damps the directions of small eigenvalues, where an estimated covariance
+is noise: on small tables it can predict better (the data start tries both).
 """
 
 from __future__ import annotations
@@ -51,9 +53,10 @@ def set_analytic_weights(block, mean, cov, S0=None, normalize=False):
     S0 : array-like of shape (n_features, n_features), optional
         Start ``S^(0)`` of the iterates, an approximation of ``cov_obs^-1``
         (default: identity). Needs ``block.depth >= 1``.
-    normalize : bool, default=False
+    normalize : bool or {"midpoint", "radius"}, default=False
         Run the iterates on ``cov / s`` (and start from ``s * S0``), with ``s`` the
-        midpoint of ``cov``'s smallest and largest eigenvalues (module docstring).
+        midpoint of ``cov``'s smallest and largest eigenvalues (``"midpoint"`` or True)
+        or its largest (``"radius"``); see the module docstring.
 
     Returns
     -------
@@ -77,9 +80,12 @@ def set_analytic_weights(block, mean, cov, S0=None, normalize=False):
         S0 = _check_array(S0, "S0", (d, d))
     else:
         S0 = np.eye(d)
+    if normalize not in (False, True, "midpoint", "radius"):
+        raise ValueError(f"normalize must be a bool, 'midpoint' or 'radius', got {normalize!r}")
     if normalize:
         eigenvalues = np.linalg.eigvalsh(cov)
-        scale = float(eigenvalues[0] + eigenvalues[-1]) / 2.0
+        scale = float(eigenvalues[-1] if normalize == "radius"
+                      else (eigenvalues[0] + eigenvalues[-1]) / 2.0)
         cov, S0 = cov / scale, S0 * scale
     dtype = block.mu.dtype
     with torch.no_grad():

@@ -45,7 +45,7 @@ from ._block import NeuMissNetwork
 from ._data import TrainingData, member_weights, row_losses
 from ._divergence import DivergenceWarning
 from ._stacked import StackedNetwork
-from ._start import observed_moments, start_from_moments, start_linear_parts
+from ._start import moment_scale, observed_moments, start_from_moments, start_linear_parts
 from ._training import TrainingConfig, TrainingResult, train
 
 #: Depths tried by ``depth="auto"``: mean imputation feeding the head, then a deep block
@@ -226,7 +226,7 @@ class DepthSearch:
         """New members (member ``k`` initialised from seed ``seed + k``), each warm-started
         from member ``k`` of ``start_from`` if given (an MLP head keeps its hidden layers
         only from a network of the same depth), stacked on the device of the rows. A new
-        depth's block starts from :attr:`moments` when given."""
+        depth's block starts from :attr:`moments` when given (:meth:`start`)."""
         starts = [None] * self.n_members if start_from is None else start_from.networks()
         networks = []
         for k, start in enumerate(starts):
@@ -237,10 +237,18 @@ class DepthSearch:
             networks.append(network)
         new_depth = start_from is None or start_from.depth != depth
         if self.moments is not None and new_depth:
-            # The stacked network keeps the first member's block: only it needs the start.
-            start_from_moments(networks[0], *self.moments)
-            start_linear_parts(networks, self.train_data, self.objective.loss, self.seed,
-                               squared=self.objective.squared)
+            return self.start(networks)
+        return StackedNetwork(networks, self.combine).to(self.train_data.device)
+
+    def start(self, networks: list[NeuMissNetwork]) -> StackedNetwork:
+        """``networks`` stacked, their block started from :attr:`moments` at the scale
+        :func:`moment_scale` gives the training rows, and each head's linear part fitted
+        on its output (:func:`start_linear_parts`)."""
+        n_rows, n_features = self.train_data.x.shape
+        # The stacked network keeps the first member's block: only it needs the start.
+        start_from_moments(networks[0], *self.moments, scale=moment_scale(n_rows, n_features))
+        start_linear_parts(networks, self.train_data, self.objective.loss, self.seed,
+                           squared=self.objective.squared)
         return StackedNetwork(networks, self.combine).to(self.train_data.device)
 
     def mask_term_helps(self) -> bool:
