@@ -27,7 +27,7 @@ from ._search import (
     search_depths,
 )
 from ._stacked import StackedNetwork
-from ._start import observed_moments, start_from_moments
+from ._start import MIDPOINT_ROWS_PER_FEATURE, moment_scale, observed_moments, start_from_moments
 from ._training import (
     AUTO_BATCH_SIZE,
     GPU_AUTO_BATCH_SIZE,
@@ -50,6 +50,7 @@ __all__ = [
     "EPSILON",
     "EnsembleNetwork",
     "GPU_AUTO_BATCH_SIZE",
+    "MIDPOINT_ROWS_PER_FEATURE",
     "NeuMissBlock",
     "NeuMissNetwork",
     "OPTIMIZERS",
@@ -67,6 +68,7 @@ __all__ = [
     "combine_outputs",
     "constant_output",
     "evaluate_loss",
+    "moment_scale",
     "search_depths",
     "observed_moments",
     "set_analytic_weights",

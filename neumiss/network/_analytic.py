@@ -28,7 +28,8 @@ radius, ``normalize="radius"``) those of ``Id - cov_obs / s`` lie in
 ``+-(kappa - 1) / (kappa + 1)``: the fastest contraction one scale gives every
 pattern, about twice as fast on ill-conditioned covariances. A truncated slow
 series damps the directions of small eigenvalues, where an estimated covariance
-is noise: on small tables it can predict better (the data start tries both).
+is noise: on small tables it predicts better (the data start uses it below 100 rows
+per feature, :data:`~neumiss.network.MIDPOINT_ROWS_PER_FEATURE`).
 """
 
 from __future__ import annotations
