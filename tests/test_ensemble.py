@@ -132,6 +132,11 @@ def test_the_ensembles_graph_is_one_member_wide_and_row_by_row(data, tmp_path, s
     assert blocks == (1 if shared_block else 3)
     assert sum(node.op_type in ("Gemm", "MatMul") and ".head." in node.output[0]
                for node in graph.node) == 3  # one node per head layer, for every member
+    # the mean over the members is folded into the last layer and the skip: one output
+    # column, never the K members' outputs side by side
+    assert not {"Reshape", "ReduceSum"} & {node.op_type for node in graph.node}
+    weights = {t.name: list(t.dims) for t in graph.initializer}
+    assert weights["members.head.4.weight"][1] == 1 and weights["members.skip.weight"][1] == 1
     model.to_onnx(tmp_path / "m.onnx")
     session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
     missing = np.isnan(X)

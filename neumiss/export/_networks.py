@@ -209,19 +209,35 @@ def _side_by_side(matrices: list[np.ndarray], same_input: bool) -> np.ndarray:
     return np.hstack(matrices) if same_input else scipy.linalg.block_diag(*matrices)
 
 
-def _members_side_by_side(g: Graph, members, x: str, obs: str, m: str) -> str:
+def _members_side_by_side(g: Graph, members, x: str, obs: str, m: str,
+                          average: bool = False) -> str:
     """Every member's raw output, (N, K, n_outputs), with ordinary 2-D ``Gemm`` nodes: the
     members' head layers side by side in one matrix per layer (:func:`_side_by_side`), so
     the graph has as many nodes as one member and each row's output does not depend on
-    the other rows of the call."""
+    the other rows of the call.
+
+    With ``average``, their mean instead, (N, n_outputs): the last layer of a head, its
+    skip and its mask term are linear, so the mean over the members is folded into their
+    weights (each member's stacked and divided by K, or averaged where the members read
+    the same input) and the graph never forms the K outputs."""
     h, same_input = _member_blocks(g, members, x, obs, m)
     out, block_is_shared = h, same_input
+    k = len(members)
+    last = max(i for i, layer in enumerate(members[0].head) if isinstance(layer, nn.Linear))
+
+    def linear(matrices: list[np.ndarray], shared: bool, fold: bool) -> np.ndarray:
+        if not fold:
+            return _side_by_side(matrices, shared)
+        return sum(matrices) / k if shared else np.vstack(matrices) / k
+
     for i, layer in enumerate(members[0].head):
         if isinstance(layer, nn.Linear):
-            weight = g.constant(f"members.head.{i}.weight", _side_by_side(
-                [_array(n.head[i].weight).T for n in members], same_input))
+            fold = average and i == last
+            weight = g.constant(f"members.head.{i}.weight", linear(
+                [_array(n.head[i].weight).T for n in members], same_input, fold))
+            biases = [_array(n.head[i].bias) for n in members]
             bias = g.constant(f"members.head.{i}.bias",
-                              np.concatenate([_array(n.head[i].bias) for n in members]))
+                              sum(biases) / k if fold else np.concatenate(biases))
             out = g.op("Gemm", [out, weight, bias], f"members.head.{i}.out")
             same_input = False
         elif isinstance(layer, nn.ReLU):
@@ -229,16 +245,18 @@ def _members_side_by_side(g: Graph, members, x: str, obs: str, m: str) -> str:
         else:
             raise ValueError(f"cannot export head layer {i} of type {type(layer).__name__}")
     if members[0].skip is not None:
-        weight = g.constant("members.skip.weight", _side_by_side(
-            [_array(n.skip.weight).T for n in members], block_is_shared))
+        weight = g.constant("members.skip.weight", linear(
+            [_array(n.skip.weight).T for n in members], block_is_shared, average))
         out = g.op("Add", [out, g.op("MatMul", [h, weight], "members.skip.out")],
                    "members.head_plus_skip")
     if members[0].mask_skip is not None:  # every member reads the same mask
-        weight = g.constant("members.mask_skip.weight", np.hstack(
-            [_array(n.mask_skip.weight).T for n in members]))
+        weight = g.constant("members.mask_skip.weight", linear(
+            [_array(n.mask_skip.weight).T for n in members], True, average))
         out = g.op("Add", [out, g.op("MatMul", [m, weight], "members.mask_skip.out")],
                    "members.plus_mask_skip")
-    shape = g.constant("members.shape", [0, len(members), -1], np.int64)
+    if average:
+        return out
+    shape = g.constant("members.shape", [0, k, -1], np.int64)
     return g.op("Reshape", [out, shape], "members.raw")
 
 
@@ -256,9 +274,9 @@ def _network(g: Graph, network, x: str, obs: str, m: str) -> str:
     if not isinstance(network, EnsembleNetwork):
         return _member(g, network, x, obs, m, "")
     members = list(network.members)
+    if network.combine == "mean":  # linear in the last layers: folded into their weights
+        return _members_side_by_side(g, members, x, obs, m, average=True)
     raws = _members_side_by_side(g, members, x, obs, m)
-    if network.combine == "mean":
-        return _member_mean(g, raws, len(members), "raw")
     low = g.constant("epsilon", EPSILON)
     if network.combine == "binary_probability":
         high = g.constant("one_minus_epsilon", 1 - EPSILON)
