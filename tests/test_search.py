@@ -16,13 +16,14 @@ from neumiss.network import (
     Candidate,
     NeuMissNetwork,
     Objective,
+    StackedNetwork,
     TrainingConfig,
     TrainingData,
     clearly_better,
     search_depths,
     set_analytic_weights,
 )
-from neumiss.network._search import DepthChoice, DepthSearch, worth_untying
+from neumiss.network._search import DepthChoice, DepthSearch, mlp_is_zero, worth_untying
 from neumiss.network._start import MIDPOINT_ROWS_PER_FEATURE, moment_scale, observed_moments
 from neumiss.network._training import TrainingResult
 
@@ -280,3 +281,42 @@ def test_a_new_depth_starts_at_the_scale_the_rows_per_feature_call_for(extra_row
     for (name, value), other in zip(started.block.state_dict().items(),
                                     expected.block.state_dict().values()):
         torch.testing.assert_close(value, other, msg=name)
+
+
+# ------------------------------------------------------------------ a start that training kept
+
+
+def test_an_mlp_whose_last_layer_is_zero_adds_nothing_and_becomes_the_linear_head():
+    train, val = _data(200, 0), _data(80, 1)
+    search = DepthSearch(_build, train, val, OBJECTIVE, seed=0, n_members=2,
+                         moments=observed_moments(train))
+    started = search.members(2, "shared", 2, None)  # data start: the MLP's last layer at 0
+    assert mlp_is_zero(started)
+    assert not mlp_is_zero(search.members(2, "shared", 0, None))  # no MLP at all
+    candidate = Candidate(2, "shared", 2, started, TrainingResult(best_val_loss=0.5), 1.0)
+    linear, summary = search.as_linear_head(candidate)
+    assert linear.mlp_depth == 0 and all(m.skip is None for m in linear.network.networks())
+    assert summary["epochs"] == 0 and summary["seconds"] == 0.0
+    with torch.no_grad():  # the same function
+        torch.testing.assert_close(linear.network(val.x, val.mask), started(val.x, val.mask))
+    members = started.networks()
+    with torch.no_grad():
+        members[1].head[-1].weight[0, 0] = 1e-6
+    assert not mlp_is_zero(StackedNetwork(members, "mean"))
+
+
+def test_search_depths_adopts_the_linear_head_untrained_when_the_mlp_kept_its_start(
+    monkeypatch
+):
+    trained = []
+
+    def keeps_the_start(network, *args, **kwargs):  # training that never beats the start
+        trained.append(network)
+        return TrainingResult(best_val_loss=0.5, best_epoch=0, n_epochs=3)
+
+    monkeypatch.setattr("neumiss.network._search.train", keeps_the_start)
+    train, val = _data(200, 0), _data(80, 1)
+    result = search_depths(_build, [2], "shared", [2, 0], train, val, OBJECTIVE,
+                           TrainingConfig(max_epochs=3), seed=0, n_members=2)
+    assert len(trained) == 1  # the MLP candidate only: no fine-tune of the linear head
+    assert result.best.mlp_depth == 0 and result.heads[0]["epochs"] == 0

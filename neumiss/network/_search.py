@@ -12,7 +12,10 @@ one shared Neumann matrix, then an independent ("untied") copy is fine-tuned
 at the chosen depth and kept if it lowers the validation loss. With several
 head depths (``mlp_depth="auto"``), the chain uses the first (an MLP head
 beside a linear skip), then each other head is fine-tuned from the chosen
-network and kept if it lowers the validation loss. A linear head starts from
+network and kept if it lowers the validation loss, except that an MLP head training
+kept at its start (its MLP's last layer still zero: the network computes a linear
+head's function) becomes the linear head as it is, untrained: the fine-tune would start
+from a function training did not improve on. A linear head starts from
 the skip (the function less the MLP's part), an MLP head from a linear one as
 the same function (the skip receives the linear head, the MLP's last layer
 starts at zero).
@@ -146,6 +149,14 @@ def clearly_better(
     variance = float((weight * (difference - mean) ** 2).sum())
     n_effective = 1.0 / float((weight**2).sum())
     return mean + standard_errors * (variance / max(n_effective - 1.0, 1.0)) ** 0.5 < 0.0
+
+
+def mlp_is_zero(network: StackedNetwork) -> bool:
+    """Whether every member's MLP head has its last layer at zero, as it starts (the MLP
+    then adds only its last bias: the network computes a linear head's function). A
+    candidate kept at its start (best epoch 0) is such a network."""
+    return all(member.skip is not None and not member.head[-1].weight.any()
+               for member in network.networks())
 
 
 def worth_untying(depth: int, n_features: int, n_train: int) -> bool:
@@ -295,6 +306,15 @@ class DepthSearch:
             start = fitted.network
         return choice, summaries
 
+    def as_linear_head(self, best: Candidate) -> tuple[Candidate, dict[str, float]]:
+        """``best``, an MLP-head candidate whose MLP adds nothing (``mlp_is_zero``), as
+        the linear head computing the same function (the skip and the last bias), untrained:
+        a fine-tune would start from that function, which training did not improve on.
+        Returns it and its summary (``epochs`` and ``seconds`` 0)."""
+        network = self.members(best.depth, best.weight_sharing, 0, best.network)
+        linear = Candidate(best.depth, best.weight_sharing, 0, network, best.result, 0.0)
+        return linear, {**best.summary(), "epochs": 0, "seconds": 0.0}
+
     def fine_tune(self, best: Candidate, weight_sharing: str, mlp_depth: int,
                   config: TrainingConfig) -> tuple[Candidate, dict[str, float]]:
         """Train a copy of ``best`` with ``weight_sharing`` and ``mlp_depth``; returns the
@@ -392,8 +412,11 @@ def search_depths(
         best, untied = search.fine_tune(best, "independent", best.mlp_depth, fine_tune_config)
     heads = {}
     for mlp_depth in mlp_depths[1:]:
-        best, heads[mlp_depth] = search.fine_tune(best, best.weight_sharing, mlp_depth,
-                                                  fine_tune_config)
+        if mlp_depth == 0 and best.mlp_depth > 0 and mlp_is_zero(best.network):
+            best, heads[mlp_depth] = search.as_linear_head(best)
+        else:
+            best, heads[mlp_depth] = search.fine_tune(best, best.weight_sharing, mlp_depth,
+                                                      fine_tune_config)
     if best.result.warning is not None:  # the kept network diverged, or is a constant
         warnings.warn(best.result.warning, DivergenceWarning, stacklevel=2)
     return SearchResult(best, depth_results, untied, heads, search.mask_skip)
