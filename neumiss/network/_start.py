@@ -178,18 +178,24 @@ def _ridge(features: torch.Tensor, target: torch.Tensor, row_weight: torch.Tenso
            penalty: float) -> tuple[torch.Tensor, torch.Tensor]:
     """Per member ``k``, the minimiser of ``sum_i w_ik (y_i - f_i . beta - b)^2 + penalty
     |beta|^2``: ``features`` (n, p), ``target`` (n,), ``row_weight`` (n, K), all float64.
-    Returns the weights (K, 1, p) and biases (K, 1) (the bias is not penalized)."""
-    n, p = features.shape
-    augmented = torch.cat([features, torch.ones(n, 1, dtype=features.dtype,
-                                                device=features.device)], dim=1)  # (n, p + 1)
-    ridge = torch.full((p + 1,), penalty, dtype=features.dtype, device=features.device)
+    Returns the weights (K, 1, p) and biases (K, 1) (the bias is not penalized), on the
+    device of ``features``.
+
+    Solved by numpy in float64 on the host: torch's CPU matrix products over many rows
+    can differ in their last bits from one process to the next (the sums' order follows
+    the buffers' alignment), and Adam's first steps turn such bits into different
+    trainings, where fits must repeat bit for bit."""
+    A = np.hstack([features.cpu().numpy(), np.ones((features.shape[0], 1))])  # (n, p + 1)
+    W, y = row_weight.cpu().numpy(), target.cpu().numpy()
+    p = features.shape[1]
+    ridge = np.full(p + 1, penalty)
     ridge[p] = 0.0
     solutions = []
-    for k in range(row_weight.shape[1]):  # one member at a time: an (n, p + 1) temporary
-        weighted = row_weight[:, k, None] * augmented
-        gram = weighted.T @ augmented + torch.diag(ridge)  # (p + 1, p + 1)
+    for k in range(W.shape[1]):  # one member at a time: an (n, p + 1) temporary
+        weighted = W[:, k, None] * A
+        gram = weighted.T @ A + np.diag(ridge)  # (p + 1, p + 1)
         # A member whose rows all weigh 0 on a feature (or the bias) has a singular Gram
         # matrix there: lstsq gives the minimum-norm solution.
-        solutions.append(torch.linalg.lstsq(gram, (weighted.T @ target)[:, None]).solution[:, 0])
-    solution = torch.stack(solutions)  # (K, p + 1)
+        solutions.append(np.linalg.lstsq(gram, weighted.T @ y, rcond=None)[0])
+    solution = torch.as_tensor(np.stack(solutions), device=features.device)  # (K, p + 1)
     return solution[:, None, :p], solution[:, p:]
