@@ -398,3 +398,30 @@ def test_automatic_learning_rate_shrinks_with_the_number_of_encoded_columns():
     assert model.learning_rate_ == pytest.approx(1e-2 * (64 / n_columns) ** 0.5)
     given = paper(NeuMissRegressor, depth=0, max_epochs=1, learning_rate=0.2).fit(frame, y)
     assert given.learning_rate_ == 0.2 and given.history_["lr"][0] == pytest.approx(0.2)
+
+
+_FIT_IN_A_PROCESS = """
+import hashlib, numpy as np, torch
+from neumiss import NeuMissRegressor
+from neumiss.simulation import make_regression
+X, y, _ = make_regression(1600, 12, mechanism="gaussian_sm", random_state=0)
+model = NeuMissRegressor(random_state=0, max_epochs=15).fit(X, y)
+digest = hashlib.sha256(model.predict(X).tobytes())
+digest.update(np.asarray(model.history_["val_loss"]).tobytes())
+print(digest.hexdigest(), model.best_depth_, model.mask_skip_)
+"""
+
+
+@pytest.mark.slow
+def test_a_fit_repeats_bit_for_bit_in_another_process():
+    # In one process the buffers' addresses repeat; across processes they do not, and a
+    # computation whose last bits follow them (torch's CPU products over many rows did,
+    # in the ridge start) makes Adam's first steps, hence the whole fit, differ.
+    import subprocess
+    import sys
+
+    runs = [subprocess.run([sys.executable, "-c", _FIT_IN_A_PROCESS], capture_output=True,
+                           text=True, timeout=300) for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+    assert runs[0].stdout == runs[1].stdout
