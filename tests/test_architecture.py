@@ -196,39 +196,34 @@ def _run_python(code: str) -> subprocess.CompletedProcess:
     )
 
 
+def _loaded_after(imports: str, modules: tuple[str, ...]) -> list[str]:
+    """Which of ``modules`` a fresh interpreter has loaded after running ``imports``."""
+    result = _run_python(f"import sys\n{imports}\nprint([m for m in {modules!r} "
+                         "if m in sys.modules])")
+    assert result.returncode == 0, result.stderr
+    return ast.literal_eval(result.stdout.strip())
+
+
 @pytest.mark.slow
 def test_import_neumiss_loads_no_heavy_dependency():
-    result = _run_python(
-        "import sys, neumiss\n"
-        "heavy = [m for m in ('torch', 'onnx', 'onnxruntime', 'matplotlib') if m in sys.modules]\n"
-        "print(heavy)"
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "[]"
+    assert _loaded_after("import neumiss", ("torch", "onnx", "onnxruntime", "matplotlib")) == []
 
 
 @pytest.mark.slow
 def test_estimators_load_without_onnx_or_matplotlib():
-    result = _run_python(
-        "import sys\n"
-        "from neumiss import NeuMissRegressor, NeuMissClassifier, load\n"
-        "print([m for m in ('onnx', 'onnxruntime', 'matplotlib') if m in sys.modules])"
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "[]"
+    assert _loaded_after("from neumiss import NeuMissRegressor, NeuMissClassifier, load",
+                         ("onnx", "onnxruntime", "matplotlib")) == []
 
 
 @pytest.mark.slow
 def test_file_scoring_loads_neither_torch_nor_scikit_learn_nor_pandas():
     # `neumiss score` starts in a fraction of a second: scikit-learn and pandas
     # took 2 s to import, more than scoring 1M rows.
-    result = _run_python(
-        "import sys\n"
-        "import neumiss.commands._score, neumiss.scoring\n"
-        "print([m for m in ('torch', 'sklearn', 'pandas', 'scipy') if m in sys.modules])"
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "[]"
+    assert _loaded_after("import neumiss.commands._score, neumiss.scoring",
+                         ("torch", "sklearn", "pandas", "scipy")) == []
+    # and the check that the helper sees a loaded module at all
+    assert _loaded_after("import neumiss.scoring", ("onnxruntime", "pyarrow")) == [
+        "onnxruntime", "pyarrow"]
 
 
 def test_checks_load_the_validation_functions_on_first_use():
