@@ -156,7 +156,7 @@ def train_one_candidate(
     (depth,), (mlp_depth,) = depths, mlp_depths
     search = DepthSearch(build_network, train_rows, val_data, objective, seed, verbose,
                          f"{label} (stream)", n_members, combine,
-                         mask_skip=mask_skip not in ("auto", False))
+                         mask_skip=mask_skip)
     network = search.members(depth, weight_sharing, mlp_depth, None)
     started = time.perf_counter()
     result = train(

@@ -218,10 +218,11 @@ class DepthSearch:
         n_members: int = 1,
         combine: str = "mean",
         moments: tuple[np.ndarray, np.ndarray] | None = None,
-        mask_skip: bool = False,
+        mask_skip: bool | str = False,
     ) -> None:
         self.build_network = build_network
-        self.mask_skip = mask_skip
+        # "auto" builds networks without the mask's term until mask_term_helps decides
+        self.mask_skip = mask_skip not in ("auto", False)
         self.n_members = n_members
         self.combine = combine
         self.moments = moments
@@ -398,7 +399,7 @@ def search_depths(
         train_data = dataclasses.replace(train_data, member_weight=member_weights(
             len(train_data), n_members, seed, train_data.device))
     search = DepthSearch(build_network, train_data, val_data, objective, seed, verbose, label,
-                         n_members, combine, moments, mask_skip=mask_skip not in ("auto", False))
+                         n_members, combine, moments, mask_skip)
     if mask_skip == "auto" and val_data is not None and moments is not None:
         search.mask_term_helps()
     chain_weights = "shared" if weight_sharing == "auto" else weight_sharing
