@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from neumiss import NeuMissBlock
-from neumiss.network import analytic_network, set_analytic_weights
+from neumiss import NeuMissBlock, NeuMissNetwork
+from neumiss.network import analytic_network, set_analytic_weights, set_chebyshev_weights
+from neumiss.network._analytic import CHEBYSHEV_RESIDUAL, chebyshev_condition, chebyshev_steps
 from neumiss.simulation import bayes_predict
 
 D = 6
@@ -191,3 +192,123 @@ def test_normalize_names_its_scales_and_refuses_others(problem):
     np.testing.assert_allclose(block.S0.detach().numpy(), radius * np.eye(D), atol=1e-12)
     with pytest.raises(ValueError, match="normalize must be a bool, 'midpoint' or 'radius'"):
         set_analytic_weights(block, p["mean"], cov, normalize="spectral")
+
+
+# ------------------------------------------------------------------ Chebyshev steps
+
+
+def _ill_conditioned(seed=5, kappa_floor=0.05):
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((D, 3))
+    return 3.0 * (A @ A.T + kappa_floor * np.eye(D))
+
+
+def _richardson_per_row(x, mean, cov, coef, intercept, steps):
+    """Eq. 4 with ``c cov_obs^-1`` approximated by Richardson steps, iterated explicitly."""
+    mis, obs = np.flatnonzero(np.isnan(x)), np.flatnonzero(~np.isnan(x))
+    cov_obs, c = cov[np.ix_(obs, obs)], x[obs] - mean[obs]
+    z = np.zeros(obs.size)
+    for step in steps:
+        z = z + step * (c - cov_obs @ z)
+    imputed = mean[mis] + cov[np.ix_(mis, obs)] @ z
+    return intercept + coef[obs] @ x[obs] + coef[mis] @ imputed
+
+
+def _chebyshev_network(p, cov, depth, dtype=torch.float64):
+    network = NeuMissNetwork(D, depth=depth, weight_sharing="independent", residual=True)
+    network = network.to(dtype)
+    set_chebyshev_weights(network.block, p["mean"], cov)
+    with torch.no_grad():
+        network.head[-1].weight.copy_(torch.as_tensor(p["coef"][None, :], dtype=dtype))
+        network.head[-1].bias.fill_(p["intercept"])
+    return network.eval()
+
+
+def test_the_interval_is_the_widest_that_d_chebyshev_steps_reduce_tenfold():
+    for steps in (1, 4, 16, 32):
+        kappa = chebyshev_condition(steps)
+        # 1 / T_D((kappa + 1) / (kappa - 1)) = 0.1, T_D(x) = cosh(D arccosh x) for x >= 1
+        ratio = (kappa + 1) / (kappa - 1)
+        assert np.cosh(steps * np.arccosh(ratio)) == pytest.approx(1 / CHEBYSHEV_RESIDUAL)
+    assert chebyshev_condition(16) == pytest.approx(115, rel=0.01)
+
+
+def test_chebyshev_weights_run_richardson_at_the_chebyshev_nodes(problem):
+    # The network is eq. 4 with D Richardson steps whose inverses are the Chebyshev nodes
+    # of [lambda_min, lambda_max] (kappa below chebyshev_condition(D): the whole spectrum),
+    # taken here in their natural order: the error polynomial does not depend on it.
+    p = problem
+    cov = _ill_conditioned(kappa_floor=0.2)
+    eigenvalues = np.linalg.eigvalsh(cov)
+    lower, upper = eigenvalues[0], eigenvalues[-1]
+    depth = 16
+    assert upper / lower < chebyshev_condition(depth)
+    k = np.arange(depth)
+    nodes = (upper + lower) / 2 + (upper - lower) / 2 * np.cos(np.pi * (2 * k + 1) / (2 * depth))
+    X = p["X"][:200]
+    network = _chebyshev_network(p, cov, depth)
+    by_hand = [_richardson_per_row(x, p["mean"], cov, p["coef"], p["intercept"], 1 / nodes)
+               for x in X]
+    np.testing.assert_allclose(_predict(network, X), by_hand, rtol=0, atol=1e-9)
+    # every pattern's error shrinks by at least the Chebyshev bound 1 / T_D
+    bound = 1 / np.cosh(depth * np.arccosh((upper + lower) / (upper - lower)))
+    for x in X[~np.isnan(X).all(axis=1)]:
+        obs = ~np.isnan(x)
+        cov_obs = cov[np.ix_(obs, obs)]
+        error = np.eye(obs.sum())
+        for node in nodes:
+            error = error @ (np.eye(obs.sum()) - cov_obs / node)
+        assert np.abs(np.linalg.eigvalsh((error + error.T) / 2)).max() <= bound + 1e-12
+    # closer to the Bayes predictor than one scale (the midpoint) at the same depth
+    bayes = bayes_predict(X, p["mean"], cov, p["coef"], p["intercept"])
+    midpoint = analytic_network(p["mean"], cov, p["coef"], p["intercept"], depth=depth,
+                                normalize="midpoint")
+    assert (np.abs(_predict(network, X) - bayes).mean()
+            < 0.5 * np.abs(_predict(midpoint, X) - bayes).mean())
+
+
+def test_chebyshev_steps_keep_the_partial_products_bounded_in_float32(problem):
+    # Depth 32 on the widest interval it is run on (kappa 459): with the largest steps
+    # first the partial products grow past 1e14 on the interval, with the smallest first
+    # the products of the steps left (which multiply each step's rounding errors) do; in
+    # the order taken both stay below 200, and a float32 block computes what the float64
+    # one does.
+    depth, upper = 32, 1.0
+    lower = upper / chebyshev_condition(depth)
+    lam = np.linspace(lower, upper, 4001)
+
+    def peak(steps):  # the largest partial product, and product of the steps left
+        factors = 1 - steps[:, None] * lam[None, :]
+        return max(np.abs(np.cumprod(factors, axis=0)).max(),
+                   np.abs(np.cumprod(factors[::-1], axis=0)).max())
+
+    steps = chebyshev_steps(lower, upper, depth)
+    assert peak(steps) < 200
+    assert peak(np.sort(steps)) > 1e14 and peak(np.sort(steps)[::-1]) > 1e14
+    np.testing.assert_allclose(np.sort(1 / steps), np.sort(
+        (upper + lower) / 2 + (upper - lower) / 2
+        * np.cos(np.pi * (2 * np.arange(depth) + 1) / (2 * depth))))
+    p = problem
+    cov = _ill_conditioned(kappa_floor=1e-4)
+    X = p["X"][:300]
+    exact = _predict(_chebyshev_network(p, cov, depth), X)
+    mask = np.isnan(X)
+    with torch.no_grad():
+        single = _chebyshev_network(p, cov, depth, torch.float32)(
+            torch.as_tensor(np.where(mask, 0.0, X), dtype=torch.float32),
+            torch.as_tensor(mask, dtype=torch.float32)).numpy()[:, 0]
+    np.testing.assert_allclose(single, exact, rtol=0, atol=1e-3 * np.abs(exact).max())
+
+
+def test_chebyshev_weights_need_one_matrix_per_iteration(problem):
+    p = problem
+    with pytest.raises(ValueError, match="weight_sharing='independent'"):
+        set_chebyshev_weights(NeuMissBlock(D, depth=3, weight_sharing="shared", residual=True),
+                              p["mean"], p["cov"])
+    with pytest.raises(ValueError, match="depth 1 or more"):
+        set_chebyshev_weights(NeuMissBlock(D, depth=0), p["mean"], p["cov"])
+    with pytest.raises(ValueError, match="residual must be in"):
+        set_chebyshev_weights(NeuMissBlock(D, depth=2, residual=True), p["mean"], p["cov"],
+                              residual=1.0)
+    with pytest.raises(ValueError, match="residual connection"):
+        set_chebyshev_weights(NeuMissBlock(D, depth=2), p["mean"], p["cov"])

@@ -22,6 +22,7 @@ from neumiss.network import (
     clearly_better,
     search_depths,
     set_analytic_weights,
+    set_chebyshev_weights,
 )
 from neumiss.network._search import DepthChoice, DepthSearch, mlp_is_zero, worth_untying
 from neumiss.network._start import MIDPOINT_ROWS_PER_FEATURE, moment_scale, observed_moments
@@ -320,3 +321,73 @@ def test_search_depths_adopts_the_linear_head_untrained_when_the_mlp_kept_its_st
                            TrainingConfig(max_epochs=3), seed=0, n_members=2)
     assert len(trained) == 1  # the MLP candidate only: no fine-tune of the linear head
     assert result.best.mlp_depth == 0 and result.heads[0]["epochs"] == 0
+
+
+# ------------------------------------------------------------------ the Chebyshev start
+
+
+@pytest.mark.parametrize("extra_rows, scale", [(-1, "radius"), (0, "chebyshev")])
+def test_a_block_with_a_matrix_per_iteration_starts_at_chebyshev_steps(extra_rows, scale):
+    n_rows = MIDPOINT_ROWS_PER_FEATURE * 3 + extra_rows
+    train = _data(n_rows, 0)
+    mean, cov = observed_moments(train)
+    search = DepthSearch(_build, train, None, OBJECTIVE, seed=0, moments=(mean, cov))
+    started = search.members(4, "independent", 0, None).networks()[0]
+    expected = _build(4, "independent", 0)
+    if scale == "chebyshev":
+        set_chebyshev_weights(expected.block, mean, cov)
+    else:
+        set_analytic_weights(expected.block, mean, cov, normalize=scale)
+    assert moment_scale(n_rows, 3, "independent") == scale
+    for (name, value), other in zip(started.block.state_dict().items(),
+                                    expected.block.state_dict().values()):
+        torch.testing.assert_close(value, other, msg=name)
+
+
+@pytest.mark.parametrize("trained_loss, kept", [(10.0, "chebyshev"), (0.0, "trained")])
+def test_search_depths_keeps_the_chebyshev_start_when_it_validates_better(
+    monkeypatch, trained_loss, kept
+):
+    def trains_to(network, *args, **kwargs):  # training that ends at a given loss
+        return TrainingResult(best_val_loss=trained_loss, best_epoch=1, n_epochs=2)
+
+    monkeypatch.setattr("neumiss.network._search.train", trains_to)
+    train, val = _data(MIDPOINT_ROWS_PER_FEATURE * 3, 0), _data(100, 1)
+    result = search_depths(_build, [0, 4], "auto", [0], train, val, OBJECTIVE,
+                           TrainingConfig(max_epochs=2), seed=0, n_members=2)
+    tried = result.chebyshev
+    assert tried["epochs"] == 0 and 0 < tried["val_loss"] < 10.0
+    assert tried["val_score"] == -tried["val_loss"]
+    if kept == "trained":
+        assert result.best.weight_sharing == "shared" and result.best.val_loss == 0.0
+        return
+    best = result.best
+    assert (best.depth, best.weight_sharing, best.mlp_depth) == (4, "independent", 0)
+    assert best.result.n_epochs == 0 and best.val_loss == tried["val_loss"]
+    expected = _build(4, "independent", 0)
+    set_chebyshev_weights(expected.block, *observed_moments(train))
+    for (name, value), other in zip(best.network.networks()[0].block.state_dict().items(),
+                                    expected.block.state_dict().values()):
+        torch.testing.assert_close(value, other, msg=name)
+    # its heads are the ridge fits on that block's output, the validation loss theirs
+    with torch.no_grad():
+        outputs = best.network(val.x, val.mask)[:, 0]
+    assert float(((outputs - val.target) ** 2).mean()) == pytest.approx(tried["val_loss"],
+                                                                         rel=1e-5)
+
+
+def test_the_chebyshev_start_is_tried_only_where_the_covariance_is_well_estimated():
+    rows = MIDPOINT_ROWS_PER_FEATURE * 3
+    train, val = _data(rows, 0), _data(100, 1)
+    config = TrainingConfig(max_epochs=1)
+
+    def tried(depths=(0, 4), weight_sharing="auto", train=train, val=val, data_start=True):
+        return search_depths(_build, list(depths), weight_sharing, [0], train, val,
+                             OBJECTIVE, config, seed=0, data_start=data_start).chebyshev
+
+    assert tried() is not None
+    assert tried(train=_data(rows - 1, 0)) is None  # too few rows per feature
+    assert tried(weight_sharing="shared") is None  # the user's weight mode
+    assert tried(depths=(0, 1)) is None  # no iteration
+    assert tried(val=None) is None  # nothing to decide on
+    assert tried(data_start=False) is None  # no moments

@@ -134,6 +134,8 @@ def _fit_neumiss_with(params: dict, data: SimulatedData) -> tuple[object, dict]:
         "head_val_r2": {str(k): round(r["val_score"], 5) for k, r in model.head_results_.items()},
         "untied_val_r2": None if untied is None else round(untied["val_score"], 5),
         "untied_seconds": None if untied is None else round(untied["seconds"], 2),
+        "chebyshev_val_r2": (None if model.chebyshev_result_ is None
+                             else round(model.chebyshev_result_["val_score"], 5)),
         "epochs": model.n_epochs_,
         "val_r2": {str(k): round(r["val_score"], 5) for k, r in results.items()},
         "seconds": {str(k): round(r["seconds"], 2) for k, r in results.items()},

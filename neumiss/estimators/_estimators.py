@@ -175,6 +175,14 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         With ``weight_sharing="auto"``: ``val_loss``, ``val_score``, ``epochs`` and
         ``seconds`` of the untied fine-tuning (None when it did not run: other
         ``weight_sharing``, a depth below 2 or too few rows per parameter).
+    chebyshev_result_ : dict or None
+        With ``weight_sharing="auto"``: ``val_loss`` and ``val_score`` of the linear
+        heads on a block with one matrix per iteration started at Chebyshev steps,
+        untrained (``epochs`` 0), kept when it lowers the validation loss (then
+        ``weight_sharing_`` is ``"independent"`` and ``n_epochs_`` 0); None when it was
+        not tried (other ``weight_sharing``, no validation rows, a chain below depth 2
+        or fewer than :data:`neumiss.network.MIDPOINT_ROWS_PER_FEATURE` rows per
+        encoded feature).
     depth_results_ : dict
         For each depth trained: ``val_loss`` and ``val_score`` (validation R²)
         of its best epoch, ``epochs`` trained and training ``seconds``.

@@ -252,6 +252,7 @@ class FitPlan:
         estimator.depth_results_ = result.depth_results
         estimator.untied_result_ = result.untied
         estimator.head_results_ = result.heads
+        estimator.chebyshev_result_ = result.chebyshev
         estimator.members_ = member_summaries(best, rows, objective)
         estimator.validation_score_ = float(best.result.best_val_score)
         estimator.validation_scheme_ = rows.scheme

@@ -7,7 +7,7 @@ estimators. May import :mod:`neumiss.checks`, :mod:`neumiss.simulation` and
 :mod:`neumiss.tables`.
 """
 
-from ._analytic import analytic_network, set_analytic_weights
+from ._analytic import analytic_network, set_analytic_weights, set_chebyshev_weights
 from ._block import NeuMissBlock, NeuMissNetwork
 from ._data import TrainingData, evaluate_loss
 from ._device import apply_on_device, standardize
@@ -72,6 +72,7 @@ __all__ = [
     "search_depths",
     "observed_moments",
     "set_analytic_weights",
+    "set_chebyshev_weights",
     "start_from_moments",
     "standardize",
     "torch_threads",

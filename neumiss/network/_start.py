@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._analytic import set_analytic_weights
+from ._analytic import set_analytic_weights, set_chebyshev_weights
 from ._block import NeuMissNetwork
 from ._data import LossFunction, TrainingData, mean_loss
 from ._optimizer import minimize_lbfgs
@@ -45,16 +45,20 @@ EIGENVALUE_FLOOR = 1e-3
 MIDPOINT_ROWS_PER_FEATURE = 100
 
 
-def moment_scale(n_rows: int, n_features: int) -> str:
-    """The scale of the data start's Neumann iterates (``normalize`` of
-    :func:`~neumiss.network.set_analytic_weights`) for a table of ``n_rows`` x
-    ``n_features``: ``"midpoint"`` from :data:`MIDPOINT_ROWS_PER_FEATURE` rows per feature,
-    where the iterates then converge twice as fast to a well-estimated covariance's
-    conditional expectation, else ``"radius"``, whose slower truncated series damps the
-    small eigenvalues of a covariance estimated from few rows (regularization sized to n:
-    on the real-data suite's small tables the midpoint lost, e.g. house_votes log loss
-    0.118 -> 0.142, un_lifeexp R² 0.879 -> 0.870; results/realdata/README.md)."""
-    return "midpoint" if n_rows >= MIDPOINT_ROWS_PER_FEATURE * n_features else "radius"
+def moment_scale(n_rows: int, n_features: int, weight_sharing: str = "shared") -> str:
+    """How the data start runs its Neumann iterates (:func:`start_from_moments`) for a
+    table of ``n_rows`` x ``n_features``: from :data:`MIDPOINT_ROWS_PER_FEATURE` rows per
+    feature, where the covariance is well estimated, as fast as the block allows:
+    ``"chebyshev"`` steps for a block with one matrix per iteration (``weight_sharing=
+    "independent"``; :func:`~neumiss.network.set_chebyshev_weights`), else one scale at
+    the ``"midpoint"`` of the spectrum, where the iterates converge twice as fast as at
+    the spectral radius; below, at the ``"radius"``, whose slower truncated series damps
+    the small eigenvalues of a covariance estimated from few rows (regularization sized
+    to n: on the real-data suite's small tables the midpoint lost, e.g. house_votes log
+    loss 0.118 -> 0.142, un_lifeexp R² 0.879 -> 0.870; results/realdata/README.md)."""
+    if n_rows < MIDPOINT_ROWS_PER_FEATURE * n_features:
+        return "radius"
+    return "chebyshev" if weight_sharing == "independent" else "midpoint"
 
 
 #: The L2 penalty of :func:`start_linear_parts` on the mean training loss is this over
@@ -102,13 +106,20 @@ def start_from_moments(network: NeuMissNetwork, mean: np.ndarray, cov: np.ndarra
     """Set ``network``'s block to the Neumann iterates of ``cov`` around ``mean`` (run on
     ``cov`` divided by the midpoint of its spectrum, so that they converge as fast as one
     scale allows, or by its spectral radius (``scale="radius"``), so that they damp its
-    small eigenvalues: :func:`~neumiss.network.set_analytic_weights`); the head keeps its
-    weights. Returns False, leaving the network unchanged, for a block whose iterations
-    cannot compute the iterates (depth 2 or more without the residual connection)."""
+    small eigenvalues: :func:`~neumiss.network.set_analytic_weights`), or to Richardson
+    steps at Chebyshev nodes (``scale="chebyshev"``, a block of depth 1 or more with one
+    matrix per iteration: :func:`~neumiss.network.set_chebyshev_weights`); the head keeps
+    its weights. Returns False, leaving the network unchanged, for a block whose
+    iterations cannot compute the iterates (depth 2 or more without the residual
+    connection)."""
     block = network.block
     if block.depth >= 2 and not block.residual:
         return False
-    set_analytic_weights(block, mean, cov, normalize=scale)
+    if scale == "chebyshev" and block.depth >= 1:
+        set_chebyshev_weights(block, mean, cov)
+    else:
+        set_analytic_weights(block, mean, cov, normalize="midpoint" if scale == "chebyshev"
+                             else scale)
     return True
 
 
