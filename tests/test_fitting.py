@@ -340,3 +340,29 @@ def test_mask_skip_auto_gives_the_heads_the_mask_when_missingness_tells_the_targ
     # the mask's term is what the validation rows preferred: it fits them better
     plain = NeuMissRegressor(**params, mask_skip=False).fit(X_self, y)
     assert informed.validation_score_ > plain.validation_score_
+
+
+def test_a_chebyshev_start_kept_untrained_is_the_fitted_network():
+    # 4,000 rows of 8 Gaussian MCAR features (450 training rows per feature): the linear
+    # heads on the Chebyshev-started block validate better than the trained chain.
+    from neumiss.network import set_chebyshev_weights
+    from neumiss.network._start import observed_moments
+    from neumiss.simulation import make_regression
+
+    X, y, _ = make_regression(4000, 8, mechanism="MCAR", random_state=0)
+    model = NeuMissRegressor(random_state=0).fit(X, y)
+    tried = model.chebyshev_result_
+    assert tried["epochs"] == 0 and tried["val_loss"] < min(
+        r["val_loss"] for r in model.depth_results_.values())
+    assert (model.best_depth_, model.weight_sharing_, model.mlp_depth_) == (16, "independent", 0)
+    assert model.n_epochs_ == 0 and all(len(curve) == 0 for curve in model.history_.values())
+    assert model.validation_score_ == pytest.approx(tried["val_score"])
+    # its block is the Chebyshev steps of the training rows' moments
+    plan_rows = InMemoryRows(X, y)
+    plan_rows.prepare(NeuMissRegressor(), torch.device("cpu"))
+    train = plan_rows.split(draw_seed(0)).train
+    expected = NeuMissNetwork(8, depth=16, weight_sharing="independent", residual=True)
+    set_chebyshev_weights(expected.block, *observed_moments(train, draw_seed(0)))
+    for (name, value), other in zip(model.network_.block.state_dict().items(),
+                                    expected.block.state_dict().values()):
+        torch.testing.assert_close(value, other, msg=name)

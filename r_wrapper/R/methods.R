@@ -317,7 +317,8 @@ print.summary.neumiss <- function(x, ...) {
   cat(sprintf("Depth: %s (used: %d), weight sharing: %s, %s\n", .format_param(x$depth),
               x$best_depth, x$weight_sharing, .head_label(x$mlp_depth, x$mask_skip)))
   cat(sprintf("Epochs: %d (%s)\n", x$n_epochs,
-              if (x$best_epoch == 0) "no epoch beat the start fitted to the data: it is kept"
+              if (x$n_epochs == 0) "not trained: the start fitted to the data validated best"
+              else if (x$best_epoch == 0) "no epoch beat the start fitted to the data: it is kept"
               else sprintf("weights of epoch %d kept", x$best_epoch)))
   if (!is.na(x$n_valid) && x$n_valid == 0) {
     cat(sprintf("Validation %s: none (validation_fraction = 0); training loss used\n", x$metric))
@@ -335,8 +336,12 @@ print.summary.neumiss <- function(x, ...) {
   cat("Parameters: ", paste(sub("random_state", "seed", shown),
                             vapply(x$params[shown], .format_param, character(1)),
                             sep = " = ", collapse = ", "), "\n", sep = "")
-  cat("Training history:\n")
   h <- x$history
+  if (nrow(h) == 0) {
+    cat("Training history: none (not trained)\n")
+    return(invisible(x))
+  }
+  cat("Training history:\n")
   rows <- if (nrow(h) <= 10) seq_len(nrow(h)) else
     unique(c(1:3, x$best_epoch, nrow(h) - 2:0))
   print(format(h[rows, , drop = FALSE], digits = 4), row.names = FALSE)
@@ -351,7 +356,8 @@ print.summary.neumiss <- function(x, ...) {
 #' 3. residuals by the number of missing predictors of the row (box plots):
 #'    whether the fit is worse where more values are missing;
 #' 4. the training curve: training and validation loss per epoch, with the
-#'    epoch whose weights were kept marked by a dotted line.
+#'    epoch whose weights were kept marked by a dotted line (a note instead for a
+#'    network kept untrained, `n_epochs` 0).
 #'
 #' Plots 1 to 3 use the training rows (validation rows included) and need a
 #' regression fit with its training data; a classifier has plot 4 only.
@@ -452,6 +458,12 @@ plot.neumiss <- function(x, y, which = NULL, ask = NULL, type = c("diagnostics",
 
 .plot_training <- function(x, ...) {
   h <- x$history
+  if (nrow(h) == 0) {  # the start fitted to the data was kept untrained
+    graphics::plot.new()
+    graphics::title(main = "NeuMiss training")
+    graphics::text(0.5, 0.5, "not trained: the start fitted to the data validated best")
+    return(invisible(NULL))
+  }
   curves <- cbind(training = h$train_loss, validation = h$val_loss)
   curves <- curves[, colSums(is.finite(curves)) > 0, drop = FALSE]
   ylab <- if (x$task == "regression") "loss (MSE, standardized y)" else "loss (log-loss)"

@@ -60,6 +60,18 @@ test_that("regression from a matrix: fit, predict, print, summary, coef, plot", 
   expect_invisible(plot(fit, which = 4, main = "my title", log = "y"))  # defaults give way
   grDevices::dev.off()
   expect_gt(file.size(png_file), 1000)
+
+  # a network kept untrained (the Chebyshev start validated best) has no history
+  untrained <- fit
+  untrained$n_epochs <- 0L
+  untrained$best_epoch <- 0L
+  untrained$history <- fit$history[0, ]
+  expect_output(print(summary(untrained)), "Epochs: 0 \\(not trained")
+  expect_output(print(summary(untrained)), "Training history: none \\(not trained\\)")
+  expect_output(print(untrained), "0 epochs")
+  grDevices::png(png_file)
+  expect_invisible(plot(untrained, which = 4))
+  grDevices::dev.off()
 })
 
 test_that("data frame and formula interfaces give the same model as the matrix", {
