@@ -81,6 +81,13 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         :data:`neumiss.network.UNTIE_ROWS_PER_PARAMETER` training rows per parameter of the
         untied block, ``(depth + 1) * n_features**2``: fewer rows are too
         few to fit the extra matrices (``results/README.md``, "Untying").
+        Last, from :data:`neumiss.network.MIDPOINT_ROWS_PER_FEATURE` training rows per
+        encoded feature, it offers the linear heads on an independent block at the
+        deepest depth trained, set to Richardson steps at the Chebyshev nodes of the
+        training rows' covariance (:func:`neumiss.network.set_chebyshev_weights`) and not
+        trained, kept when it lowers the validation loss (``chebyshev_result_``): the
+        better start where training cannot improve on it. With ``"independent"``, a new
+        depth's block starts at those steps there.
     residual : bool, default=True
         Residual connections in the block (the ``+ Id`` of the Neumann recursion).
     mask_skip : bool or "auto", default="auto"

@@ -80,7 +80,10 @@
 #'   `fit$mlp_depth`.
 #' @param weight_sharing `"independent"` (one matrix per Neumann iteration),
 #'   `"shared"`, or `"auto"`: shared, then untied at the chosen depth when that
-#'   improves the validation loss. The mode used is `fit$weight_sharing`.
+#'   improves the validation loss; with 100 training rows per encoded column or
+#'   more, also an independent block set to Chebyshev steps of the data's
+#'   covariance, untrained, kept when it validates better (then `fit$n_epochs` is
+#'   0). The mode used is `fit$weight_sharing`.
 #' @param residual Logical: residual connections in the block.
 #' @param optimizer `"adam"` or `"sgd"`.
 #' @param learning_rate,batch_size,max_epochs Training settings.
