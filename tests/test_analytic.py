@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neumiss import NeuMissBlock, NeuMissNetwork
 from neumiss.network import analytic_network, set_analytic_weights, set_chebyshev_weights
@@ -271,7 +273,7 @@ def test_chebyshev_steps_keep_the_partial_products_bounded_in_float32(problem):
     # Depth 32 on the widest interval it is run on (kappa 459): with the largest steps
     # first the partial products grow past 1e14 on the interval, with the smallest first
     # the products of the steps left (which multiply each step's rounding errors) do; in
-    # the order taken both stay below 200, and a float32 block computes what the float64
+    # the order taken both stay below 30, and a float32 block computes what the float64
     # one does.
     depth, upper = 32, 1.0
     lower = upper / chebyshev_condition(depth)
@@ -283,7 +285,7 @@ def test_chebyshev_steps_keep_the_partial_products_bounded_in_float32(problem):
                    np.abs(np.cumprod(factors[::-1], axis=0)).max())
 
     steps = chebyshev_steps(lower, upper, depth)
-    assert peak(steps) < 200
+    assert peak(steps) < 30
     assert peak(np.sort(steps)) > 1e14 and peak(np.sort(steps)[::-1]) > 1e14
     np.testing.assert_allclose(np.sort(1 / steps), np.sort(
         (upper + lower) / 2 + (upper - lower) / 2
@@ -312,3 +314,36 @@ def test_chebyshev_weights_need_one_matrix_per_iteration(problem):
                               residual=1.0)
     with pytest.raises(ValueError, match="residual connection"):
         set_chebyshev_weights(NeuMissBlock(D, depth=2), p["mean"], p["cov"])
+    block = NeuMissBlock(D, depth=2, residual=True)
+    before = {name: value.clone() for name, value in block.state_dict().items()}
+    singular = np.ones((D, D))
+    with pytest.raises(ValueError, match="positive definite"):
+        set_chebyshev_weights(block, p["mean"], singular)
+    for name, value in block.state_dict().items():  # left as it was
+        torch.testing.assert_close(value, before[name])
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**16), depth=st.integers(1, 12), rank=st.integers(1, D),
+       ridge=st.floats(1e-3, 1.0), scale=st.floats(1e-2, 1e2))
+def test_any_chebyshev_block_runs_the_richardson_steps_of_its_interval(seed, depth, rank,
+                                                                       ridge, scale):
+    # Any positive definite covariance, any depth: the block's output is eq. 4 with the
+    # Richardson steps at the Chebyshev nodes of [max(lambda_min, lambda_max / kappa_D),
+    # lambda_max], iterated explicitly (in float64), in whatever order.
+    rng = np.random.default_rng(seed)
+    factor = rng.standard_normal((D, rank))
+    cov = scale * (factor @ factor.T + ridge * np.eye(D))
+    eigenvalues = np.linalg.eigvalsh(cov)
+    upper = eigenvalues[-1]
+    lower = max(eigenvalues[0], upper / chebyshev_condition(depth))
+    k = np.arange(depth)
+    nodes = (upper + lower) / 2 + (upper - lower) / 2 * np.cos(np.pi * (2 * k + 1) / (2 * depth))
+    mean, coef = rng.standard_normal(D), rng.standard_normal(D)
+    X = rng.multivariate_normal(mean, cov, size=50)
+    X[rng.random(X.shape) < 0.4] = np.nan
+    problem = {"mean": mean, "coef": coef, "intercept": 0.5}
+    network = _chebyshev_network(problem, cov, depth)
+    by_hand = [_richardson_per_row(x, mean, cov, coef, 0.5, 1 / nodes) for x in X]
+    np.testing.assert_allclose(_predict(network, X), by_hand, rtol=1e-7,
+                               atol=1e-7 * np.abs(by_hand).max())

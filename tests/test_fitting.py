@@ -366,3 +366,14 @@ def test_a_chebyshev_start_kept_untrained_is_the_fitted_network():
     for (name, value), other in zip(model.network_.block.state_dict().items(),
                                     expected.block.state_dict().values()):
         torch.testing.assert_close(value, other, msg=name)
+    # its ONNX graph (steps of up to hundreds in its matrices) scores as predict does
+    import onnxruntime as ort
+
+    from neumiss.export import export_onnx
+
+    session = ort.InferenceSession(export_onnx(model).SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    missing = np.isnan(X[:2000])
+    onnx_y = session.run(["y"], {"X": np.where(missing, 0.0, X[:2000]).astype(np.float32),
+                                 "M": missing.astype(np.float32)})[0].ravel()
+    np.testing.assert_allclose(onnx_y, model.predict(X[:2000]), rtol=1e-5, atol=1e-5)
