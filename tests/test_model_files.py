@@ -160,3 +160,28 @@ def test_a_file_written_before_mask_skip_auto_takes_the_choice_from_its_paramete
     loaded = neumiss.load(_write(payload, tmp_path / "older.pt"))
     assert loaded.mask_skip_ is mask_skip
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+
+
+def test_a_file_written_before_the_chebyshev_start_says_it_was_not_tried(tmp_path):
+    X, y = linear_data(n=200, d=3, seed=0)
+    model = NeuMissRegressor(depth=1, max_epochs=2, ensemble_size=2, random_state=0).fit(X, y)
+    path = tmp_path / "model.pt"
+    model.save(path)
+    payload = torch.load(path, weights_only=True)
+    assert payload["attributes"].pop("chebyshev_result_") is None
+    loaded = neumiss.load(_write(payload, tmp_path / "older.pt"))
+    assert loaded.chebyshev_result_ is None
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+
+
+def test_a_kept_chebyshev_start_survives_save_and_load(tmp_path):
+    from neumiss.simulation import make_regression
+
+    X, y, _ = make_regression(4000, 8, mechanism="MCAR", random_state=0)
+    model = NeuMissRegressor(random_state=0).fit(X, y)
+    assert model.weight_sharing_ == "independent" and model.n_epochs_ == 0
+    model.save(tmp_path / "model.pt")
+    loaded = neumiss.load(tmp_path / "model.pt")
+    assert loaded.chebyshev_result_ == model.chebyshev_result_
+    assert loaded.weight_sharing_ == "independent" and loaded.history_ == model.history_
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))

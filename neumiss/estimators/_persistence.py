@@ -258,6 +258,8 @@ def _rebuild(payload, classes: Mapping[str, type]):
         setattr(estimator, key, _decode(value, classes))
     if "mask_skip_" not in attributes:  # written before mask_skip="auto": the parameter says
         estimator.mask_skip_ = bool(estimator.mask_skip)
+    if "chebyshev_result_" not in attributes:  # written before the Chebyshev start existed
+        estimator.chebyshev_result_ = None
     _check_preprocessing(estimator)
     estimator.network_ = _network(estimator, payload["state_dict"])
     return estimator
