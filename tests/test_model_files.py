@@ -153,25 +153,26 @@ def test_a_file_written_before_mask_skip_auto_takes_the_choice_from_its_paramete
     X, y = linear_data(n=200, d=3, seed=0)
     model = NeuMissRegressor(depth=1, mask_skip=mask_skip, max_epochs=2, ensemble_size=2,
                              random_state=0).fit(X, y)
-    path = tmp_path / "model.pt"
-    model.save(path)
-    payload = torch.load(path, weights_only=True)
-    assert payload["attributes"].pop("mask_skip_") is mask_skip
-    loaded = neumiss.load(_write(payload, tmp_path / "older.pt"))
-    assert loaded.mask_skip_ is mask_skip
+    saved, loaded = _loaded_without(model, "mask_skip_", tmp_path)
+    assert saved is mask_skip and loaded.mask_skip_ is mask_skip
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
 
 
 def test_a_file_written_before_the_chebyshev_start_says_it_was_not_tried(tmp_path):
     X, y = linear_data(n=200, d=3, seed=0)
     model = NeuMissRegressor(depth=1, max_epochs=2, ensemble_size=2, random_state=0).fit(X, y)
-    path = tmp_path / "model.pt"
-    model.save(path)
-    payload = torch.load(path, weights_only=True)
-    assert payload["attributes"].pop("chebyshev_result_") is None
-    loaded = neumiss.load(_write(payload, tmp_path / "older.pt"))
-    assert loaded.chebyshev_result_ is None
+    saved, loaded = _loaded_without(model, "chebyshev_result_", tmp_path)
+    assert saved is None and loaded.chebyshev_result_ is None
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+
+
+def _loaded_without(model, attribute, tmp_path):
+    """``model`` saved, then its file written again without ``attribute`` (as a file of
+    an older release): the attribute's saved value and the estimator loaded back."""
+    model.save(tmp_path / "model.pt")
+    payload = torch.load(tmp_path / "model.pt", weights_only=True)
+    saved = payload["attributes"].pop(attribute)
+    return saved, neumiss.load(_write(payload, tmp_path / "older.pt"))
 
 
 def test_a_kept_chebyshev_start_survives_save_and_load(tmp_path):

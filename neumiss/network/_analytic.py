@@ -73,18 +73,8 @@ def set_analytic_weights(block, mean, cov, S0=None, normalize=False):
     -------
     block : the same NeuMissBlock, its parameters overwritten (dtype kept).
     """
-    if not isinstance(block, NeuMissBlock):
-        raise TypeError(f"block must be a NeuMissBlock, got {type(block).__name__}")
+    mean, cov = _checked_moments(block, mean, cov)
     d = block.n_features
-    mean = _check_array(mean, "mean", (d,))
-    cov = _check_array(cov, "cov", (d, d))
-    if not np.allclose(cov, cov.T, rtol=0, atol=1e-10 * np.abs(cov).max()):
-        raise ValueError("cov must be symmetric")
-    if block.depth >= 2 and not block.residual:
-        raise ValueError(
-            "the Neumann iterates need the residual connection: build the block with "
-            f"residual=True (got residual=False at depth {block.depth})"
-        )
     if S0 is not None:
         if block.depth == 0:
             raise ValueError("a depth-0 block has no S0 matrix (it uses S^(0) = Id)")
@@ -201,8 +191,7 @@ def set_chebyshev_weights(block, mean, cov, residual=CHEBYSHEV_RESIDUAL):
     -------
     block : the same NeuMissBlock, its parameters overwritten (dtype kept).
     """
-    if not isinstance(block, NeuMissBlock):
-        raise TypeError(f"block must be a NeuMissBlock, got {type(block).__name__}")
+    mean, cov = _checked_moments(block, mean, cov)
     if block.depth < 1:
         raise ValueError("Chebyshev steps need a block of depth 1 or more (got depth 0)")
     if block.depth >= 3 and block.weight_sharing != "independent":
@@ -213,17 +202,16 @@ def set_chebyshev_weights(block, mean, cov, residual=CHEBYSHEV_RESIDUAL):
     if not 0.0 < residual < 1.0:
         raise ValueError(f"residual must be in (0, 1), got {residual!r}")
     d, depth = block.n_features, block.depth
-    cov = _check_array(cov, "cov", (d, d))
     eigenvalues = np.linalg.eigvalsh((cov + cov.T) / 2)
     if not eigenvalues[0] > 0:
         raise ValueError("cov must be positive definite: its smallest eigenvalue is "
                          f"{eigenvalues[0]:.3g}")
-    set_analytic_weights(block, mean, cov)  # validates; mu set, the matrices replaced below
     upper = float(eigenvalues[-1])
     lower = max(float(eigenvalues[0]), upper / chebyshev_condition(depth, residual))
     steps = chebyshev_steps(lower, upper, depth)
     eye, dtype = np.eye(d), block.mu.dtype
     with torch.no_grad():
+        block.mu.copy_(torch.tensor(mean, dtype=dtype))  # a copy: mean may be read-only
         block.S0.copy_(torch.eye(d, dtype=dtype))
         for k, weight in enumerate(block.neumann_layers, start=1):
             matrix = steps[k - 1] / steps[k] * (eye - steps[k] * cov)
@@ -265,6 +253,26 @@ def analytic_network(mean, cov, coef, intercept=0.0, depth=3, S0=None, normalize
         linear.weight.copy_(torch.as_tensor(coef[None, :], dtype=torch.float64))
         linear.bias.fill_(float(intercept))
     return network.eval()
+
+
+def _checked_moments(block, mean, cov) -> tuple[np.ndarray, np.ndarray]:
+    """``mean`` (d,) and ``cov`` (d, d) as float64 arrays for ``block``'s ``d`` features, or
+    the error naming what is wrong: not a block, a shape, a non-finite value, an asymmetric
+    ``cov``, or a block whose iterations cannot compute iterates (depth 2 or more without
+    the residual connection)."""
+    if not isinstance(block, NeuMissBlock):
+        raise TypeError(f"block must be a NeuMissBlock, got {type(block).__name__}")
+    d = block.n_features
+    mean = _check_array(mean, "mean", (d,))
+    cov = _check_array(cov, "cov", (d, d))
+    if not np.allclose(cov, cov.T, rtol=0, atol=1e-10 * np.abs(cov).max()):
+        raise ValueError("cov must be symmetric")
+    if block.depth >= 2 and not block.residual:
+        raise ValueError(
+            "the Neumann iterates need the residual connection: build the block with "
+            f"residual=True (got residual=False at depth {block.depth})"
+        )
+    return mean, cov
 
 
 def _check_array(value, name, shape):
