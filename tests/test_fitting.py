@@ -377,3 +377,30 @@ def test_a_chebyshev_start_kept_untrained_is_the_fitted_network():
     onnx_y = session.run(["y"], {"X": np.where(missing, 0.0, X[:2000]).astype(np.float32),
                                  "M": missing.astype(np.float32)})[0].ravel()
     np.testing.assert_allclose(onnx_y, model.predict(X[:2000]), rtol=1e-5, atol=1e-5)
+
+
+def test_depth_auto_screens_its_depths_by_their_starts():
+    # Correlated features (the conditional expectation recovers missing entries): depth
+    # 16's start beats mean imputation's and it trains. Whatever the data, the depths
+    # trained are depth 0 and those whose start validated better (both outcomes of the
+    # rule: tests/test_search.py).
+    from neumiss.network import AUTO_DEPTHS
+    from neumiss.simulation import make_regression
+
+    params = dict(max_epochs=2, ensemble_size=2, mlp_depth=0, random_state=0)
+    X, y, _ = make_regression(1500, 5, mechanism="MCAR", random_state=0)
+    correlated = NeuMissRegressor(**params).fit(X, y)
+    starts = correlated.depth_starts_
+    assert list(starts) == list(AUTO_DEPTHS)
+    assert starts[16]["val_loss"] < starts[0]["val_loss"]
+    assert list(correlated.depth_results_) == list(AUTO_DEPTHS)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1500, 5))
+    y = X @ rng.normal(size=5) + rng.normal(size=1500)
+    X[rng.random(X.shape) < 0.3] = np.nan
+    independent = NeuMissRegressor(**params).fit(X, y)
+    starts = independent.depth_starts_
+    assert list(independent.depth_results_) == [
+        0, *(d for d in AUTO_DEPTHS[1:] if starts[d]["val_loss"] < starts[0]["val_loss"])]
+    # explicit depths are all offered to the chain: nothing screened
+    assert NeuMissRegressor(depth=[0, 2], **params).fit(X, y).depth_starts_ is None

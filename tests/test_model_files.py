@@ -166,6 +166,15 @@ def test_a_file_written_before_the_chebyshev_start_says_it_was_not_tried(tmp_pat
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
 
 
+def test_a_file_written_before_depth_screening_says_no_depth_was_screened(tmp_path):
+    X, y = linear_data(n=200, d=3, seed=0)
+    model = NeuMissRegressor(max_epochs=2, ensemble_size=2, random_state=0).fit(X, y)
+    assert list(model.depth_starts_) == [0, 16]
+    saved, loaded = _loaded_without(model, "depth_starts_", tmp_path)
+    assert saved == model.depth_starts_ and loaded.depth_starts_ is None
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+
+
 def _loaded_without(model, attribute, tmp_path):
     """``model`` saved, then its file written again without ``attribute`` (as a file of
     an older release): the attribute's saved value and the estimator loaded back."""

@@ -218,6 +218,65 @@ def test_search_depths_trains_deeper_while_depths_replace_the_best(monkeypatch, 
     assert result.untied is None and result.heads == {}
 
 
+# ------------------------------------------------------------------ screening the depths
+
+
+def _correlated(n, seed, rho):
+    """Three features of correlation ``rho``, y = x0 + x1 / 2 + x2 / 4 + noise, 40% MCAR:
+    where ``rho`` is large the conditional expectation recovers much of a missing entry."""
+    rng = np.random.default_rng(seed)
+    cov = np.full((3, 3), rho) + (1.0 - rho) * np.eye(3)
+    X = rng.multivariate_normal(np.zeros(3), cov, size=n)
+    y = X @ [1.0, 0.5, 0.25] + 0.1 * rng.normal(size=n)
+    mask = rng.random(X.shape) < 0.4
+    return TrainingData(torch.as_tensor(np.where(mask, 0.0, X), dtype=torch.float32),
+                        torch.as_tensor(mask, dtype=torch.float32),
+                        torch.as_tensor(y, dtype=torch.float32))
+
+
+@pytest.mark.parametrize("val_rho, deeper_kept", [(0.9, True), (-0.45, False)])
+def test_screen_trains_a_deeper_depth_only_when_its_start_validates_better(val_rho,
+                                                                           deeper_kept):
+    # Training rows of correlation 0.9: the depth-3 block imputes a missing entry from
+    # the observed ones. Validation rows alike (it helps) or of negative correlation (it
+    # imputes the wrong sign: mean imputation validates better).
+    train, val = _correlated(800, 0, 0.9), _correlated(400, 1, val_rho)
+    search = DepthSearch(_build, train, val, OBJECTIVE, seed=0, n_members=2,
+                         moments=observed_moments(train))
+    expected = {}
+    for depth in (0, 3):  # the loss of each data start, computed here from its outputs
+        network = search.members(depth, "shared", 0, None)
+        with torch.no_grad():
+            expected[depth] = float(_mse(network(val.x, val.mask), val.target).mean())
+    kept, starts = search.screen([0, 3], "shared")
+    assert kept == ([0, 3] if deeper_kept else [0])
+    assert (expected[3] < expected[0]) is deeper_kept
+    for depth in (0, 3):
+        assert starts[depth]["val_loss"] == pytest.approx(expected[depth], rel=1e-5)
+        assert starts[depth]["val_score"] == pytest.approx(-expected[depth], rel=1e-5)
+
+
+# validation rows unlike the training rows: the trained networks may validate worse than a constant
+@pytest.mark.filterwarnings("ignore::neumiss.network.DivergenceWarning")
+@pytest.mark.parametrize("val_rho", [0.9, -0.45])
+def test_search_depths_trains_only_the_screened_depths(val_rho):
+    train, val = _correlated(400, 0, 0.9), _correlated(200, 1, val_rho)
+    arguments = (_build, [0, 3], "shared", [0], train, val, OBJECTIVE,
+                 TrainingConfig(max_epochs=1), 0)
+    screened = search_depths(*arguments, n_members=2, screen_depths=True)
+    assert list(screened.starts) == [0, 3]
+    kept = [d for d in (0, 3) if d == 0 or screened.starts[d]["val_loss"]
+            < screened.starts[0]["val_loss"]]
+    assert list(screened.depth_results) == kept == ([0, 3] if val_rho > 0 else [0])
+    # without screening every depth trains (the chain's own rule decides), and no start
+    # is reported; nor without validation rows, where there is nothing to compare on
+    assert list(search_depths(*arguments, n_members=2).depth_results) == [0, 3]
+    assert search_depths(*arguments, n_members=2).starts is None
+    alone = search_depths(_build, [0, 3], "shared", [0], train, None, OBJECTIVE,
+                          TrainingConfig(max_epochs=1), 0, n_members=2, screen_depths=True)
+    assert alone.starts is None and list(alone.depth_results) == [0, 3]
+
+
 # ------------------------------------------------------------------ the mask's own term
 
 

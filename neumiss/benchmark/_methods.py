@@ -124,7 +124,7 @@ def _fit_neumiss_with(params: dict, data: SimulatedData) -> tuple[object, dict]:
     model = NeuMissRegressor(random_state=data.random_state, **params).fit(
         data.X_train, data.y_train, validation_data=(data.X_val, data.y_val)
     )
-    results = model.depth_results_
+    results, starts = model.depth_results_, model.depth_starts_
     untied = model.untied_result_
     return model, {
         "depth": model.best_depth_,
@@ -138,6 +138,8 @@ def _fit_neumiss_with(params: dict, data: SimulatedData) -> tuple[object, dict]:
                              else round(model.chebyshev_result_["val_score"], 5)),
         "epochs": model.n_epochs_,
         "val_r2": {str(k): round(r["val_score"], 5) for k, r in results.items()},
+        "start_val_r2": (None if starts is None else
+                         {str(k): round(r["val_score"], 5) for k, r in starts.items()}),
         "seconds": {str(k): round(r["seconds"], 2) for k, r in results.items()},
     }
 

@@ -61,7 +61,12 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         difference (:func:`neumiss.network.clearly_better`: on a few hundred
         validation rows, depths often win by chance); the kept depth is
         ``best_depth_``. The search stops once two depths in a row have not
-        replaced the best (:data:`neumiss.network.DEPTH_PATIENCE`).
+        replaced the best (:data:`neumiss.network.DEPTH_PATIENCE`). With
+        ``"auto"`` and validation rows, the depths are first compared untrained
+        (``depth_starts_``): depth 16 is trained only when its data start, with
+        linear heads fitted on it, validates better than depth 0's (mean
+        imputation); where the conditional expectation predicts no better than
+        the mean, training it rarely gives the better network.
     mlp_depth : int >= 0 or "auto", default="auto"
         Hidden ReLU layers of an MLP head after the block (NeuMiss+MLP for
         nonlinear targets), beside a linear skip; 0 is the paper's linear head.
@@ -193,6 +198,12 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
     depth_results_ : dict
         For each depth trained: ``val_loss`` and ``val_score`` (validation R²)
         of its best epoch, ``epochs`` trained and training ``seconds``.
+    depth_starts_ : dict or None
+        With ``depth="auto"`` and validation rows: for each depth compared before
+        training, ``val_loss`` and ``val_score`` of its data start (linear heads
+        on the block started from the training rows' moments, untrained); the
+        depths in it but not in ``depth_results_`` were not trained (their
+        start validated worse than depth 0's). None otherwise.
     history_ : dict of lists
         Per epoch: ``train_loss``, ``val_loss`` (MSE on standardized y),
         ``val_score`` (validation R²) and ``lr``.

@@ -234,7 +234,8 @@ class FitPlan:
                    "n_members": int(estimator.ensemble_size), "combine": estimator._combine(),
                    "mask_skip": estimator.mask_skip}
         if isinstance(rows.train, TrainingData):
-            return search_depths(*arguments, **options)
+            return search_depths(*arguments, **options,
+                                 screen_depths=isinstance(estimator.depth, str))
         return train_one_candidate(*arguments, **options)
 
     def set_results(self, result: SearchResult, rows: FitRows, objective: Objective) -> None:
@@ -253,6 +254,7 @@ class FitPlan:
         estimator.untied_result_ = result.untied
         estimator.head_results_ = result.heads
         estimator.chebyshev_result_ = result.chebyshev
+        estimator.depth_starts_ = result.starts
         estimator.members_ = member_summaries(best, rows, objective)
         estimator.validation_score_ = float(best.result.best_val_score)
         estimator.validation_scheme_ = rows.scheme

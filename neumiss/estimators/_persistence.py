@@ -260,6 +260,8 @@ def _rebuild(payload, classes: Mapping[str, type]):
         estimator.mask_skip_ = bool(estimator.mask_skip)
     if "chebyshev_result_" not in attributes:  # written before the Chebyshev start existed
         estimator.chebyshev_result_ = None
+    if "depth_starts_" not in attributes:  # written before depth="auto" screened its depths
+        estimator.depth_starts_ = None
     _check_preprocessing(estimator)
     estimator.network_ = _network(estimator, payload["state_dict"])
     return estimator

@@ -101,6 +101,12 @@ def observed_moments(data: TrainingData, seed: int = 0,
     return np.asarray(mean, dtype=np.float64), (cov + cov.T) / 2
 
 
+def startable(block) -> bool:
+    """Whether :func:`start_from_moments` can set ``block``: the Neumann iterates need the
+    residual connection from depth 2."""
+    return block.depth < 2 or block.residual
+
+
 def start_from_moments(network: NeuMissNetwork, mean: np.ndarray, cov: np.ndarray,
                        scale: str = "midpoint") -> bool:
     """Set ``network``'s block to the Neumann iterates of ``cov`` around ``mean`` (run on
@@ -113,7 +119,7 @@ def start_from_moments(network: NeuMissNetwork, mean: np.ndarray, cov: np.ndarra
     iterations cannot compute the iterates (depth 2 or more without the residual
     connection)."""
     block = network.block
-    if block.depth >= 2 and not block.residual:
+    if not startable(block):
         return False
     if scale == "chebyshev" and block.depth >= 1:
         set_chebyshev_weights(block, mean, cov)
