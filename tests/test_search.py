@@ -3,6 +3,8 @@ chain's choice and its patience, the fine-tunes, and search_depths end to end.""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -216,6 +218,61 @@ def test_search_depths_trains_deeper_while_depths_replace_the_best(monkeypatch, 
     assert result.best.depth == trained[-1 if better else 0]
     assert result.best.network.n_members == 2
     assert result.untied is None and result.heads == {}
+
+
+# ------------------------------------------------------------------ the linear head at depth 0
+
+
+def test_at_depth_0_the_linear_head_is_the_ridge_fit_on_the_block_untrained():
+    from sklearn.linear_model import Ridge
+
+    from neumiss.network._data import member_weights
+    from neumiss.network._start import LINEAR_PENALTY
+
+    objective = Objective(_mse, lambda loss: -loss, squared=True)
+    train, val = _data(300, 0), _data(150, 1)
+    train = dataclasses.replace(train, member_weight=member_weights(300, 2, seed=0))
+    search = DepthSearch(_build, train, val, objective, seed=0, n_members=2,
+                         moments=observed_moments(train))
+    trained = search.fit(0, "shared", 2, None, TrainingConfig(max_epochs=3))
+    # a best candidate no network beats: the fitted one is returned whatever its loss
+    unbeatable = trained._replace(result=TrainingResult(best_val_loss=np.inf))
+    fitted, summary = search.fitted_linear_head(unbeatable)
+    assert (fitted.depth, fitted.mlp_depth, summary["epochs"]) == (0, 0, 0)
+    with torch.no_grad():
+        features = trained.network.block(train.x, train.mask).double().numpy()
+        output = fitted.network(val.x, val.mask)
+    assert summary["val_loss"] == pytest.approx(float(_mse(output, val.target).mean()), rel=1e-5)
+    for k, (member, before) in enumerate(zip(fitted.network.networks(),
+                                             trained.network.networks())):
+        torch.testing.assert_close(member.block.mu, before.block.mu)  # the block it keeps
+        # sum_i w_ik (y_i - f_i . beta - b)^2 + (LINEAR_PENALTY / 2) |beta|^2, by sklearn
+        ridge = Ridge(alpha=LINEAR_PENALTY / 2).fit(
+            features, train.target.double().numpy(), sample_weight=train.member_weight[:, k])
+        np.testing.assert_allclose(member.head[-1].weight.detach().numpy()[0], ridge.coef_,
+                                   rtol=1e-4, atol=1e-5)
+        assert float(member.head[-1].bias) == pytest.approx(ridge.intercept_, abs=1e-5)
+
+
+
+def test_search_depths_fits_the_linear_head_at_depth_0_and_fine_tunes_it_deeper(monkeypatch):
+    def nonlinear(n, seed):  # y = x0 x1 + x2: the MLP head learns, its MLP moves from 0
+        data = _data(n, seed)
+        x = data.x.double()
+        return dataclasses.replace(data, target=(x[:, 0] * x[:, 1] + x[:, 2]).float())
+
+    calls = []
+    for name in ("fitted_linear_head", "fine_tune"):
+        method = getattr(DepthSearch, name)
+        monkeypatch.setattr(DepthSearch, name, lambda self, best, *args, name=name, method=method:
+                            calls.append((name, best.depth)) or method(self, best, *args))
+    for depth in (0, 2):
+        result = search_depths(_build, [depth], "shared", [2, 0], nonlinear(400, 0),
+                               nonlinear(200, 1), OBJECTIVE,
+                               TrainingConfig(max_epochs=3, learning_rate=0.02), seed=0,
+                               n_members=2)
+        assert list(result.heads) == [0]
+    assert calls == [("fitted_linear_head", 0), ("fine_tune", 2)]
 
 
 # ------------------------------------------------------------------ screening the depths

@@ -74,7 +74,10 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         fine-tunes the paper's linear head from the chosen network (it starts
         from the skip: the function less the MLP's part) and keeps whichever
         has the lower validation loss (``mlp_depth_``;
-        :data:`neumiss.network.AUTO_MLP_DEPTHS`).
+        :data:`neumiss.network.AUTO_MLP_DEPTHS`). At depth 0 (mean
+        imputation) the linear head is instead fitted on the block's output
+        directly (a ridge or penalized logistic fit, each member on its own
+        rows), untrained: ``head_results_[0]["epochs"]`` is 0.
     mlp_width : int or None, default=None
         Width of those hidden layers; ``None`` means ``n_features``.
     weight_sharing : {"independent", "shared", "auto"}, default="auto"
