@@ -220,6 +220,31 @@ def test_search_depths_trains_deeper_while_depths_replace_the_best(monkeypatch, 
     assert result.untied is None and result.heads == {}
 
 
+def test_a_moments_start_is_solved_once_whatever_the_head_depth(monkeypatch):
+    import neumiss.network._start as start_module
+
+    train, val = _correlated(400, 0, 0.9), _correlated(200, 1, 0.9)
+    solves = []
+    solve = start_module.minimize_lbfgs
+    monkeypatch.setattr(start_module, "minimize_lbfgs",
+                        lambda *args, **kwargs: solves.append(1) or solve(*args, **kwargs))
+
+    def search():
+        return DepthSearch(_build, train, val, OBJECTIVE, seed=0, n_members=2,
+                           moments=observed_moments(train))
+
+    cached = search()
+    linear, mlp = (cached.members(3, "shared", head, None) for head in (0, 2))
+    assert len(solves) == 1  # the MLP heads' skip reuses the linear heads' solution
+    fresh = search().members(3, "shared", 2, None)
+    assert len(solves) == 2
+    for one, other, alone in zip(linear.networks(), mlp.networks(), fresh.networks()):
+        torch.testing.assert_close(other.skip.weight, alone.skip.weight)
+        torch.testing.assert_close(other.head[-1].bias, alone.head[-1].bias)
+        torch.testing.assert_close(one.head[-1].weight, alone.skip.weight)
+        torch.testing.assert_close(one.head[-1].bias, alone.head[-1].bias)
+
+
 # ------------------------------------------------------------------ the linear head at depth 0
 
 

@@ -273,6 +273,8 @@ class DepthSearch:
         self.seed = seed
         self.verbose = verbose
         self.label = label
+        # (depth, weight mode, mask_skip) -> the linear parts of the moments' start
+        self._linear_starts: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def members(self, depth: int, weight_sharing: str, mlp_depth: int,
                 start_from: StackedNetwork | None, refit_linear: bool = False
@@ -303,17 +305,24 @@ class DepthSearch:
         :func:`moment_scale` says for the training rows and the block's weight mode, and
         each head's linear part fitted on its output (:func:`start_linear_parts`)."""
         # The stacked network keeps the first member's block: only it needs the start.
-        scale = moment_scale(*self.train_data.x.shape, networks[0].block.weight_sharing)
+        block = networks[0].block
+        scale = moment_scale(*self.train_data.x.shape, block.weight_sharing)
         start_from_moments(networks[0], *self.moments, scale=scale)
-        self.fit_linear_parts(networks)
+        # The same start with another head depth (the screen's linear heads, then the
+        # chain's MLP heads) has the same linear parts: solved once.
+        key = (block.depth, block.weight_sharing, self.mask_skip)
+        self._linear_starts[key] = self.fit_linear_parts(networks,
+                                                         self._linear_starts.get(key))
         return StackedNetwork(networks, self.combine).to(self.train_data.device)
 
-    def fit_linear_parts(self, networks: list[NeuMissNetwork]) -> None:
+    def fit_linear_parts(self, networks: list[NeuMissNetwork],
+                         solution: tuple[torch.Tensor, torch.Tensor] | None = None
+                         ) -> tuple[torch.Tensor, torch.Tensor]:
         """Fit each head's linear part on the output of ``networks[0]``'s block (the block
-        the stacked network keeps), each member on its own rows
-        (:func:`start_linear_parts`), in place."""
-        start_linear_parts(networks, self.train_data, self.objective.loss, self.seed,
-                           squared=self.objective.squared)
+        the stacked network keeps), each member on its own rows, in place, or set it to a
+        ``solution`` of the same problem (:func:`start_linear_parts`); returns it."""
+        return start_linear_parts(networks, self.train_data, self.objective.loss, self.seed,
+                                  squared=self.objective.squared, solution=solution)
 
     def mask_term_helps(self) -> bool:
         """Whether the mask's own linear term (``mask_skip``) clearly lowers the validation

@@ -131,7 +131,9 @@ def start_from_moments(network: NeuMissNetwork, mean: np.ndarray, cov: np.ndarra
 
 def start_linear_parts(networks: list[NeuMissNetwork], data: TrainingData,
                        loss_fn: LossFunction, seed: int = 0,
-                       max_rows: int = MOMENT_ROWS, squared: bool = False) -> None:
+                       max_rows: int = MOMENT_ROWS, squared: bool = False,
+                       solution: tuple[torch.Tensor, torch.Tensor] | None = None
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
     """Fit the linear part of each network's head on the output of ``networks[0]``'s
     block (the block a :class:`~neumiss.network.StackedNetwork` keeps), in place.
 
@@ -147,12 +149,19 @@ def start_linear_parts(networks: list[NeuMissNetwork], data: TrainingData,
     minimum is the ridge regression's, solved from its normal equations
     (:func:`_ridge`): L-BFGS needs hundreds of passes over the rows on the many,
     correlated features of a wide table (d = 200: 15 s per fit against 0.1 s).
+
+    Returns the weights (K, n_outputs, p) and biases (K, n_outputs) set, float64. Given as
+    ``solution`` (what an earlier call returned for a block computing the same function,
+    on the same rows and loss: networks of another head depth), they are set without
+    solving again.
     """
+    if solution is not None:
+        _set_linear_parts(networks, *solution)
+        return solution
     rows = torch.as_tensor(_rows(len(data), max_rows, seed), device=data.device)
     data = data.subset(rows)
     with torch.no_grad():
         features = networks[0].block.to(data.device)(data.x, data.mask).double()  # (n, d)
-    d = features.shape[1]
     if networks[0].mask_skip is not None:  # the mask's own linear term is fitted too
         features = torch.cat([features, data.mask.double()], dim=1)  # (n, 2 d)
     n, n_members = len(data), len(networks)
@@ -182,13 +191,23 @@ def start_linear_parts(networks: list[NeuMissNetwork], data: TrainingData,
     else:
         minimize_lbfgs(objective, [weight, bias], max_iterations=LINEAR_ITERATIONS,
                        gtol=1e-7)
-    with torch.no_grad():
-        for k, network in enumerate(networks):
-            linear = network.head[-1] if network.skip is None else network.skip
-            linear.weight.copy_(weight[k, :, :d].float())
-            if network.mask_skip is not None:
-                network.mask_skip.weight.copy_(weight[k, :, d:].float())
-            network.head[-1].bias.copy_(bias[k].float())
+    solution = weight.detach(), bias.detach()
+    _set_linear_parts(networks, *solution)
+    return solution
+
+
+@torch.no_grad()
+def _set_linear_parts(networks: list[NeuMissNetwork], weight: torch.Tensor,
+                      bias: torch.Tensor) -> None:
+    """Set network ``k``'s linear part (see :func:`start_linear_parts`) to ``weight[k]``
+    (n_outputs, p: the block's outputs, then the mask's) and ``bias[k]`` (n_outputs,)."""
+    for k, network in enumerate(networks):
+        linear = network.head[-1] if network.skip is None else network.skip
+        d = linear.weight.shape[1]
+        linear.weight.copy_(weight[k, :, :d].float())
+        if network.mask_skip is not None:
+            network.mask_skip.weight.copy_(weight[k, :, d:].float())
+        network.head[-1].bias.copy_(bias[k].float())
 
 
 def _ridge(features: torch.Tensor, target: torch.Tensor, row_weight: torch.Tensor,
