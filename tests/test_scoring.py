@@ -14,6 +14,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 import neumiss
 from neumiss import cli as neumiss_cli
@@ -394,3 +397,36 @@ def test_an_error_of_one_batch_stops_the_reading():
     with pytest.raises(ValueError, match="batch 3"):
         list(scoring._in_order(work, items(), 2))
     assert len(taken) <= 3 + 1 + 2 + 2
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_the_range_check_refuses_exactly_the_cells_too_far(data):
+    # check_range settles most chunks on X's smallest and largest values: whatever the
+    # values and the standardization (tiny scales bring the bound within float32's
+    # reach), it refuses a chunk exactly when one observed cell is too far.
+    from neumiss.scoring._table_scorer import MAX_STANDARDIZED, NeuMissOnnxModel, RowError
+
+    model = NeuMissOnnxModel(str(FIXTURES / "regressor" / "model.onnx"))
+    d = model.n_encoded
+    finite = st.floats(-1e6, 1e6)
+    mean = data.draw(arrays(np.float64, d, elements=finite))
+    scale = data.draw(arrays(np.float64, d, elements=st.sampled_from([1.0, 1e-20, 1e-28, 1e-35])))
+    bound = data.draw(arrays(np.float64, d, elements=st.sampled_from([0.0, 0.0, 1e-31, 0.5])))
+    model._range = (mean, scale, bound)
+    cells = st.one_of(finite, st.floats(width=32), st.sampled_from([1e9, -3e38, np.inf]))
+    X = data.draw(arrays(np.float32, (data.draw(st.integers(1, 6)), d), elements=cells))
+    M = data.draw(st.none() | arrays(np.bool_, X.shape))
+    with np.errstate(over="ignore", invalid="ignore"):  # the rule, computed here cell by cell
+        z = (X.astype(np.float64) - mean) / scale
+        z = np.where(bound > 0, z / np.hypot(1.0, z * bound), z)
+    too_far = np.isfinite(z) & (np.abs(z) > MAX_STANDARDIZED)
+    if M is not None:
+        too_far &= ~M
+    X_before = X.copy()
+    if too_far.any():
+        with pytest.raises(RowError, match="too far from the training data"):
+            model.check_range(X, M=M)
+    else:
+        model.check_range(X, M=M)
+    np.testing.assert_array_equal(X, X_before)  # never modified
