@@ -41,14 +41,11 @@ PRODUCER = "neumiss"
 MISSING_TOKENS = frozenset({"", "na", "nan"})
 #: Cell texts of a boolean column, compared after stripping and lower-casing.
 BOOLEAN_TOKENS = {"true": 1.0, "false": 0.0, "1": 1.0, "0": 0.0}
-
-
 #: Rows times calibration rows scored at once by an interval model that embeds them.
 CHUNK_PAIRS = 2**20
 #: Rows per ONNX Runtime call: few enough for the graph's intermediate arrays (a few per
 #: layer, each rows x width floats) to stay in the processor's cache.
 CHUNK_ROWS = 4096
-
 #: Largest absolute standardized value ``predict`` accepts (``neumiss.tables``).
 MAX_STANDARDIZED = 1e30
 #: Metadata key of the file's digest (``neumiss.export.DIGEST_KEY``).
@@ -198,28 +195,22 @@ class NeuMissOnnxModel:
 
     def check_range(self, X: np.ndarray, where=lambda row: f"row {row + 1}",
                     M: np.ndarray | None = None) -> None:
-        """Refuse observed values of encoded ``X`` (n, n_encoded) that lie further from the
-        training data than ``predict`` accepts: more than :data:`MAX_STANDARDIZED`
-        deviations from the column's training mean (after the tails' compression).
-
-        ``where(i)`` names row ``i`` of ``X``; ``M`` (1 = missing) when not the NaN of
-        ``X``. Raises :class:`RowError` naming the first such cell's row and column.
-        """
+        """Refuse observed values of encoded ``X`` (n, n_encoded) further from the training
+        data than ``predict`` accepts: more than :data:`MAX_STANDARDIZED` deviations from
+        the column's training mean (after the tails' compression). ``where(i)`` names row
+        ``i`` of ``X``; ``M`` (1 = missing) when not the NaN of ``X``. Raises
+        :class:`RowError` naming the first such cell's row and column."""
         if self._range is None:
             return
+        # The standardization is increasing in x: when X's smallest and largest values (NaN
+        # ignored) are in range for every column, all are (one pass over X, not several in
+        # float64); infinite values (or no rows) take the full check.
         X = np.asarray(X)
-        if X.shape[0] == 0:
+        low_high = np.zeros((2, self.n_encoded)) + [[np.fmin.reduce(X, None, initial=np.nan)],
+                                                    [np.fmax.reduce(X, None, initial=np.nan)]]
+        if np.isfinite(low_high).all() and not self._too_far(low_high).any():
             return
-        # The standardization is increasing in x: when the smallest and the largest value
-        # of X (NaN ignored) are in range for every column, every value is (one pass over
-        # X instead of several in float64). Infinite values take the full check.
-        extremes = np.array([[np.fmin.reduce(X, axis=None)], [np.fmax.reduce(X, axis=None)]])
-        if np.isfinite(extremes).all() and not self._too_far(
-                np.broadcast_to(extremes, (2, X.shape[1]))).any():
-            return
-        too_far = self._too_far(X)
-        if M is not None:
-            too_far &= ~np.asarray(M, dtype=bool)
+        too_far = self._too_far(X) & (True if M is None else ~np.asarray(M, dtype=bool))
         if too_far.any():
             row, col = np.argwhere(too_far)[0]
             position = int(self.column_of[col])
@@ -230,14 +221,11 @@ class NeuMissOnnxModel:
                 f"mean ({int(too_far.sum())} such cells)")
 
     def _too_far(self, X: np.ndarray) -> np.ndarray:
-        """Boolean, ``X``'s shape: the finite values of encoded ``X`` more than
-        :data:`MAX_STANDARDIZED` standardized deviations from their column's mean."""
+        """The finite values of encoded ``X`` too far (not NaN; infinity: build_inputs)."""
         mean, scale, bound = self._range
         with np.errstate(over="ignore", invalid="ignore"):
             z = (np.asarray(X, dtype=np.float64) - mean) / scale
-            if bound.any():
-                z = z / np.hypot(1.0, z * bound)
-        # NaN (missing) is not too far; an infinite value is refused by build_inputs.
+            z = z / np.hypot(1.0, z * bound) if bound.any() else z
         return np.isfinite(z) & (np.abs(z) > MAX_STANDARDIZED)
 
     def check_outputs(self, outputs: list, where) -> None:
