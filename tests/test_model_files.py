@@ -195,19 +195,3 @@ def test_a_kept_chebyshev_start_survives_save_and_load(tmp_path):
     assert loaded.chebyshev_result_ == model.chebyshev_result_
     assert loaded.weight_sharing_ == "independent" and loaded.history_ == model.history_
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
-
-
-def test_the_mlp_width_is_the_encoded_columns_at_least_64_and_older_files_keep_theirs():
-    from pathlib import Path
-
-    from neumiss.network import AUTO_MLP_WIDTH
-
-    X, y = linear_data(n=200, d=3, seed=0)
-    params = dict(depth=1, mlp_depth=2, max_epochs=1, ensemble_size=2, random_state=0)
-    model = NeuMissRegressor(**params).fit(X, y)
-    assert model.mlp_width_ == AUTO_MLP_WIDTH == model.network_.members[0].head[0].out_features
-    assert NeuMissRegressor(**params, mlp_width=5).fit(X, y).mlp_width_ == 5
-    # a model file written when None meant the encoded columns (the golden fixture)
-    older = neumiss.load(Path(__file__).parents[1] / "export" / "fixtures" / "regressor"
-                         / "estimator.pt")
-    assert older.mlp_width is None and older.mlp_width_ == older.encoder_.n_features_out_

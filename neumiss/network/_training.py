@@ -78,20 +78,6 @@ def auto_learning_rate(n_features: int) -> float:
     return AUTO_LEARNING_RATE * min(1.0, math.sqrt(AUTO_LEARNING_RATE_FEATURES / n_features))
 
 
-#: The smallest automatic width of the MLP head's hidden layers (:func:`auto_mlp_width`).
-AUTO_MLP_WIDTH = 64
-
-
-def auto_mlp_width(n_features: int) -> int:
-    """``max(n_features, AUTO_MLP_WIDTH)``: the hidden layers of the MLP head are as wide
-    as the encoded columns, and at least :data:`AUTO_MLP_WIDTH`. A head as narrow as a
-    table of a few columns underfits the curves and interactions of real tables (real
-    suite, the same folds: un_lifeexp R² 0.879 -> 0.890, txhousing_sales 0.974 -> 0.978,
-    tbc_hgt 0.497 -> 0.515), and its steps cost the same: a small network's step is
-    bound by the operations launched, not by arithmetic."""
-    return max(int(n_features), AUTO_MLP_WIDTH)
-
-
 @contextlib.contextmanager
 def torch_threads(n_jobs: int | None) -> Iterator[None]:
     """Run the block with ``n_jobs`` torch CPU threads (scikit-learn's convention:
