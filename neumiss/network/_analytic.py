@@ -255,6 +255,12 @@ def analytic_network(mean, cov, coef, intercept=0.0, depth=3, S0=None, normalize
     return network.eval()
 
 
+def computes_iterates(block) -> bool:
+    """Whether ``block``'s iterations can compute the Neumann iterates: they need the
+    residual connection from depth 2."""
+    return block.depth < 2 or block.residual
+
+
 def _checked_moments(block, mean, cov) -> tuple[np.ndarray, np.ndarray]:
     """``mean`` (d,) and ``cov`` (d, d) as float64 arrays for ``block``'s ``d`` features, or
     the error naming what is wrong: not a block, a shape, a non-finite value, an asymmetric
@@ -267,7 +273,7 @@ def _checked_moments(block, mean, cov) -> tuple[np.ndarray, np.ndarray]:
     cov = _check_array(cov, "cov", (d, d))
     if not np.allclose(cov, cov.T, rtol=0, atol=1e-10 * np.abs(cov).max()):
         raise ValueError("cov must be symmetric")
-    if block.depth >= 2 and not block.residual:
+    if not computes_iterates(block):
         raise ValueError(
             "the Neumann iterates need the residual connection: build the block with "
             f"residual=True (got residual=False at depth {block.depth})"

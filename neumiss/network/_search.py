@@ -59,6 +59,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from ._analytic import computes_iterates
 from ._block import NeuMissNetwork
 from ._data import TrainingData, evaluate_loss, member_weights, row_losses
 from ._divergence import DivergenceWarning
@@ -68,7 +69,6 @@ from ._start import (
     observed_moments,
     start_from_moments,
     start_linear_parts,
-    startable,
 )
 from ._training import HISTORY, TrainingConfig, TrainingResult, train
 
@@ -343,13 +343,13 @@ class DepthSearch:
         """The ``depths`` worth training: the first, and each deeper one whose data start
         (the linear heads on its block started from :attr:`moments`, untrained:
         :meth:`members`) has a lower validation loss than the first's, or whose block the
-        moments cannot start (:func:`~neumiss.network._start.startable`). Returns them
+        moments cannot start (:func:`~neumiss.network._analytic.computes_iterates`). Returns them
         and, per depth compared, its start's ``val_loss`` and ``val_score``. Needs
         validation rows and the moments."""
         starts = {}
         for depth in depths:
             network = self.members(depth, weight_sharing, 0, None)
-            if startable(network.block):
+            if computes_iterates(network.block):
                 loss = evaluate_loss(network, self.val_data, self.objective.loss)
                 starts[depth] = {"val_loss": loss, "val_score": self.objective.score(loss)}
         first = starts.get(depths[0], {}).get("val_loss", math.inf)

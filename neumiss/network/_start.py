@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._analytic import set_analytic_weights, set_chebyshev_weights
+from ._analytic import computes_iterates, set_analytic_weights, set_chebyshev_weights
 from ._block import NeuMissNetwork
 from ._data import LossFunction, TrainingData, mean_loss
 from ._optimizer import minimize_lbfgs
@@ -101,12 +101,6 @@ def observed_moments(data: TrainingData, seed: int = 0,
     return np.asarray(mean, dtype=np.float64), (cov + cov.T) / 2
 
 
-def startable(block) -> bool:
-    """Whether :func:`start_from_moments` can set ``block``: the Neumann iterates need the
-    residual connection from depth 2."""
-    return block.depth < 2 or block.residual
-
-
 def start_from_moments(network: NeuMissNetwork, mean: np.ndarray, cov: np.ndarray,
                        scale: str = "midpoint") -> bool:
     """Set ``network``'s block to the Neumann iterates of ``cov`` around ``mean`` (run on
@@ -119,7 +113,7 @@ def start_from_moments(network: NeuMissNetwork, mean: np.ndarray, cov: np.ndarra
     iterations cannot compute the iterates (depth 2 or more without the residual
     connection)."""
     block = network.block
-    if not startable(block):
+    if not computes_iterates(block):
         return False
     if scale == "chebyshev" and block.depth >= 1:
         set_chebyshev_weights(block, mean, cov)

@@ -186,9 +186,9 @@ class NeuMissOnnxModel:
         self.n_encoded = sum(_width(column) for column in self.encoding)
         verify_digest(content, path, DIGEST_KEY in props)
         # Per encoded column (absent before format 2's digest): mean, scale, inverse_bound.
-        self.standardization = json.loads(props.get("standardization", "null"))
-        self._range = None if self.standardization is None else tuple(
-            np.asarray(self.standardization[key], dtype=np.float64)
+        standardization = json.loads(props.get("standardization", "null"))
+        self._range = None if standardization is None else tuple(
+            np.asarray(standardization[key], dtype=np.float64)
             for key in ("mean", "scale", "inverse_bound"))
         self.column_of = np.repeat(np.arange(len(self.encoding)),
                                    [_width(column) for column in self.encoding])
