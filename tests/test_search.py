@@ -249,10 +249,10 @@ def test_a_moments_start_is_solved_once_whatever_the_head_depth(monkeypatch):
 
 
 def test_at_depth_0_the_linear_head_is_the_ridge_fit_on_the_block_untrained():
-    from sklearn.linear_model import Ridge
+    from sklearn.linear_model import Ridge, RidgeCV
 
     from neumiss.network._data import member_weights
-    from neumiss.network._start import LINEAR_PENALTY
+    from neumiss.network._start import RIDGE_PENALTIES
 
     objective = Objective(_mse, lambda loss: -loss, squared=True)
     train, val = _data(300, 0), _data(150, 1)
@@ -267,16 +267,18 @@ def test_at_depth_0_the_linear_head_is_the_ridge_fit_on_the_block_untrained():
     with torch.no_grad():
         features = trained.network.block(train.x, train.mask).double().numpy()
         output = fitted.network(val.x, val.mask)
+    alpha = RidgeCV(alphas=RIDGE_PENALTIES).fit(features, train.target.double().numpy()).alpha_
     assert summary["val_loss"] == pytest.approx(float(_mse(output, val.target).mean()), rel=1e-5)
     for k, (member, before) in enumerate(zip(fitted.network.networks(),
                                              trained.network.networks())):
         torch.testing.assert_close(member.block.mu, before.block.mu)  # the block it keeps
-        # sum_i w_ik (y_i - f_i . beta - b)^2 + (LINEAR_PENALTY / 2) |beta|^2, by sklearn
-        ridge = Ridge(alpha=LINEAR_PENALTY / 2).fit(
+        # sum_i w_ik (y_i - f_i . beta - b)^2 + alpha |beta|^2, by sklearn, alpha chosen by
+        # leave-one-out error on all the training rows
+        ridge = Ridge(alpha=alpha).fit(
             features, train.target.double().numpy(), sample_weight=train.member_weight[:, k])
         np.testing.assert_allclose(member.head[-1].weight.detach().numpy()[0], ridge.coef_,
                                    rtol=1e-4, atol=1e-5)
-        assert float(member.head[-1].bias) == pytest.approx(ridge.intercept_, abs=1e-5)
+        assert float(member.head[-1].bias.detach()) == pytest.approx(ridge.intercept_, abs=1e-5)
 
 
 

@@ -23,7 +23,9 @@ from neumiss.network import (
 from neumiss.network._data import member_weights
 from neumiss.network._start import (
     LINEAR_PENALTY,
+    RIDGE_PENALTIES,
     observed_moments,
+    ridge_penalty,
     start_from_moments,
     start_linear_parts,
 )
@@ -225,14 +227,18 @@ def test_the_linear_start_is_each_members_ridge_fit_on_the_blocks_output(mlp_dep
     data = TrainingData(x, mask, torch.tensor(target, dtype=torch.float32),
                         torch.from_numpy(case_weight), torch.from_numpy(member_weight))
     start_linear_parts(networks, data, _squared, squared=squared)
+    inputs = [features, mask.numpy()] if mask_skip else [features]
+    design = np.hstack([*inputs, np.ones((300, 1))])
+    # L-BFGS: mean(w (y - Hb - c)^2) + P / (2n) |b|^2, i.e. alpha = P / 2 on the sum; the
+    # normal equations: the penalty chosen by leave-one-out error on the case weights.
+    alpha = LINEAR_PENALTY / 2 if not squared else ridge_penalty(
+        *(torch.from_numpy(np.asarray(a, dtype=np.float64))
+          for a in (design[:, :p], target, case_weight)))
     for k, network in enumerate(networks):
-        # mean(w (y - Hb - c)^2) + P / (2n) |b|^2: the normal equations with an unpenalized
-        # intercept, solved independently.
+        # the normal equations with an unpenalized intercept, solved independently
         w = case_weight * member_weight[:, k]
-        inputs = [features, mask.numpy()] if mask_skip else [features]
-        design = np.hstack([*inputs, np.ones((300, 1))])
         gram = design.T @ (w[:, None] * design) / 300
-        gram[:p, :p] += LINEAR_PENALTY / (2 * 300) * np.eye(p)
+        gram[:p, :p] += alpha / 300 * np.eye(p)
         solution = np.linalg.solve(gram, design.T @ (w * target) / 300)
         linear = network.head[-1] if mlp_depth == 0 else network.skip
         np.testing.assert_allclose(linear.weight.detach().numpy()[0], solution[:4], atol=2e-4)
@@ -243,6 +249,43 @@ def test_the_linear_start_is_each_members_ridge_fit_on_the_blocks_output(mlp_dep
         with torch.no_grad():  # the network computes that linear function (MLP part zero)
             np.testing.assert_allclose(network(x, mask)[:, 0].numpy(), design @ solution,
                                        atol=1e-3)
+
+
+def _leave_one_out_error(features, target, weight, alpha):
+    """sum_i w_i (y_i - f_-i(x_i))^2, each f_-i the weighted ridge refitted without row i."""
+    errors = []
+    for i in range(len(target)):
+        keep = np.arange(len(target)) != i
+        design = np.hstack([features, np.ones((len(target), 1))])
+        gram = design[keep].T @ (weight[keep, None] * design[keep])
+        gram[:-1, :-1] += alpha * np.eye(features.shape[1])
+        solution = np.linalg.solve(gram, design[keep].T @ (weight[keep] * target[keep]))
+        errors.append(weight[i] * (target[i] - design[i] @ solution) ** 2)
+    return float(np.sum(errors))
+
+
+@pytest.mark.parametrize("n, noise", [(40, 3.0), (60, 0.3), (25, 1.0)])
+def test_the_ridge_penalty_has_the_least_leave_one_out_error(n, noise):
+    from sklearn.linear_model import RidgeCV
+
+    rng = np.random.default_rng(n)
+    features = rng.normal(size=(n, 6)) @ rng.normal(size=(6, 6))  # correlated columns
+    target = features[:, :2] @ np.array([1.0, -0.5]) + noise * rng.normal(size=n)
+    weight = rng.uniform(0.2, 2.0, n)
+    chosen = ridge_penalty(*map(torch.from_numpy, (features, target, weight)))
+    errors = [_leave_one_out_error(features, target, weight, a) for a in RIDGE_PENALTIES]
+    assert chosen == RIDGE_PENALTIES[int(np.argmin(errors))]
+    unweighted = ridge_penalty(*map(torch.from_numpy, (features, target, np.ones(n))))
+    assert unweighted == pytest.approx(RidgeCV(alphas=RIDGE_PENALTIES).fit(features, target).alpha_)
+
+
+def test_the_ridge_penalty_grows_with_the_noise():
+    rng = np.random.default_rng(0)
+    features = rng.normal(size=(200, 10))
+    signal = features @ rng.normal(size=10)
+    chosen = [ridge_penalty(*map(torch.from_numpy, (features, signal + noise * rng.normal(
+        size=200), np.ones(200)))) for noise in (0.1, 30.0)]
+    assert chosen[0] < chosen[1]
 
 
 def test_the_logistic_start_is_scikit_learns_penalized_logistic_regression():
