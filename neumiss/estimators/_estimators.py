@@ -64,9 +64,9 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         replaced the best (:data:`neumiss.network.DEPTH_PATIENCE`). With
         ``"auto"`` and validation rows, the depths are first compared untrained
         (``depth_starts_``): depth 16 is trained only when its data start, with
-        linear heads fitted on it, validates better than depth 0's (mean
-        imputation); where the conditional expectation predicts no better than
-        the mean, training it rarely gives the better network.
+        linear heads fitted on it, validates clearly better than depth 0's (mean
+        imputation; the one-standard-error rule); where the conditional expectation
+        predicts no better than the mean, training it rarely gives the better network.
     mlp_depth : int >= 0 or "auto", default="auto"
         Hidden ReLU layers of an MLP head after the block (NeuMiss+MLP for
         nonlinear targets), beside a linear skip; 0 is the paper's linear head.
