@@ -195,3 +195,23 @@ def test_a_kept_chebyshev_start_survives_save_and_load(tmp_path):
     assert loaded.chebyshev_result_ == model.chebyshev_result_
     assert loaded.weight_sharing_ == "independent" and loaded.history_ == model.history_
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+
+
+def test_the_mlp_width_is_the_encoded_columns_at_most_64_and_older_files_keep_theirs(tmp_path):
+    from pathlib import Path
+
+    from neumiss.network import AUTO_MLP_WIDTH
+
+    params = dict(depth=1, mlp_depth=2, max_epochs=1, ensemble_size=2, random_state=0)
+    for d, width in [(3, 3), (70, AUTO_MLP_WIDTH)]:
+        X, y = linear_data(n=200, d=d, seed=0)
+        model = NeuMissRegressor(**params).fit(X, y)
+        assert model.mlp_width_ == width == model.network_.members[0].head[0].out_features
+        assert model.mlp_width_ == min(d, 64)
+    assert NeuMissRegressor(**params, mlp_width=5).fit(X, y).mlp_width_ == 5
+    model.save(tmp_path / "model.pt")  # the width survives save and load
+    assert neumiss.load(tmp_path / "model.pt").mlp_width_ == AUTO_MLP_WIDTH
+    # a model file written when None meant the encoded columns (the golden fixture)
+    older = neumiss.load(Path(__file__).parents[1] / "export" / "fixtures" / "regressor"
+                         / "estimator.pt")
+    assert older.mlp_width is None and older.mlp_width_ == older.encoder_.n_features_out_

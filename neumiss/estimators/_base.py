@@ -195,7 +195,7 @@ class BaseNeuMiss(BaseEstimator):
             weight_sharing=weight_sharing,
             residual=self.residual,
             mlp_depth=mlp_depth,
-            mlp_width=self.mlp_width,
+            mlp_width=self.mlp_width_,
             mask_skip=mask_skip,
         )
 

@@ -79,7 +79,9 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         directly (a ridge or penalized logistic fit, each member on its own
         rows), untrained: ``head_results_[0]["epochs"]`` is 0.
     mlp_width : int or None, default=None
-        Width of those hidden layers; ``None`` means ``n_features``.
+        Width of those hidden layers; ``None`` means the number of encoded
+        columns, at most 64 (:func:`neumiss.network.auto_mlp_width`;
+        ``mlp_width_``).
     weight_sharing : {"independent", "shared", "auto"}, default="auto"
         One matrix per Neumann iteration (paper 2020) or one shared matrix.
         ``"auto"`` trains with a shared matrix, then, at the chosen depth (2 or
@@ -216,6 +218,9 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         or, when that start is worse, the constant predictor).
     learning_rate_ : float
         The initial learning rate used (``learning_rate``, or its automatic value).
+    mlp_width_ : int
+        The width of the MLP head's hidden layers (``mlp_width``, or its
+        automatic value).
     validation_score_ : float
         Validation R² of the restored weights (of the ensemble's prediction, or
         out of fold: each row's by the member that held it out).

@@ -44,6 +44,7 @@ from ..network import (
     TrainingConfig,
     TrainingData,
     auto_learning_rate,
+    auto_mlp_width,
     evaluate_loss,
     search_depths,
     torch_threads,
@@ -193,6 +194,7 @@ class FitPlan:
         with torch_threads(estimator.n_jobs):
             self.source.prepare(estimator, device)
             estimator.learning_rate_ = self.learning_rate()
+            estimator.mlp_width_ = self.mlp_width()
             seed = draw_seed(estimator.random_state)
             rows = self.source.split(seed)
             objective = Objective(estimator._loss, functools.partial(
@@ -208,6 +210,13 @@ class FitPlan:
         if estimator.learning_rate == "auto":
             return auto_learning_rate(estimator.encoder_.n_features_out_)
         return float(estimator.learning_rate)
+
+    def mlp_width(self) -> int:
+        """``mlp_width``, or its automatic value for the encoded columns of ``encoder_``."""
+        estimator = self.estimator
+        if estimator.mlp_width is None:
+            return auto_mlp_width(estimator.encoder_.n_features_out_)
+        return int(estimator.mlp_width)
 
     def training_config(self) -> TrainingConfig:
         """The estimator's optimisation parameters, with ``learning_rate_``."""

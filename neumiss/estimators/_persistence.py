@@ -260,6 +260,9 @@ def _rebuild(payload, classes: Mapping[str, type]):
         estimator.mask_skip_ = bool(estimator.mask_skip)
     if "chebyshev_result_" not in attributes:  # written before the Chebyshev start existed
         estimator.chebyshev_result_ = None
+    if "mlp_width_" not in attributes:  # written when None meant the encoded columns
+        estimator.mlp_width_ = (estimator.encoder_.n_features_out_ if estimator.mlp_width is None
+                                else int(estimator.mlp_width))
     if "depth_starts_" not in attributes:  # written before depth="auto" screened its depths
         estimator.depth_starts_ = None
     _check_preprocessing(estimator)

@@ -30,10 +30,12 @@ from ._stacked import StackedNetwork
 from ._start import MIDPOINT_ROWS_PER_FEATURE, moment_scale, observed_moments, start_from_moments
 from ._training import (
     AUTO_BATCH_SIZE,
+    AUTO_MLP_WIDTH,
     GPU_AUTO_BATCH_SIZE,
     TrainingConfig,
     auto_batch_size,
     auto_learning_rate,
+    auto_mlp_width,
     torch_threads,
     train,
 )
@@ -42,6 +44,7 @@ __all__ = [
     "AUTO_BATCH_SIZE",
     "AUTO_DEPTHS",
     "AUTO_MLP_DEPTHS",
+    "AUTO_MLP_WIDTH",
     "COMBINE",
     "Candidate",
     "DepthSearch",
@@ -64,6 +67,7 @@ __all__ = [
     "apply_on_device",
     "auto_batch_size",
     "auto_learning_rate",
+    "auto_mlp_width",
     "clearly_better",
     "combine_outputs",
     "constant_output",

@@ -78,6 +78,25 @@ def auto_learning_rate(n_features: int) -> float:
     return AUTO_LEARNING_RATE * min(1.0, math.sqrt(AUTO_LEARNING_RATE_FEATURES / n_features))
 
 
+#: The largest automatic width of the MLP head's hidden layers (:func:`auto_mlp_width`).
+AUTO_MLP_WIDTH = 64
+
+
+def auto_mlp_width(n_features: int) -> int:
+    """``min(n_features, AUTO_MLP_WIDTH)``: the hidden layers of the MLP head are as wide
+    as the encoded columns, at most :data:`AUTO_MLP_WIDTH`. On wide tables a head of
+    ``d`` units costs ``d^2`` per row and layer, and the MLP of a wide table fits little
+    beyond the linear skip: at d = 200, n = 1e5 the two 200-unit layers of five members
+    made depth 0's training 2.9 times as slow as 64 units, at the same score (91 s ->
+    51 s for the whole fit, R² - Bayes -0.0444 both); on the real suite's widest tables
+    the same scores (msq_neuroticism, 72 encoded columns: R² 0.197 -> 0.198;
+    seatbelt_fatalities 0.863 both). Below 64 columns the head keeps their number:
+    wider heads help the small nonlinear tables (un_lifeexp R² 0.882 -> 0.892) but
+    lose on small binary ones and double the reference fit of 10k x 10
+    (results/realdata/README.md, "tried, not kept")."""
+    return min(int(n_features), AUTO_MLP_WIDTH)
+
+
 @contextlib.contextmanager
 def torch_threads(n_jobs: int | None) -> Iterator[None]:
     """Run the block with ``n_jobs`` torch CPU threads (scikit-learn's convention:

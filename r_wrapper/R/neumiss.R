@@ -79,7 +79,8 @@
 #'   after the block, for nonlinear targets; `mlp_depth = 0` is the paper's
 #'   linear head. `"auto"` (Python's default) chooses between the linear head
 #'   and a two-layer MLP on the validation split; the head used is
-#'   `fit$mlp_depth`.
+#'   `fit$mlp_depth`. `mlp_width = NULL`: as many as the encoded columns, at
+#'   most 64.
 #' @param weight_sharing `"independent"` (one matrix per Neumann iteration),
 #'   `"shared"`, or `"auto"`: shared, then untied at the chosen depth when that
 #'   improves the validation loss; with 100 training rows per encoded column or
