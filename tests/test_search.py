@@ -282,6 +282,36 @@ def test_at_depth_0_the_linear_head_is_the_ridge_fit_on_the_block_untrained():
 
 
 
+@pytest.mark.parametrize("nonlinear, linear_kept", [(False, True), (True, False)])
+def test_the_fitted_linear_head_is_kept_unless_the_mlp_head_is_clearly_better(nonlinear,
+                                                                              linear_kept):
+    # The simpler model by the one-standard-error rule: the trained MLP head replaces the
+    # fitted linear one only when its per-row validation losses are lower by more than a
+    # standard error of their paired difference (y = x0 x1 + x2: the MLP learns what no
+    # linear head fits; a linear target: it cannot be clearly better).
+    def rows(n, seed):
+        data = _data(n, seed)
+        if not nonlinear:
+            return data
+        x = data.x.double()
+        return dataclasses.replace(data, target=(2 * x[:, 0] * x[:, 1] + x[:, 2]).float())
+
+    objective = Objective(_mse, lambda loss: -loss, squared=True)
+    train, val = rows(600, 0), rows(300, 1)
+    search = DepthSearch(_build, train, val, objective, seed=0, n_members=2,
+                         moments=observed_moments(train))
+    trained = search.fit(0, "shared", 2, None,
+                         TrainingConfig(max_epochs=40, learning_rate=0.02))
+    linear = search.members(0, "shared", 0, trained.network, refit_linear=True)
+    with torch.no_grad():
+        difference = (_mse(trained.network(val.x, val.mask), val.target)
+                      - _mse(linear(val.x, val.mask), val.target)).double().numpy()
+    clearly = difference.mean() + difference.std() / np.sqrt(len(difference) - 1) < 0
+    kept, summary = search.fitted_linear_head(trained)
+    assert (kept.mlp_depth == 0) is linear_kept is (not clearly)
+    assert summary["epochs"] == 0
+
+
 def test_search_depths_fits_the_linear_head_at_depth_0_and_fine_tunes_it_deeper(monkeypatch):
     def nonlinear(n, seed):  # y = x0 x1 + x2: the MLP head learns, its MLP moves from 0
         data = _data(n, seed)

@@ -77,7 +77,8 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         :data:`neumiss.network.AUTO_MLP_DEPTHS`). At depth 0 (mean
         imputation) the linear head is instead fitted on the block's output
         directly (a ridge or penalized logistic fit, each member on its own
-        rows), untrained: ``head_results_[0]["epochs"]`` is 0.
+        rows), untrained (``head_results_[0]["epochs"]`` is 0), and kept unless
+        the MLP head is clearly better on validation (one-standard-error rule).
     mlp_width : int or None, default=None
         Width of those hidden layers; ``None`` means the number of encoded
         columns, at most 64 (:func:`neumiss.network.auto_mlp_width`;

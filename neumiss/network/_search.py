@@ -25,7 +25,8 @@ head's function) becomes the linear head as it is, untrained: the fine-tune woul
 from a function training did not improve on; and that at depth 0 (mean imputation) the
 linear heads are fitted on the block's output directly, untrained
 (:meth:`DepthSearch.fitted_linear_head`: real tables, the same run: better scores, mean
-rank 3.69 -> 3.44). A linear head starts from
+rank 3.69 -> 3.44), and kept unless the MLP head is clearly better (the simpler model
+by the one-standard-error rule: mean rank 3.12 -> 3.00). A linear head starts from
 the skip (the function less the MLP's part), an MLP head from a linear one as
 the same function (the skip receives the linear head, the MLP's last layer
 starts at zero). Last, ``weight_sharing="auto"`` offers an untrained candidate where the
@@ -61,7 +62,7 @@ import torch
 
 from ._analytic import computes_iterates
 from ._block import NeuMissNetwork
-from ._data import TrainingData, evaluate_loss, member_weights, row_losses
+from ._data import TrainingData, member_weights, row_losses
 from ._divergence import DivergenceWarning
 from ._stacked import StackedNetwork
 from ._start import (
@@ -175,6 +176,12 @@ def clearly_better(
     variance = float((weight * (difference - mean) ** 2).sum())
     n_effective = 1.0 / float((weight**2).sum())
     return mean + standard_errors * (variance / max(n_effective - 1.0, 1.0)) ** 0.5 < 0.0
+
+
+def validation_loss(losses: torch.Tensor, weight: torch.Tensor | None) -> float:
+    """The validation loss of per-row ``losses`` (n,): their mean, case-weighted by
+    ``weight`` (n,) when given (as :func:`~neumiss.network.evaluate_loss`)."""
+    return float(losses.mean() if weight is None else (losses * weight).sum() / weight.sum())
 
 
 def mlp_is_zero(network: StackedNetwork) -> bool:
@@ -354,8 +361,7 @@ class DepthSearch:
             network = self.members(depth, weight_sharing, 0, None)
             if computes_iterates(network.block):
                 losses[depth] = row_losses(network, self.val_data, self.objective.loss)
-                loss = float(losses[depth].mean() if weight is None
-                             else (losses[depth] * weight).sum() / weight.sum())
+                loss = validation_loss(losses[depth], weight)
                 starts[depth] = {"val_loss": loss, "val_score": self.objective.score(loss)}
         first = losses.get(depths[0])
         kept = [depths[0], *(d for d in depths[1:] if d not in losses or first is None
@@ -411,8 +417,9 @@ class DepthSearch:
 
     def fitted_linear_head(self, best: Candidate) -> tuple[Candidate, dict[str, float]]:
         """Linear heads on ``best``'s block, fitted on its output (:meth:`members` with
-        ``refit_linear``), untrained; returns the candidate kept (it, if it lowers the
-        validation loss, else ``best``) and its summary (``epochs`` 0). On a block of
+        ``refit_linear``), untrained; returns the candidate kept (it, unless ``best`` is
+        clearly better on the validation rows (:func:`clearly_better`): the simpler model
+        by the one-standard-error rule) and its summary (``epochs`` 0). On a block of
         depth 0 (mean imputation, whose only parameters are the means) a linear head is a
         generalized linear model of the imputed features (and the mask): its best fit to
         the training rows is solved directly, which a fine-tune by Adam only approaches
@@ -420,19 +427,27 @@ class DepthSearch:
         started = time.perf_counter()
         network = self.members(best.depth, best.weight_sharing, 0, best.network,
                                refit_linear=True)
-        return self._untrained(best, network, started)
+        return self._untrained(best, network, started, simpler=True)
 
-    def _untrained(self, best: Candidate, network: StackedNetwork,
-                   started: float) -> tuple[Candidate, dict[str, float]]:
+    def _untrained(self, best: Candidate, network: StackedNetwork, started: float,
+                   simpler: bool = False) -> tuple[Candidate, dict[str, float]]:
         """``network`` (linear heads, untrained since ``started``, a ``perf_counter``
-        time) as a candidate, kept if it lowers ``best``'s validation loss; returns the
-        candidate kept and the summary of ``network``'s."""
-        loss = evaluate_loss(network, self.val_data, self.objective.loss)
+        time) as a candidate, kept if it lowers ``best``'s validation loss, or, when it is
+        the ``simpler`` model, unless ``best`` is clearly better (:func:`clearly_better`);
+        returns the candidate kept and the summary of ``network``'s."""
+        losses = row_losses(network, self.val_data, self.objective.loss)
+        weight = self.val_data.weight
+        loss = validation_loss(losses, weight)
         result = TrainingResult(history={key: [] for key in HISTORY}, best_val_loss=loss,
                                 best_val_score=self.objective.score(loss))
         candidate = Candidate(network.depth, network.block.weight_sharing, 0, network, result,
                               time.perf_counter() - started)
-        return (candidate if loss < best.val_loss else best), candidate.summary()
+        if simpler:
+            kept = not clearly_better(row_losses(best.network, self.val_data,
+                                                 self.objective.loss), losses, weight)
+        else:
+            kept = loss < best.val_loss
+        return (candidate if kept else best), candidate.summary()
 
     def fine_tune(self, best: Candidate, weight_sharing: str, mlp_depth: int,
                   config: TrainingConfig) -> tuple[Candidate, dict[str, float]]:
