@@ -26,7 +26,7 @@ from neumiss.network import (
     set_analytic_weights,
     set_chebyshev_weights,
 )
-from neumiss.network._search import DepthChoice, DepthSearch, mlp_is_zero, worth_untying
+from neumiss.network._search import DepthChoice, DepthSearch, worth_untying
 from neumiss.network._start import MIDPOINT_ROWS_PER_FEATURE, moment_scale, observed_moments
 from neumiss.network._training import TrainingResult
 
@@ -472,8 +472,8 @@ def test_an_mlp_whose_last_layer_is_zero_adds_nothing_and_becomes_the_linear_hea
     search = DepthSearch(_build, train, val, OBJECTIVE, seed=0, n_members=2,
                          moments=observed_moments(train))
     started = search.members(2, "shared", 2, None)  # data start: the MLP's last layer at 0
-    assert mlp_is_zero(started)
-    assert not mlp_is_zero(search.members(2, "shared", 0, None))  # no MLP at all
+    assert started.mlp_is_zero()
+    assert not search.members(2, "shared", 0, None).mlp_is_zero()  # no MLP at all
     candidate = Candidate(2, "shared", 2, started, TrainingResult(best_val_loss=0.5), 1.0)
     linear, summary = search.as_linear_head(candidate)
     assert linear.mlp_depth == 0 and all(m.skip is None for m in linear.network.networks())
@@ -483,7 +483,7 @@ def test_an_mlp_whose_last_layer_is_zero_adds_nothing_and_becomes_the_linear_hea
     members = started.networks()
     with torch.no_grad():
         members[1].head[-1].weight[0, 0] = 1e-6
-    assert not mlp_is_zero(StackedNetwork(members, "mean"))
+    assert not StackedNetwork(members, "mean").mlp_is_zero()
 
 
 def test_search_depths_adopts_the_linear_head_untrained_when_the_mlp_kept_its_start(

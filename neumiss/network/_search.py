@@ -184,14 +184,6 @@ def validation_loss(losses: torch.Tensor, weight: torch.Tensor | None) -> float:
     return float(losses.mean() if weight is None else (losses * weight).sum() / weight.sum())
 
 
-def mlp_is_zero(network: StackedNetwork) -> bool:
-    """Whether every member's MLP head has its last layer at zero, as it starts (the MLP
-    then adds only its last bias: the network computes a linear head's function). A
-    candidate kept at its start (best epoch 0) is such a network."""
-    return all(member.skip is not None and not member.head[-1].weight.any()
-               for member in network.networks())
-
-
 def worth_untying(depth: int, n_features: int, n_train: int) -> bool:
     """Whether ``weight_sharing="auto"`` fine-tunes an untied copy at ``depth``: it needs a
     Neumann iteration (depth >= 2) and :data:`UNTIE_ROWS_PER_PARAMETER` training
@@ -399,7 +391,8 @@ class DepthSearch:
         return choice, summaries
 
     def as_linear_head(self, best: Candidate) -> tuple[Candidate, dict[str, float]]:
-        """``best``, an MLP-head candidate whose MLP adds nothing (``mlp_is_zero``), as
+        """``best``, an MLP-head candidate whose MLP adds nothing
+        (:meth:`~neumiss.network.StackedNetwork.mlp_is_zero`), as
         the linear head computing the same function (the skip and the last bias), untrained:
         a fine-tune would start from that function, which training did not improve on.
         Returns it and its summary (``epochs`` and ``seconds`` 0)."""
@@ -554,7 +547,7 @@ def search_depths(
         best, untied = search.fine_tune(best, "independent", best.mlp_depth, fine_tune_config)
     heads = {}
     for mlp_depth in mlp_depths[1:]:
-        if mlp_depth == 0 and best.mlp_depth > 0 and mlp_is_zero(best.network):
+        if mlp_depth == 0 and best.mlp_depth > 0 and best.network.mlp_is_zero():
             best, heads[mlp_depth] = search.as_linear_head(best)
         elif mlp_depth == 0 and best.depth == 0 and val_data is not None:
             best, heads[mlp_depth] = search.fitted_linear_head(best)

@@ -113,6 +113,13 @@ class StackedNetwork(nn.Module):
         bias = self.heads[f"{last}__bias"]
         bias.copy_(torch.as_tensor(value, dtype=bias.dtype).to(bias.device).expand_as(bias))
 
+    def mlp_is_zero(self) -> bool:
+        """Whether every member's MLP head (beside its skip) has its last layer at zero, as
+        it starts: the MLP then adds only its last bias and each member computes a linear
+        head's function. A candidate kept at its start (best epoch 0) is such a network."""
+        return ("skip__weight" in self.heads
+                and not self.heads[f"{self._layers[-1]}__weight"].any())
+
     def networks(self) -> list[NeuMissNetwork]:
         """The members as separate networks (copies of the block and of each head, on this
         network's device)."""
