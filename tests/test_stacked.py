@@ -288,17 +288,43 @@ def test_the_ridge_penalty_grows_with_the_noise():
     assert chosen[0] < chosen[1]
 
 
-def test_the_logistic_start_is_scikit_learns_penalized_logistic_regression():
+@pytest.mark.parametrize("logistic", [False, True], ids=["autograd", "closed-form-gradient"])
+def test_the_logistic_start_is_scikit_learns_penalized_logistic_regression(logistic):
     from sklearn.linear_model import LogisticRegression
 
     networks, x, mask, features = _started(400, 1, 0, seed=2)
     logits = features @ np.array([1.5, -1.0, 0.0, 2.0]) - 0.5
     target = (np.random.default_rng(3).random(400) < 1 / (1 + np.exp(-logits))).astype(float)
     data = TrainingData(x, mask, torch.tensor(target, dtype=torch.float32))
-    start_linear_parts(networks, data, _logistic)
+    start_linear_parts(networks, data, _logistic, logistic=logistic)
     # sum of log losses + |b|^2 / (2C) is n times the mean loss + P / (2n) |b|^2.
     expected = LogisticRegression(C=1.0 / LINEAR_PENALTY, tol=1e-10).fit(features, target)
     np.testing.assert_allclose(networks[0].head[-1].weight.detach().numpy()[0],
                                expected.coef_[0], atol=2e-3)
     np.testing.assert_allclose(networks[0].head[-1].bias.item(), expected.intercept_[0],
                                atol=2e-3)
+
+
+def test_the_closed_form_logistic_gradient_finds_each_members_autograd_minimum():
+    # Members on their own weighted rows, the mask's term too: both paths minimise the
+    # same objective, each member's its own (sklearn's logistic regression per member).
+    from sklearn.linear_model import LogisticRegression
+
+    solutions = []
+    for logistic in (False, True):
+        networks, x, mask, features = _started(300, 3, 2, seed=4, mask_skip=True)
+        logits = features @ np.array([1.0, -1.0, 0.5, 0.0]) + 1.2 * mask.numpy()[:, 0]
+        target = (np.random.default_rng(6).random(300) < 1 / (1 + np.exp(-logits)))
+        member_weight = np.random.default_rng(7).poisson(1.0, (300, 3)).astype(np.float32)
+        data = TrainingData(x, mask, torch.tensor(target, dtype=torch.float32),
+                            None, torch.from_numpy(member_weight))
+        weight, bias = start_linear_parts(networks, data, _logistic, logistic=logistic)
+        solutions.append(np.concatenate([weight.numpy().reshape(3, -1),
+                                         bias.numpy().reshape(3, 1)], axis=1))
+    np.testing.assert_allclose(solutions[1], solutions[0], atol=1e-4)
+    design = np.hstack([features, mask.numpy()])
+    for k in range(3):
+        expected = LogisticRegression(C=1.0 / LINEAR_PENALTY, tol=1e-10).fit(
+            design, target, sample_weight=member_weight[:, k])
+        np.testing.assert_allclose(solutions[1][k, :-1], expected.coef_[0], atol=2e-3)
+        np.testing.assert_allclose(solutions[1][k, -1], expected.intercept_[0], atol=2e-3)

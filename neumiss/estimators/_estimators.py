@@ -451,6 +451,11 @@ class NeuMissClassifier(ClassifierMixin, BaseNeuMiss):
     def _combine(self):
         return "binary_probability" if len(self.classes_) == 2 else "probability"
 
+    @property
+    def _logistic_loss(self) -> bool:
+        """Whether the loss is the log loss of one logit (two classes)."""
+        return len(self.classes_) == 2
+
     def _target_tensor(self, y, device):
         dtype = torch.float32 if len(self.classes_) == 2 else torch.int64
         return torch.as_tensor(y, dtype=dtype, device=device)

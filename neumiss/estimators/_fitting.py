@@ -199,7 +199,8 @@ class FitPlan:
             rows = self.source.split(seed)
             objective = Objective(estimator._loss, functools.partial(
                 estimator._score_from_loss, y_val=rows.y_val, w_val=rows.w_val),
-                squared=getattr(estimator, "_squared_loss", False))
+                squared=getattr(estimator, "_squared_loss", False),
+                logistic=getattr(estimator, "_logistic_loss", False))
             result = self.search(rows, objective, seed)
             self.set_results(result, rows, objective)
         return estimator

@@ -108,11 +108,18 @@ def minimize_lbfgs(objective: Callable[[], torch.Tensor], parameters: Sequence[t
         return float(loss.detach()), np.concatenate(gradient)
 
     start = np.concatenate([p.detach().double().cpu().reshape(-1).numpy() for p in parameters])
+    assign(lbfgs(loss_and_gradient, start, max_iterations, gtol))
+    for parameter in parameters:
+        parameter.grad = None
+
+
+def lbfgs(loss_and_gradient: Callable[[np.ndarray], tuple[float, np.ndarray]],
+          start: np.ndarray, max_iterations: int = 100, gtol: float = 1e-9) -> np.ndarray:
+    """The minimiser found by SciPy's L-BFGS-B from ``start`` (p,), float64, of a function
+    that returns its value and gradient (p,) at a point; with one BLAS thread."""
     # L-BFGS-B's own work is on short vectors: BLAS threads only add their start-up and
     # waits (7 ms per iteration against 0.3 ms, 60 parameters, a second busy core).
     with _blas().limit(limits=1, user_api="blas"):
         found = scipy.optimize.minimize(loss_and_gradient, start, jac=True, method="L-BFGS-B",
                                         options={"maxiter": max_iterations, "gtol": gtol})
-    assign(found.x)
-    for parameter in parameters:
-        parameter.grad = None
+    return found.x

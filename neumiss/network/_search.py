@@ -101,12 +101,14 @@ class Objective(NamedTuple):
 
     ``loss(output, target)`` is a mean loss; ``score(val_loss)`` maps a
     validation loss to the score shown in histories (e.g. R²). ``squared``: the loss
-    is the squared error of one output (linear starts are then solved in closed form).
+    is the squared error of one output (linear starts are then solved in closed form);
+    ``logistic``: it is the log loss of one logit (their gradient is then in closed form).
     """
 
     loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
     score: Callable[[float], float]
     squared: bool = False
+    logistic: bool = False
 
 
 class Candidate(NamedTuple):
@@ -321,7 +323,8 @@ class DepthSearch:
         the stacked network keeps), each member on its own rows, in place, or set it to a
         ``solution`` of the same problem (:func:`start_linear_parts`); returns it."""
         return start_linear_parts(networks, self.train_data, self.objective.loss, self.seed,
-                                  squared=self.objective.squared, solution=solution)
+                                  squared=self.objective.squared, solution=solution,
+                                  logistic=self.objective.logistic)
 
     def mask_term_helps(self) -> bool:
         """Whether the mask's own linear term (``mask_skip``) clearly lowers the validation
