@@ -87,8 +87,9 @@ def auto_mlp_width(n_features: int) -> int:
     as the encoded columns, at most :data:`AUTO_MLP_WIDTH`. On wide tables a head of
     ``d`` units costs ``d^2`` per row and layer, and the MLP of a wide table fits little
     beyond the linear skip: at d = 200, n = 1e5 the two 200-unit layers of five members
-    made depth 0's training 2.9 times as slow as 64 units, at the same score (91 s ->
-    51 s for the whole fit, R² - Bayes -0.0444 both); on the real suite's widest tables
+    made depth 0's training 2.9 times as slow as 64 units (37 s against 13 s, in one
+    comparison) at the same score (R² - Bayes -0.0444 both; the whole fit 88 s, 129 s
+    before); on the real suite's widest tables
     the same scores (msq_neuroticism, 72 encoded columns: R² 0.197 -> 0.198;
     seatbelt_fatalities 0.863 both). Below 64 columns the head keeps their number:
     wider heads help the small nonlinear tables (un_lifeexp R² 0.882 -> 0.892) but
