@@ -128,6 +128,12 @@ def evaluate_loss(
     return total / max(size, 1e-300)
 
 
+def validation_loss(losses: torch.Tensor, weight: torch.Tensor | None) -> float:
+    """The loss :func:`evaluate_loss` reports, from the per-row ``losses`` (n,) of
+    :func:`row_losses`: their mean, case-weighted by ``weight`` (n,) when given."""
+    return float(losses.mean() if weight is None else (losses * weight).sum() / weight.sum())
+
+
 @torch.no_grad()
 def row_losses(
     network: nn.Module,

@@ -62,7 +62,7 @@ import torch
 
 from ._analytic import computes_iterates
 from ._block import NeuMissNetwork
-from ._data import TrainingData, member_weights, row_losses
+from ._data import TrainingData, member_weights, row_losses, validation_loss
 from ._divergence import DivergenceWarning
 from ._stacked import StackedNetwork
 from ._start import (
@@ -178,12 +178,6 @@ def clearly_better(
     variance = float((weight * (difference - mean) ** 2).sum())
     n_effective = 1.0 / float((weight**2).sum())
     return mean + standard_errors * (variance / max(n_effective - 1.0, 1.0)) ** 0.5 < 0.0
-
-
-def validation_loss(losses: torch.Tensor, weight: torch.Tensor | None) -> float:
-    """The validation loss of per-row ``losses`` (n,): their mean, case-weighted by
-    ``weight`` (n,) when given (as :func:`~neumiss.network.evaluate_loss`)."""
-    return float(losses.mean() if weight is None else (losses * weight).sum() / weight.sum())
 
 
 def worth_untying(depth: int, n_features: int, n_train: int) -> bool:

@@ -262,11 +262,12 @@ def ridge_penalty(features: torch.Tensor, target: torch.Tensor, case_weight: tor
     eigenvalues, eigenvectors = np.linalg.eigh(centred.T @ centred)
     rotated = centred @ eigenvectors  # (n, p)
     projection = rotated.T @ response  # (p,)
+    squares = rotated**2  # (n, p), the same for every penalty
     errors = []
     for penalty in penalties:
         shrink = 1.0 / (np.maximum(eigenvalues, 0.0) + penalty)  # (p,)
         residual = response - rotated @ (shrink * projection)
-        leverage = rotated**2 @ shrink + share  # the intercept's leverage is w_i / sum w
+        leverage = squares @ shrink + share  # the intercept's leverage is w_i / sum w
         errors.append(np.sum((residual / np.maximum(1.0 - leverage, 1e-12)) ** 2))
     return float(penalties[int(np.argmin(errors))])
 
