@@ -169,17 +169,36 @@ def start_linear_parts(networks: list[NeuMissNetwork], data: TrainingData,
         features = torch.cat([features, data.mask.double()], dim=1)  # (n, 2 d)
     n, n_members = len(data), len(networks)
     n_outputs = networks[0].head[-1].out_features
-    weight = torch.zeros(n_members, n_outputs, features.shape[1], dtype=torch.float64,
-                         device=data.device, requires_grad=True)
-    bias = torch.zeros(n_members, n_outputs, dtype=torch.float64, device=data.device,
-                       requires_grad=True)
     case_weight = torch.ones(n, device=data.device) if data.weight is None else data.weight
     member_weight = (case_weight[:, None].expand(n, n_members) if data.member_weight is None
-                     else case_weight[:, None] * data.member_weight)  # (n, K)
-    targets = data.target.repeat(n_members)
-    targets = targets.double() if targets.is_floating_point() else targets
-    rows_weight = member_weight.T.reshape(-1).double()
+                     else case_weight[:, None] * data.member_weight).double()  # (n, K)
+    target = data.target.double() if data.target.is_floating_point() else data.target
     penalty = LINEAR_PENALTY / (2.0 * n)
+    if squared:
+        alpha = ridge_penalty(features, target, case_weight.double())
+        solution = _ridge(features, target, member_weight, alpha)
+    elif logistic and n_outputs == 1:
+        solution = _logistic(features, target, member_weight, penalty)
+    else:
+        solution = _penalized(features, target, member_weight, n_outputs, loss_fn, penalty)
+    _set_linear_parts(networks, *solution)
+    return solution
+
+
+def _penalized(features: torch.Tensor, target: torch.Tensor, row_weight: torch.Tensor,
+               n_outputs: int, loss_fn: LossFunction, penalty: float
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per member ``k``, the minimiser of ``mean_ik(w_ik loss_fn(f_i . beta_k + b_k, y_i))
+    + penalty sum_k |beta_k|^2 / K`` by L-BFGS from zero, the gradient by autograd:
+    ``features`` (n, p) float64, ``target`` (n,), ``row_weight`` (n, K) float64. Returns
+    the weights (K, n_outputs, p) and biases (K, n_outputs), float64."""
+    p, n_members = features.shape[1], row_weight.shape[1]
+    weight = torch.zeros(n_members, n_outputs, p, dtype=torch.float64,
+                         device=features.device, requires_grad=True)
+    bias = torch.zeros(n_members, n_outputs, dtype=torch.float64, device=features.device,
+                       requires_grad=True)
+    targets = target.repeat(n_members)
+    rows_weight = row_weight.T.reshape(-1)
 
     def objective() -> torch.Tensor:
         outputs = torch.baddbmm(bias[:, None, :], features.expand(n_members, -1, -1),
@@ -187,21 +206,8 @@ def start_linear_parts(networks: list[NeuMissNetwork], data: TrainingData,
         losses = loss_fn(outputs.flatten(0, 1), targets)
         return mean_loss(losses, rows_weight) + penalty * (weight**2).sum() / n_members
 
-    if squared:
-        with torch.no_grad():
-            target = data.target.double()
-            alpha = ridge_penalty(features, target, case_weight.double())
-            weight[:], bias[:] = _ridge(features, target, member_weight.double(), alpha)
-    elif logistic and n_outputs == 1:
-        with torch.no_grad():
-            weight[:], bias[:] = _logistic(features, targets[:n], member_weight.double(),
-                                           penalty)
-    else:
-        minimize_lbfgs(objective, [weight, bias], max_iterations=LINEAR_ITERATIONS,
-                       gtol=1e-7)
-    solution = weight.detach(), bias.detach()
-    _set_linear_parts(networks, *solution)
-    return solution
+    minimize_lbfgs(objective, [weight, bias], max_iterations=LINEAR_ITERATIONS, gtol=1e-7)
+    return weight.detach(), bias.detach()
 
 
 @torch.no_grad()
@@ -220,8 +226,8 @@ def _set_linear_parts(networks: list[NeuMissNetwork], weight: torch.Tensor,
 
 def _logistic(features: torch.Tensor, target: torch.Tensor, row_weight: torch.Tensor,
               penalty: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per member ``k``, the minimiser of the objective :func:`start_linear_parts`
-    minimises by autograd for the log loss of one logit, ``mean_ik(w_ik l(y_i, f_i .
+    """Per member ``k``, the minimiser of the objective :func:`_penalized` minimises by
+    autograd, for the log loss of one logit: ``mean_ik(w_ik l(y_i, f_i .
     beta_k + b_k)) + penalty sum_k |beta_k|^2 / K``: ``features`` (n, p), ``target``
     (n,) in {0, 1}, ``row_weight`` (n, K), float64; by L-BFGS from zero, with the
     gradient in closed form (``(sigmoid(z) - y) w``). Returns the weights (K, 1, p) and
