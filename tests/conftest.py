@@ -59,7 +59,7 @@ def small_regression():
 #: (history lengths, epochs, depth search): fast, and one network to inspect.
 PAPER = {
     "depth": 3, "mlp_depth": 0, "weight_sharing": "independent", "residual": False,
-    "ensemble_size": 1, "patience": 8, "lr_patience": 2, "tol": 0.0,
+    "ensemble_size": 1, "patience": 8, "lr_patience": 2, "tol": 0.0, "spline": False,
 }
 
 

@@ -155,7 +155,6 @@ def test_one_candidate_is_repeatable_and_refuses_a_search(data):
     model = NeuMissRegressor(**ONE, ensemble_size=1)
     rows = RecordingRows(X, y)
     rows.prepare(model, torch.device("cpu"))
-    model.mlp_width_ = FitPlan(model, rows).mlp_width()  # as FitPlan.fit sets it
     split = rows.split(0)
     objective = Objective(model._loss, lambda loss: -loss)
     config = TrainingConfig(max_epochs=2)

@@ -48,9 +48,9 @@ def _data(n, seed):
                         torch.as_tensor(y, dtype=torch.float32))
 
 
-def _build(depth, weight_sharing, mlp_depth, mask_skip=False):
+def _build(depth, weight_sharing, mlp_depth, mask_skip=False, n_ramps=0):
     return NeuMissNetwork(3, depth=depth, weight_sharing=weight_sharing, residual=True,
-                          mlp_depth=mlp_depth, mask_skip=mask_skip)
+                          mlp_depth=mlp_depth, mask_skip=mask_skip, n_ramps=n_ramps)
 
 
 def _candidate(depth, val_loss=1.0):

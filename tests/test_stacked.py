@@ -24,6 +24,7 @@ from neumiss.network._data import member_weights
 from neumiss.network._start import (
     LINEAR_PENALTY,
     RIDGE_PENALTIES,
+    SPLINE_PENALTY,
     observed_moments,
     ridge_penalty,
     start_from_moments,
@@ -32,11 +33,18 @@ from neumiss.network._start import (
 from neumiss.network._training import batch_loss
 
 
-def _members(n, seed, **shape):
+#: Knots of a spline term on 4 columns: 3 ramps on column 0, 2 on column 2 (shared).
+RAMPS = (np.array([0, 0, 0, 2, 2]), np.array([-1.0, -0.2, 0.5, -0.5, 0.3]),
+         np.array([0.8, 0.7, 1.2, 0.8, 1.5]))
+
+
+def _members(n, seed, n_ramps=0, **shape):
     members = []
     for k in range(n):
-        network = NeuMissNetwork(4, **shape)
+        network = NeuMissNetwork(4, n_ramps=n_ramps, **shape)
         network.reset_parameters(torch.Generator().manual_seed(seed + k))
+        if n_ramps:
+            network.encoding.set_ramps(*RAMPS)
         with torch.no_grad():  # the MLP's last layer starts at zero: give it weights
             for parameter in network.parameters():
                 parameter.add_(0.1 * torch.randn(parameter.shape,
@@ -61,6 +69,7 @@ SHAPES = st.fixed_dictionaries({
     "mlp_depth": st.integers(0, 2),
     "n_outputs": st.sampled_from([1, 3]),
     "mask_skip": st.booleans(),
+    "n_ramps": st.sampled_from([0, len(RAMPS[0])]),
 })
 
 
@@ -200,12 +209,14 @@ def _logistic(output, target):
                                                                 reduction="none")
 
 
-def _started(n, n_members, mlp_depth, seed=0, mask_skip=False):
+def _started(n, n_members, mlp_depth, seed=0, mask_skip=False, n_ramps=0):
     x, mask = _rows(n, seed)
     networks = [NeuMissNetwork(4, depth=2, residual=True, mlp_depth=mlp_depth,
-                               mask_skip=mask_skip) for _ in range(n_members)]
+                               mask_skip=mask_skip, n_ramps=n_ramps) for _ in range(n_members)]
     for k, network in enumerate(networks):
         network.reset_parameters(torch.Generator().manual_seed(k))
+        if n_ramps:
+            network.encoding.set_ramps(*RAMPS)
         network.block.load_state_dict(networks[0].block.state_dict())  # shared, as stacked
     with torch.no_grad():
         features = networks[0].block(x, mask).double().numpy()
@@ -213,39 +224,54 @@ def _started(n, n_members, mlp_depth, seed=0, mask_skip=False):
 
 
 @pytest.mark.parametrize("squared", [False, True], ids=["lbfgs", "normal-equations"])
-@pytest.mark.parametrize("mlp_depth, mask_skip", [(0, False), (2, False), (0, True), (2, True)])
+@pytest.mark.parametrize("mlp_depth, mask_skip, spline", [
+    (0, False, False), (2, False, False), (0, True, False), (2, True, False), (0, True, True),
+    (2, False, True)])
 def test_the_linear_start_is_each_members_ridge_fit_on_the_blocks_output(mlp_depth, mask_skip,
-                                                                         squared):
+                                                                         spline, squared):
     # The same minimum by L-BFGS on the loss, or (squared=True) by the closed form.
-    networks, x, mask, features = _started(300, 3, mlp_depth, mask_skip=mask_skip)
-    p = 4 + 4 * mask_skip  # the block's output, then the mask with mask_skip
+    n_ramps = len(RAMPS[0]) if spline else 0
+    networks, x, mask, features = _started(300, 3, mlp_depth, mask_skip=mask_skip,
+                                           n_ramps=n_ramps)
+    # the spline's ramps of the block's output, computed here from the knots
+    feature, left, width = RAMPS
+    ramps = np.clip((features[:, feature] - left) / width, 0.0, 1.0)
+    p = 4 + 4 * mask_skip + n_ramps  # the block's output, the mask, the ramps
     rng = np.random.default_rng(4)
     target = features @ np.array([1.0, -2.0, 0.5, 0.0]) + 0.3 + rng.normal(0, 0.5, 300)
     target = target + 0.8 * mask.numpy()[:, 1]  # informative missingness
+    target = target + 1.5 * np.maximum(features[:, 0], 0.0)  # a bend
     member_weight = rng.poisson(1.0, (300, 3)).astype(np.float32)
     case_weight = rng.uniform(0.5, 1.5, 300).astype(np.float32)
     data = TrainingData(x, mask, torch.tensor(target, dtype=torch.float32),
                         torch.from_numpy(case_weight), torch.from_numpy(member_weight))
     start_linear_parts(networks, data, _squared, squared=squared)
-    inputs = [features, mask.numpy()] if mask_skip else [features]
+    inputs = [features, *([mask.numpy()] if mask_skip else []), *([ramps] if spline else [])]
     design = np.hstack([*inputs, np.ones((300, 1))])
     # L-BFGS: mean(w (y - Hb - c)^2) + P / (2n) |b|^2, i.e. alpha = P / 2 on the sum; the
     # normal equations: the penalty chosen by leave-one-out error on the case weights.
-    alpha = LINEAR_PENALTY / 2 if not squared else ridge_penalty(
+    # With L-BFGS the spline's weights have their own, stronger penalty.
+    alpha = np.r_[np.full(p - n_ramps, LINEAR_PENALTY), np.full(n_ramps, SPLINE_PENALTY)] / 2
+    alpha = alpha if not squared else ridge_penalty(
         *(torch.from_numpy(np.asarray(a, dtype=np.float64))
           for a in (design[:, :p], target, case_weight)))
+    # the ramps are nearly collinear with their column: L-BFGS's minimum is flatter there
+    atol = 1e-3 if spline and not squared else 2e-4
     for k, network in enumerate(networks):
         # the normal equations with an unpenalized intercept, solved independently
         w = case_weight * member_weight[:, k]
         gram = design.T @ (w[:, None] * design) / 300
-        gram[:p, :p] += alpha / 300 * np.eye(p)
+        gram[:p, :p] += np.diag(alpha / 300 * np.ones(p))
         solution = np.linalg.solve(gram, design.T @ (w * target) / 300)
         linear = network.head[-1] if mlp_depth == 0 else network.skip
-        np.testing.assert_allclose(linear.weight.detach().numpy()[0], solution[:4], atol=2e-4)
+        np.testing.assert_allclose(linear.weight.detach().numpy()[0], solution[:4], atol=atol)
         if mask_skip:
             np.testing.assert_allclose(network.mask_skip.weight.detach().numpy()[0],
-                                       solution[4:8], atol=2e-4)
-        np.testing.assert_allclose(network.head[-1].bias.item(), solution[p], atol=2e-4)
+                                       solution[4:8], atol=atol)
+        if spline:
+            np.testing.assert_allclose(network.spline.weight.detach().numpy()[0],
+                                       solution[p - n_ramps : p], atol=atol)
+        np.testing.assert_allclose(network.head[-1].bias.item(), solution[p], atol=atol)
         with torch.no_grad():  # the network computes that linear function (MLP part zero)
             np.testing.assert_allclose(network(x, mask)[:, 0].numpy(), design @ solution,
                                        atol=1e-3)

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 #: settings; why these: "Why the benchmark's NeuMiss settings" in results/README.md.
 NEUMISS_PARAMS = {
     "residual": True, "weight_sharing": "auto", "patience": 3, "lr_patience": 1, "tol": 2e-3,
-    "mlp_depth": 0, "ensemble_size": 1, "mask_skip": False,
+    "mlp_depth": 0, "ensemble_size": 1, "mask_skip": False, "spline": False,
 }
 #: Candidate MLP widths, as multiples of d (chosen per run on the validation set).
 MLP_WIDTHS = (1, 5, 20)
@@ -131,6 +131,7 @@ def _fit_neumiss_with(params: dict, data: SimulatedData) -> tuple[object, dict]:
         "weight_sharing": model.weight_sharing_,
         "mlp_depth": model.mlp_depth_,
         "mask_skip": model.mask_skip_,
+        "spline": model.spline_,
         "head_val_r2": {str(k): round(r["val_score"], 5) for k, r in model.head_results_.items()},
         "untied_val_r2": None if untied is None else round(untied["val_score"], 5),
         "untied_seconds": None if untied is None else round(untied["seconds"], 2),

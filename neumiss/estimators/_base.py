@@ -33,6 +33,7 @@ from ..network import (
     EnsembleNetwork,
     NeuMissNetwork,
     TrainingConfig,
+    auto_mlp_width,
     torch_threads,
 )
 from ..tables import check_outputs_finite
@@ -61,6 +62,7 @@ class BaseNeuMiss(BaseEstimator):
         "weight_sharing": Options("independent", "shared", "auto"),
         "residual": Boolean(),
         "mask_skip": AnyOf(Boolean(), Options("auto")),
+        "spline": AnyOf(Boolean(), Options("auto")),
         "compress_tails": Boolean(),
         "ensemble_size": Integer(1),
         "optimizer": Options(*OPTIMIZERS),
@@ -89,6 +91,7 @@ class BaseNeuMiss(BaseEstimator):
         weight_sharing="auto",
         residual=True,
         mask_skip="auto",
+        spline="auto",
         compress_tails=False,
         ensemble_size=5,
         optimizer=_TRAINING.optimizer,
@@ -111,6 +114,7 @@ class BaseNeuMiss(BaseEstimator):
         self.weight_sharing = weight_sharing
         self.residual = residual
         self.mask_skip = mask_skip
+        self.spline = spline
         self.compress_tails = compress_tails
         self.ensemble_size = ensemble_size
         self.optimizer = optimizer
@@ -187,7 +191,10 @@ class BaseNeuMiss(BaseEstimator):
         return FitPlan(self, InMemoryRows(X, y, sample_weight, validation_data)).fit()
 
     def _build_network(self, depth: int, weight_sharing: str, mlp_depth: int,
-                       mask_skip: bool) -> NeuMissNetwork:
+                       mask_skip: bool, n_ramps: int, mlp_width: int | None = None
+                       ) -> NeuMissNetwork:
+        """A new network of the encoded width; the MLP ``mlp_width`` wide, by default
+        :meth:`_mlp_width` for ``n_ramps``."""
         return NeuMissNetwork(
             self.encoder_.n_features_out_,
             n_outputs=self._n_outputs(),
@@ -195,15 +202,23 @@ class BaseNeuMiss(BaseEstimator):
             weight_sharing=weight_sharing,
             residual=self.residual,
             mlp_depth=mlp_depth,
-            mlp_width=self.mlp_width_,
+            mlp_width=self._mlp_width(n_ramps) if mlp_width is None else mlp_width,
             mask_skip=mask_skip,
+            n_ramps=n_ramps,
         )
+
+    def _mlp_width(self, n_ramps: int) -> int:
+        """``mlp_width``, or its automatic value for the columns the MLP reads: the encoded
+        ones and the spline's ``n_ramps`` ramps (:func:`~neumiss.network.auto_mlp_width`)."""
+        if self.mlp_width is not None:
+            return int(self.mlp_width)
+        return auto_mlp_width(self.encoder_.n_features_out_ + n_ramps)
 
     def _build_fitted_network(self) -> NeuMissNetwork | EnsembleNetwork:
         """An untrained network shaped like ``network_``, to load saved weights into."""
         networks = [
             self._build_network(self.best_depth_, self.weight_sharing_, self.mlp_depth_,
-                                self.mask_skip_)
+                                self.mask_skip_, self.spline_ramps_, self.mlp_width_)
             for _ in range(self.ensemble_size)
         ]
         return networks[0] if len(networks) == 1 else EnsembleNetwork(networks, self._combine())

@@ -80,9 +80,9 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         rows), untrained (``head_results_[0]["epochs"]`` is 0), and kept unless
         the MLP head is clearly better on validation (one-standard-error rule).
     mlp_width : int or None, default=None
-        Width of those hidden layers; ``None`` means the number of encoded
-        columns, at most 64 (:func:`neumiss.network.auto_mlp_width`;
-        ``mlp_width_``).
+        Width of those hidden layers; ``None`` means the number of columns the MLP
+        reads (the encoded ones, and the spline's ramps with ``spline_``), at most 64
+        (:func:`neumiss.network.auto_mlp_width`; ``mlp_width_``).
     weight_sharing : {"independent", "shared", "auto"}, default="auto"
         One matrix per Neumann iteration (paper 2020) or one shared matrix.
         ``"auto"`` trains with a shared matrix, then, at the chosen depth (2 or
@@ -112,6 +112,19 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         other missing-not-at-random data get it, a mask that says nothing of the
         target adds no parameters. Without validation rows (``validation_fraction=0``)
         and in :meth:`fit_stream`, ``"auto"`` is False. The choice is ``mask_skip_``.
+    spline : bool or "auto", default="auto"
+        A spline term added to the output (see :class:`~neumiss.network.NeuMissNetwork`):
+        a linear map of piecewise-linear ramps of each column of the block's output on
+        up to 16 quantile bins of its observed training values (at most 512 ramps in
+        all: fewer bins on wide tables), so that even the linear head fits an additive
+        spline of each feature, a target that bends with a feature. ``"auto"`` adds it
+        when the linear model on the mean-imputed features (and the mask, as
+        ``mask_skip`` decided) is clearly better on the validation rows with the ramps
+        than without (:meth:`neumiss.network.DepthSearch.spline_term_helps`). Without
+        validation rows and in :meth:`fit_stream`, ``"auto"`` is False; ``True`` needs
+        the rows in memory (the knots are quantiles), so :meth:`fit_stream` refuses it.
+        The choice is ``spline_``; the pattern models (:meth:`pattern_model`) are linear
+        only without it.
     compress_tails : bool, default=False
         Numeric columns with heavy tails (an observed value beyond 8 robust
         deviations from the median) are scaled by their median and robust
@@ -186,6 +199,10 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         The head's hidden layers (the kept one with ``mlp_depth="auto"``).
     mask_skip_ : bool
         Whether the heads have the mask's own linear term (``mask_skip``).
+    spline_ : bool
+        Whether the heads have the spline term (``spline``).
+    spline_ramps_ : int
+        The spline term's ramps (0 without it).
     head_results_ : dict
         With ``mlp_depth="auto"``: for the MLP head fine-tuned, ``val_loss``,
         ``val_score``, ``epochs`` and ``seconds`` (empty otherwise).
@@ -345,6 +362,7 @@ class NeuMissQuantileRegressor(NeuMissRegressor):
         weight_sharing=_DEFAULTS["weight_sharing"],
         residual=_DEFAULTS["residual"],
         mask_skip=_DEFAULTS["mask_skip"],
+        spline=_DEFAULTS["spline"],
         compress_tails=_DEFAULTS["compress_tails"],
         ensemble_size=_DEFAULTS["ensemble_size"],
         optimizer=_DEFAULTS["optimizer"],
@@ -363,7 +381,8 @@ class NeuMissQuantileRegressor(NeuMissRegressor):
     ):
         super().__init__(
             depth, mlp_depth=mlp_depth, mlp_width=mlp_width, weight_sharing=weight_sharing,
-            residual=residual, mask_skip=mask_skip, compress_tails=compress_tails,
+            residual=residual, mask_skip=mask_skip, spline=spline,
+            compress_tails=compress_tails,
             ensemble_size=ensemble_size,
             optimizer=optimizer, learning_rate=learning_rate, batch_size=batch_size,
             max_epochs=max_epochs, validation_fraction=validation_fraction, patience=patience,

@@ -44,7 +44,6 @@ from ..network import (
     TrainingConfig,
     TrainingData,
     auto_learning_rate,
-    auto_mlp_width,
     evaluate_loss,
     search_depths,
     torch_threads,
@@ -144,11 +143,16 @@ def train_one_candidate(
     build_network, depths, weight_sharing, mlp_depths, train_rows, val_data, objective,
     config: TrainingConfig, seed: int, *, verbose: int = 0, label: str = "NeuMiss",
     n_members: int = 1, combine: str = "mean", mask_skip: bool | str = False,
+    spline: bool | str = False,
 ) -> SearchResult:
     """The search of :func:`~neumiss.network.search_depths` reduced to its one candidate, for
     training rows that are not in memory: trained without the divergence guard, which
     needs them in memory. Same arguments (one depth, one head, no ``"auto"``, except
-    ``mask_skip="auto"``, which is False here: deciding needs the rows in memory)."""
+    ``mask_skip="auto"`` and ``spline="auto"``, which are False here: deciding needs the
+    rows in memory; ``spline=True`` is refused: its knots are quantiles of the rows)."""
+    if spline is True:
+        raise ValueError("spline=True needs the training rows in memory (its knots are their "
+                         "quantiles): use spline=False or 'auto' (False here) with fit_stream")
     if len(depths) != 1 or len(mlp_depths) != 1 or weight_sharing == "auto":
         raise ValueError(
             "rows that are not in memory train one candidate: got depths "
@@ -194,7 +198,6 @@ class FitPlan:
         with torch_threads(estimator.n_jobs):
             self.source.prepare(estimator, device)
             estimator.learning_rate_ = self.learning_rate()
-            estimator.mlp_width_ = self.mlp_width()
             seed = draw_seed(estimator.random_state)
             rows = self.source.split(seed)
             objective = Objective(estimator._loss, functools.partial(
@@ -211,13 +214,6 @@ class FitPlan:
         if estimator.learning_rate == "auto":
             return auto_learning_rate(estimator.encoder_.n_features_out_)
         return float(estimator.learning_rate)
-
-    def mlp_width(self) -> int:
-        """``mlp_width``, or its automatic value for the encoded columns of ``encoder_``."""
-        estimator = self.estimator
-        if estimator.mlp_width is None:
-            return auto_mlp_width(estimator.encoder_.n_features_out_)
-        return int(estimator.mlp_width)
 
     def training_config(self) -> TrainingConfig:
         """The estimator's optimisation parameters, with ``learning_rate_``."""
@@ -242,7 +238,7 @@ class FitPlan:
                      rows.train, rows.val, objective, self.training_config(), seed)
         options = {"verbose": int(estimator.verbose), "label": type(estimator).__name__,
                    "n_members": int(estimator.ensemble_size), "combine": estimator._combine(),
-                   "mask_skip": estimator.mask_skip}
+                   "mask_skip": estimator.mask_skip, "spline": estimator.spline}
         if isinstance(rows.train, TrainingData):
             return search_depths(*arguments, **options,
                                  screen_depths=isinstance(estimator.depth, str))
@@ -257,6 +253,10 @@ class FitPlan:
         estimator.weight_sharing_ = best.weight_sharing
         estimator.mlp_depth_ = best.mlp_depth
         estimator.mask_skip_ = result.mask_skip
+        estimator.spline_ = result.spline
+        encoding = best.network.encoding
+        estimator.spline_ramps_ = 0 if encoding is None else encoding.n_ramps
+        estimator.mlp_width_ = estimator._mlp_width(estimator.spline_ramps_)
         estimator.history_ = best.result.history
         estimator.n_epochs_ = best.result.n_epochs
         estimator.best_epoch_ = best.result.best_epoch

@@ -79,6 +79,12 @@ def _check_linear_head(estimator) -> None:
             "layer(s)), so its predictions are nonlinear in the observed values; fit with "
             "mlp_depth=0 (the linear head) for per-pattern linear models"
         )
+    if getattr(estimator, "spline_", False):
+        raise ValueError(
+            f"no linear model: the network has a spline term ({estimator.spline_ramps_} "
+            "ramps of the features), so its predictions are nonlinear in the observed "
+            "values; fit with spline=False for per-pattern linear models"
+        )
     if estimator._combine() != "mean" and estimator.ensemble_size > 1:
         raise ValueError(
             f"no linear model: the classifier is an ensemble of {estimator.ensemble_size} "

@@ -45,6 +45,10 @@ FORMAT = "neumiss-estimator"
 #: are stored (1 had ``x_mean_`` and ``x_scale_``).
 FORMAT_VERSION = 6
 
+#: Parameters added within :data:`FORMAT_VERSION`, and the value for which a file written
+#: before them (without them) holds the model it held.
+LATER_PARAMETERS = {"spline": False}
+
 #: Names a saved fitted attribute may have: public, ending with ``_``.
 _ATTRIBUTE_NAME = re.compile(r"[a-z][a-z0-9_]*_")
 #: Fitted attributes every saved estimator has.
@@ -265,6 +269,8 @@ def _rebuild(payload, classes: Mapping[str, type]):
                                 else int(estimator.mlp_width))
     if "depth_starts_" not in attributes:  # written before depth="auto" screened its depths
         estimator.depth_starts_ = None
+    if "spline_" not in attributes:  # written before the spline term existed
+        estimator.spline_, estimator.spline_ramps_ = False, 0
     _check_preprocessing(estimator)
     estimator.network_ = _network(estimator, payload["state_dict"])
     return estimator
@@ -288,6 +294,8 @@ def _unfitted(cls: type, name: str, params: dict, classes: Mapping[str, type]):
     """A ``cls`` (saved as ``name``) with the saved ``params`` (exactly its parameters,
     valid), on CPU."""
     expected = set(cls._get_param_names())
+    # parameters added within this format: older files built the models they default to
+    params = {**{k: v for k, v in LATER_PARAMETERS.items() if k in expected}, **params}
     unknown, missing = sorted(set(params) - expected, key=str), sorted(expected - set(params))
     if unknown:
         raise _Damaged(f"has unknown parameters {unknown} for {name}")

@@ -179,16 +179,37 @@ def _member(g: Graph, network, x: str, obs: str, m: str, prefix: str) -> str:
     ``skip`` (``MatMul`` by its transposed weight) when the head has an MLP, plus the
     mask's linear term (``M`` times its transposed weight) with ``mask_skip``."""
     h = _block(g, network.block, x, obs, m, f"{prefix}block")
-    out = _head(g, network.head, h, f"{prefix}head")
+    ramps = None if network.spline is None else _ramps(g, network.encoding, h,
+                                                        f"{prefix}encoding")
+    inputs = h if ramps is None or network.skip is None else g.op(
+        "Concat", [h, ramps], f"{prefix}head.inputs", axis=1)  # an MLP reads the ramps
+    out = _head(g, network.head, inputs, f"{prefix}head")
     if network.skip is not None:
         weight = g.constant(f"{prefix}skip.weight_t", _array(network.skip.weight).T)
         skip = g.op("MatMul", [h, weight], f"{prefix}skip.out")
         out = g.op("Add", [out, skip], f"{prefix}head_plus_skip")
+    if ramps is not None:
+        weight = g.constant(f"{prefix}spline.weight_t", _array(network.spline.weight).T)
+        spline = g.op("MatMul", [ramps, weight], f"{prefix}spline.out")
+        out = g.op("Add", [out, spline], f"{prefix}plus_spline")
     if network.mask_skip is not None:
         weight = g.constant(f"{prefix}mask_skip.weight_t", _array(network.mask_skip.weight).T)
         mask_term = g.op("MatMul", [m, weight], f"{prefix}mask_skip.out")
         out = g.op("Add", [out, mask_term], f"{prefix}plus_mask_skip")
     return out
+
+
+def _ramps(g: Graph, encoding, h: str, prefix: str) -> str:
+    """The spline term's ramps of ``h`` (N, d), (N, R): ``Gather`` of each ramp's column,
+    then ``Clip((h - left) / width, 0, 1)`` (:class:`~neumiss.network._spline.PiecewiseLinearEncoding`)."""
+    feature = g.constant(f"{prefix}.feature", encoding.feature.cpu().numpy(), np.int64)
+    columns = g.op("Gather", [h, feature], f"{prefix}.columns", axis=1)
+    shifted = g.op("Sub", [columns, g.constant(f"{prefix}.left", _array(encoding.left))],
+                   f"{prefix}.shifted")
+    scaled = g.op("Div", [shifted, g.constant(f"{prefix}.width", _array(encoding.width))],
+                  f"{prefix}.scaled")
+    return g.op("Clip", [scaled, g.constant(f"{prefix}.zero", 0.0),
+                         g.constant(f"{prefix}.one", 1.0)], f"{prefix}.ramps")
 
 
 def _member_blocks(g: Graph, members, x: str, obs: str, m: str) -> tuple[str, bool]:
@@ -222,6 +243,14 @@ def _members_side_by_side(g: Graph, members, x: str, obs: str, m: str,
     the same input) and the graph never forms the K outputs."""
     h, same_input = _member_blocks(g, members, x, obs, m)
     out, block_is_shared = h, same_input
+    ramps = None
+    if members[0].spline is not None:
+        if not block_is_shared:  # the estimators train spline members together, always
+            raise ValueError("cannot export an ensemble of spline networks with their own "
+                             "blocks: members with a spline term share one block")
+        ramps = _ramps(g, members[0].encoding, h, "encoding")
+        if members[0].skip is not None:  # an MLP reads the ramps beside the block's output
+            out = g.op("Concat", [h, ramps], "members.head.inputs", axis=1)
     k = len(members)
     last = max(i for i, layer in enumerate(members[0].head) if isinstance(layer, nn.Linear))
 
@@ -249,6 +278,11 @@ def _members_side_by_side(g: Graph, members, x: str, obs: str, m: str,
             [_array(n.skip.weight).T for n in members], block_is_shared, average))
         out = g.op("Add", [out, g.op("MatMul", [h, weight], "members.skip.out")],
                    "members.head_plus_skip")
+    if ramps is not None:
+        weight = g.constant("members.spline.weight", linear(
+            [_array(n.spline.weight).T for n in members], True, average))
+        out = g.op("Add", [out, g.op("MatMul", [ramps, weight], "members.spline.out")],
+                   "members.plus_spline")
     if members[0].mask_skip is not None:  # every member reads the same mask
         weight = g.constant("members.mask_skip.weight", linear(
             [_array(n.mask_skip.weight).T for n in members], True, average))
@@ -437,6 +471,7 @@ def metadata(estimator, task: str) -> dict[str, str]:
         "weight_sharing": estimator.weight_sharing_,
         "residual": json.dumps(bool(estimator.residual)),
         "mlp_depth": str(estimator.mlp_depth_),
+        "spline_ramps": str(estimator.spline_ramps_),
         "ensemble_size": str(estimator.ensemble_size),
         "input_contract": INPUT_CONTRACT,
         # What predict refuses (values too far from the training data), for the scorers.

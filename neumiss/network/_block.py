@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from ..checks import AnyOf, Boolean, Integer, NoneValue, Options, check_params
+from ._spline import PiecewiseLinearEncoding
 
 WEIGHT_MODES = ("independent", "shared")
 
@@ -38,6 +39,7 @@ _CONSTRAINTS = {
     "mlp_depth": Integer(0),
     "mlp_width": AnyOf(NoneValue(), Integer(1)),
     "mask_skip": Boolean(),
+    "n_ramps": Integer(0),
 }
 
 
@@ -195,6 +197,15 @@ class NeuMissNetwork(nn.Module):
     uses it. For a fixed missingness pattern it only shifts the intercept, so
     the per-pattern linear models stay linear.
 
+    With ``n_ramps`` > 0, a spline term is added too: a linear map (no bias, zero at
+    initialisation) of ``n_ramps`` piecewise-linear encodings of the block's output
+    (:class:`~neumiss.network._spline.PiecewiseLinearEncoding`, ``encoding``: its knots
+    set by ``encoding.set_ramps``), so that a linear head fits an additive spline of
+    each feature (a target that bends with a feature); an MLP head reads the ramps
+    beside the block's output (the numeric embeddings of tabular networks: its units
+    then cut each feature at its quantiles). It makes the per-pattern models nonlinear
+    in the observed values.
+
     Shapes: ``x`` and ``mask`` (batch, d) -> output (batch, n_outputs).
     """
 
@@ -208,11 +219,13 @@ class NeuMissNetwork(nn.Module):
         mlp_depth: int = 0,
         mlp_width: int | None = None,
         mask_skip: bool = False,
+        n_ramps: int = 0,
     ) -> None:
         super().__init__()
         check_params(
             type(self).__name__,
             {
+                "n_ramps": n_ramps,
                 "n_features": n_features,
                 "n_outputs": n_outputs,
                 "depth": depth,
@@ -229,7 +242,7 @@ class NeuMissNetwork(nn.Module):
         )
         width = int(mlp_width) if mlp_width is not None else n_features
         layers: list[nn.Module] = []
-        in_dim = n_features
+        in_dim = n_features + (int(n_ramps) if mlp_depth else 0)  # an MLP reads the ramps
         for _ in range(int(mlp_depth)):
             layers += [nn.Linear(in_dim, width), nn.ReLU()]
             in_dim = width
@@ -237,6 +250,8 @@ class NeuMissNetwork(nn.Module):
         self.head = nn.Sequential(*layers)
         self.skip = nn.Linear(n_features, int(n_outputs), bias=False) if mlp_depth else None
         self.mask_skip = nn.Linear(n_features, int(n_outputs), bias=False) if mask_skip else None
+        self.encoding = PiecewiseLinearEncoding(n_ramps) if n_ramps else None
+        self.spline = nn.Linear(int(n_ramps), int(n_outputs), bias=False) if n_ramps else None
 
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
         """Re-draw every parameter from ``generator`` (repeatable initialisation)."""
@@ -252,9 +267,10 @@ class NeuMissNetwork(nn.Module):
             with torch.no_grad():
                 self.skip.weight.uniform_(-bound, bound, generator=generator)
                 self.head[-1].weight.zero_()
-        if self.mask_skip is not None:
-            with torch.no_grad():
-                self.mask_skip.weight.zero_()
+        for term in (self.mask_skip, self.spline):
+            if term is not None:
+                with torch.no_grad():
+                    term.weight.zero_()
 
     @torch.no_grad()
     def warm_start_from(self, other: NeuMissNetwork, keep_mlp: bool = True) -> list[str]:
@@ -271,7 +287,8 @@ class NeuMissNetwork(nn.Module):
         skip receives the linear weights and the MLP's last layer (zero at
         initialisation) the bias, so both networks compute the same function.
         From an MLP head into a linear one, the linear head receives the skip
-        and the MLP's last bias (the function less the MLP's part).
+        and the MLP's last bias (the function less the MLP's part). A spline term
+        receives the other's weights and knots when both have as many ramps.
 
         With ``keep_mlp=False``, an MLP head keeps its fresh initialisation
         (its last layer at zero) and receives only the skip and the last bias:
@@ -298,6 +315,9 @@ class NeuMissNetwork(nn.Module):
             if name in own and own[name].shape == value.shape:
                 own[name].copy_(value.to(own[name].device))
                 copied.append(name)
+        if self.encoding is not None and other.encoding is not None \
+                and self.encoding.n_ramps == other.encoding.n_ramps:  # the spline's knots
+            self.encoding.load_state_dict(other.encoding.state_dict())
         if other.skip is None and self.skip is not None:  # linear head -> MLP + skip
             linear, last = other.head[-1], self.head[-1]
             self.skip.weight.copy_(linear.weight.to(self.skip.weight.device))
@@ -324,7 +344,7 @@ class NeuMissNetwork(nn.Module):
         that constant, see :func:`~neumiss.network.train`)."""
         last = self.head[-1]
         last.weight.zero_()
-        for linear in (self.skip, self.mask_skip):
+        for linear in (self.skip, self.mask_skip, self.spline):
             if linear is not None:
                 linear.weight.zero_()
         last.bias.copy_(torch.as_tensor(value, dtype=last.bias.dtype).to(last.bias.device))
@@ -332,5 +352,11 @@ class NeuMissNetwork(nn.Module):
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Shapes: (batch, d), (batch, d) -> (batch, n_outputs)."""
         h = self.block(x, mask)
-        out = self.head(h) if self.skip is None else self.head(h) + self.skip(h)
+        if self.spline is None:
+            out = self.head(h) if self.skip is None else self.head(h) + self.skip(h)
+        else:
+            ramps = self.encoding(h)
+            inputs = h if self.skip is None else torch.cat([h, ramps], dim=-1)
+            out = self.head(inputs) + self.spline(ramps)
+            out = out if self.skip is None else out + self.skip(h)
         return out if self.mask_skip is None else out + self.mask_skip(mask)

@@ -41,6 +41,11 @@ the block's output) when the linear start at depth 0 is clearly better on the
 validation rows with that term than without (:meth:`DepthSearch.mask_term_helps`, the
 one-standard-error rule): informative missingness (self-masking, missing-not-at-random
 tables) is then used, and a mask that says nothing of the target adds no parameters.
+With ``spline="auto"``, the heads get the spline term (piecewise-linear ramps of the
+block's output on quantile bins, :mod:`~neumiss.network._spline`) when, that decided,
+it makes the linear start at depth 0 clearly better in the same way
+(:meth:`DepthSearch.spline_term_helps`): an additive spline of each feature, fitted in
+closed form, for targets that bend with a feature.
 
 Every candidate is an ensemble of ``n_members`` networks trained together as one
 :class:`~neumiss.network.StackedNetwork` (one block; member ``k``'s head initialised
@@ -66,6 +71,7 @@ from ._data import TrainingData, member_weights, row_losses, validation_loss
 from ._divergence import DivergenceWarning
 from ._stacked import StackedNetwork
 from ._start import (
+    data_ramps,
     moment_scale,
     observed_moments,
     start_from_moments,
@@ -145,7 +151,8 @@ class SearchResult(NamedTuple):
     linear term. ``chebyshev``: the summary of the Chebyshev-started candidate
     (:func:`try_chebyshev`), None when it was not tried. ``starts``: per depth
     screened, ``val_loss`` and ``val_score`` of its data start
-    (:meth:`DepthSearch.screen`), None when the depths were not screened.
+    (:meth:`DepthSearch.screen`), None when the depths were not screened. ``spline``:
+    whether the networks have the spline term.
     """
 
     best: Candidate
@@ -155,6 +162,7 @@ class SearchResult(NamedTuple):
     mask_skip: bool
     chebyshev: dict[str, float] | None = None
     starts: dict[int, dict[str, float]] | None = None
+    spline: bool = False
 
 
 def clearly_better(
@@ -244,7 +252,7 @@ class DepthSearch:
 
     def __init__(
         self,
-        build_network: Callable[[int, str, int, bool], NeuMissNetwork],
+        build_network: Callable[[int, str, int, bool, int], NeuMissNetwork],
         train_data: TrainingData,
         val_data: TrainingData | None,
         objective: Objective,
@@ -255,10 +263,14 @@ class DepthSearch:
         combine: str = "mean",
         moments: tuple[np.ndarray, np.ndarray] | None = None,
         mask_skip: bool | str = False,
+        ramps: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     ) -> None:
         self.build_network = build_network
         # "auto" builds networks without the mask's term until mask_term_helps decides
         self.mask_skip = mask_skip not in ("auto", False)
+        # the spline term's knots (quantile_ramps), its networks with the term or not
+        self.ramps = ramps
+        self.spline = False
         self.n_members = n_members
         self.combine = combine
         self.moments = moments
@@ -268,8 +280,10 @@ class DepthSearch:
         self.seed = seed
         self.verbose = verbose
         self.label = label
-        # (depth, weight mode, mask_skip) -> the linear parts of the moments' start
+        # (depth, weight mode, mask_skip, spline) -> the linear parts of the moments' start
         self._linear_starts: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+        # (mask_skip, spline) -> the last linear parts fitted with those terms
+        self._last_fits: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def members(self, depth: int, weight_sharing: str, mlp_depth: int,
                 start_from: StackedNetwork | None, refit_linear: bool = False
@@ -282,9 +296,13 @@ class DepthSearch:
         are fitted on the block they keep (:meth:`fit_linear_parts`)."""
         starts = [None] * self.n_members if start_from is None else start_from.networks()
         networks = []
+        n_ramps = len(self.ramps[0]) if self.spline else 0
         for k, start in enumerate(starts):
-            network = self.build_network(depth, weight_sharing, mlp_depth, self.mask_skip)
+            network = self.build_network(depth, weight_sharing, mlp_depth, self.mask_skip,
+                                         n_ramps)
             network.reset_parameters(torch.Generator().manual_seed(self.seed + k))
+            if n_ramps:
+                network.encoding.set_ramps(*self.ramps)
             if start is not None:
                 network.warm_start_from(start, keep_mlp=start.block.depth == depth)
             networks.append(network)
@@ -305,7 +323,7 @@ class DepthSearch:
         start_from_moments(networks[0], *self.moments, scale=scale)
         # The same start with another head depth (the screen's linear heads, then the
         # chain's MLP heads) has the same linear parts: solved once.
-        key = (block.depth, block.weight_sharing, self.mask_skip)
+        key = (block.depth, block.weight_sharing, self.mask_skip, self.spline)
         self._linear_starts[key] = self.fit_linear_parts(networks,
                                                          self._linear_starts.get(key))
         return StackedNetwork(networks, self.combine).to(self.train_data.device)
@@ -315,24 +333,43 @@ class DepthSearch:
                          ) -> tuple[torch.Tensor, torch.Tensor]:
         """Fit each head's linear part on the output of ``networks[0]``'s block (the block
         the stacked network keeps), each member on its own rows, in place, or set it to a
-        ``solution`` of the same problem (:func:`start_linear_parts`); returns it."""
-        return start_linear_parts(networks, self.train_data, self.objective.loss, self.seed,
-                                  squared=self.objective.squared, solution=solution,
-                                  logistic=self.objective.logistic)
+        ``solution`` of the same problem (:func:`start_linear_parts`); returns it. An
+        iterative fit starts from the last one with the same terms (another depth's
+        block, or the block before training: close, and several times fewer L-BFGS
+        iterations than from zero with the spline's ramps)."""
+        terms = (self.mask_skip, self.spline)
+        fitted = start_linear_parts(networks, self.train_data, self.objective.loss, self.seed,
+                                    squared=self.objective.squared, solution=solution,
+                                    logistic=self.objective.logistic,
+                                    initial=self._last_fits.get(terms))
+        self._last_fits[terms] = fitted
+        return fitted
 
     def mask_term_helps(self) -> bool:
         """Whether the mask's own linear term (``mask_skip``) clearly lowers the validation
-        losses of the linear start at depth 0 (:func:`clearly_better`): the members'
-        linear heads fitted by :func:`start_linear_parts` on the data-started block's
-        output (mean imputation), with and without the mask. Needs validation rows and
-        :attr:`moments`; sets :attr:`mask_skip` to the answer."""
+        losses of the linear start at depth 0 (:meth:`term_helps`); sets :attr:`mask_skip`
+        to the answer."""
+        return self.term_helps("mask_skip")
+
+    def spline_term_helps(self) -> bool:
+        """Whether the spline term (on the ramps :attr:`ramps`) clearly lowers the
+        validation losses of the linear start at depth 0 (:meth:`term_helps`, with the
+        mask's term as already decided); sets :attr:`spline` to the answer."""
+        return self.term_helps("spline")
+
+    def term_helps(self, term: str) -> bool:
+        """Whether the heads' ``term`` (``"mask_skip"`` or ``"spline"``) clearly lowers the
+        validation losses (:func:`clearly_better`) of the linear start at depth 0: the
+        members' linear heads fitted by :func:`start_linear_parts` on the data-started
+        block's output (mean imputation), with and without it. Needs validation rows and
+        :attr:`moments`; sets the attribute ``term`` to the answer."""
         losses = []
-        for mask_skip in (False, True):
-            self.mask_skip = mask_skip
+        for present in (False, True):
+            setattr(self, term, present)
             network = self.members(0, "shared", 0, None)
             losses.append(row_losses(network, self.val_data, self.objective.loss))
-        self.mask_skip = clearly_better(losses[1], losses[0], self.val_data.weight)
-        return self.mask_skip
+        setattr(self, term, clearly_better(losses[1], losses[0], self.val_data.weight))
+        return getattr(self, term)
 
     def screen(self, depths: Sequence[int], weight_sharing: str
                ) -> tuple[list[int], dict[int, dict[str, float]]]:
@@ -450,7 +487,7 @@ class DepthSearch:
 
 
 def search_depths(
-    build_network: Callable[[int, str, int, bool], NeuMissNetwork],
+    build_network: Callable[[int, str, int, bool, int], NeuMissNetwork],
     depths: Sequence[int],
     weight_sharing: str,
     mlp_depths: Sequence[int],
@@ -467,12 +504,13 @@ def search_depths(
     data_start: bool = True,
     mask_skip: bool | str = False,
     screen_depths: bool = False,
+    spline: bool | str = False,
 ) -> SearchResult:
     """Train ``depths`` in increasing order and return the best network.
 
     Parameters
     ----------
-    build_network : callable ``(depth, weight_sharing, mlp_depth, mask_skip) -> NeuMissNetwork``
+    build_network : callable ``(depth, weight_sharing, mlp_depth, mask_skip, n_ramps) -> NeuMissNetwork``
         A new, untrained network on the CPU (it is initialised from a CPU
         generator, then moved to the device of ``train_data``).
     depths : sequence of int
@@ -506,6 +544,11 @@ def search_depths(
         Whether the heads have the mask's own linear term; ``"auto"`` decides by
         :meth:`DepthSearch.mask_term_helps` (False without validation rows or
         ``data_start``, where there is nothing to decide on).
+    spline : bool or "auto"
+        Whether the heads have the spline term on quantile ramps of the training rows
+        (:func:`~neumiss.network._start.data_ramps`; never for a table without ramps);
+        ``"auto"`` decides by :meth:`DepthSearch.spline_term_helps` after the mask's term
+        (False without validation rows or ``data_start``).
     screen_depths : bool
         Train a depth beyond the first only when its data start validates clearly better
         than the first's (:meth:`DepthSearch.screen`; needs validation rows and
@@ -526,10 +569,14 @@ def search_depths(
     if n_members > 1 and train_data.member_weight is None:
         train_data = dataclasses.replace(train_data, member_weight=member_weights(
             len(train_data), n_members, seed, train_data.device))
+    ramps = None if spline is False else data_ramps(train_data, seed)
     search = DepthSearch(build_network, train_data, val_data, objective, seed, verbose, label,
-                         n_members, combine, moments, mask_skip)
-    if mask_skip == "auto" and val_data is not None and moments is not None:
+                         n_members, combine, moments, mask_skip, ramps)
+    decidable = val_data is not None and moments is not None
+    if mask_skip == "auto" and decidable:
         search.mask_term_helps()
+    if ramps is not None and (spline is True or (spline == "auto" and decidable)):
+        search.spline = True if spline is True else search.spline_term_helps()
     chain_weights = "shared" if weight_sharing == "auto" else weight_sharing
     starts = None
     if screen_depths and len(depths) > 1 and val_data is not None and moments is not None:
@@ -557,4 +604,4 @@ def search_depths(
     if best.result.warning is not None:  # the kept network diverged, or is a constant
         warnings.warn(best.result.warning, DivergenceWarning, stacklevel=2)
     return SearchResult(best, depth_results, untied, heads, search.mask_skip, chebyshev,
-                        starts)
+                        starts, search.spline)

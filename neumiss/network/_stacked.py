@@ -61,6 +61,7 @@ class StackedNetwork(nn.Module):
         # The template is kept outside the module tree: it only gives the members' shape.
         self.__dict__["_template"] = copy.deepcopy(template).cpu()
         self.block = copy.deepcopy(template.block)
+        self.encoding = copy.deepcopy(template.encoding)  # the spline's knots, or None
         names = [name for name, _ in template.named_parameters()
                  if not name.startswith("block.")]
         states = [dict(network.named_parameters()) for network in networks]
@@ -81,8 +82,12 @@ class StackedNetwork(nn.Module):
         Each member computes what :meth:`NeuMissNetwork.forward` computes with the shared
         block and its head.
         """
-        imputed = self.block(x, mask).expand(self.n_members, -1, -1)  # (K, batch, d)
-        out = imputed
+        block_out = self.block(x, mask)  # (batch, d)
+        imputed = block_out.expand(self.n_members, -1, -1)  # (K, batch, d)
+        ramps = None if self.encoding is None else self.encoding(block_out)  # (batch, R)
+        # an MLP head reads the ramps beside the block's output, a linear head only the latter
+        out = imputed if ramps is None or "skip__weight" not in self.heads else torch.cat(
+            [block_out, ramps], dim=-1).expand(self.n_members, -1, -1)
         for index, key in enumerate(self._layers):
             out = torch.baddbmm(self.heads[f"{key}__bias"].unsqueeze(1), out,
                                 self.heads[f"{key}__weight"].transpose(1, 2))
@@ -90,6 +95,9 @@ class StackedNetwork(nn.Module):
                 out = torch.relu(out)
         if "skip__weight" in self.heads:
             out = torch.baddbmm(out, imputed, self.heads["skip__weight"].transpose(1, 2))
+        if ramps is not None:
+            out = torch.baddbmm(out, ramps.expand(self.n_members, -1, -1),
+                                self.heads["spline__weight"].transpose(1, 2))
         if "mask_skip__weight" in self.heads:
             out = torch.baddbmm(out, mask.expand(self.n_members, -1, -1),
                                 self.heads["mask_skip__weight"].transpose(1, 2))
@@ -107,7 +115,7 @@ class StackedNetwork(nn.Module):
         :meth:`NeuMissNetwork.set_constant_output`)."""
         last = self._layers[-1]
         self.heads[f"{last}__weight"].zero_()
-        for name in ("skip__weight", "mask_skip__weight"):
+        for name in ("skip__weight", "mask_skip__weight", "spline__weight"):
             if name in self.heads:
                 self.heads[name].zero_()
         bias = self.heads[f"{last}__bias"]
@@ -121,15 +129,19 @@ class StackedNetwork(nn.Module):
                 and not self.heads[f"{self._layers[-1]}__weight"].any())
 
     def networks(self) -> list[NeuMissNetwork]:
-        """The members as separate networks (copies of the block and of each head, on this
-        network's device)."""
+        """The members as separate networks (copies of the block, the spline's knots and of
+        each head, on this network's device)."""
         members = []
-        block = {f"block.{name}": value.detach() for name, value in self.block.state_dict().items()}
+        shared = {f"block.{name}": value.detach()
+                  for name, value in self.block.state_dict().items()}
+        if self.encoding is not None:
+            shared.update({f"encoding.{name}": value
+                           for name, value in self.encoding.state_dict().items()})
         for k in range(self.n_members):
             member = copy.deepcopy(self._template).to(self.block.mu.device)
             heads = {name: self.heads[_key(name)][k].detach()
                      for name, _ in member.named_parameters() if not name.startswith("block.")}
-            member.load_state_dict({**block, **heads})
+            member.load_state_dict({**shared, **heads})
             members.append(member.eval())
         return members
 

@@ -30,6 +30,7 @@ from ._analytic import computes_iterates, set_analytic_weights, set_chebyshev_we
 from ._block import NeuMissNetwork
 from ._data import LossFunction, TrainingData, mean_loss
 from ._optimizer import lbfgs, minimize_lbfgs
+from ._spline import quantile_ramps, spline_bins
 
 #: Rows drawn (at most) to estimate the moments: their error is then far below what
 #: training corrects, at a cost independent of the table's length.
@@ -65,6 +66,13 @@ def moment_scale(n_rows: int, n_features: int, weight_sharing: str = "shared") -
 #: The L2 penalty of :func:`start_linear_parts` on the mean log loss is this over the
 #: number of rows (logistic regression's default ``C = 1``).
 LINEAR_PENALTY = 1.0
+
+#: The L2 penalty of the spline term's weights (:func:`start_linear_parts`, the log loss):
+#: stronger than the linear part's, since neighbouring ramps can trade large weights of
+#: opposite signs (penalized logistic regressions on the ramps chose ``C`` near 0.1 by
+#: cross-validation on the real suite's binary tables), and it keeps L-BFGS's problem well
+#: conditioned (credit_default: 200 iterations, the cap, at ``C = 1``).
+SPLINE_PENALTY = 10.0
 
 #: The ridge penalties (``alpha`` on the sum of squared errors) among which
 #: :func:`ridge_penalty` chooses the squared loss's by leave-one-out error.
@@ -105,6 +113,20 @@ def observed_moments(data: TrainingData, seed: int = 0,
     return np.asarray(mean, dtype=np.float64), (cov + cov.T) / 2
 
 
+def data_ramps(data: TrainingData, seed: int = 0, max_rows: int = MOMENT_ROWS
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The spline term's ramps for ``data``'s features (:func:`quantile_ramps` with
+    :func:`spline_bins` bins per column, among at most ``max_rows`` rows drawn with
+    ``seed``), or None when there are none (a table too wide, or of binary columns)."""
+    n_bins = spline_bins(data.x.shape[1])
+    if n_bins < 2:
+        return None
+    rows = _rows(len(data), max_rows, seed)
+    ramps = quantile_ramps(data.x[rows].double().cpu().numpy(),
+                           data.mask[rows].cpu().numpy(), n_bins)
+    return ramps if len(ramps[0]) else None
+
+
 def start_from_moments(network: NeuMissNetwork, mean: np.ndarray, cov: np.ndarray,
                        scale: str = "midpoint") -> bool:
     """Set ``network``'s block to the Neumann iterates of ``cov`` around ``mean`` (run on
@@ -131,18 +153,21 @@ def start_linear_parts(networks: list[NeuMissNetwork], data: TrainingData,
                        loss_fn: LossFunction, seed: int = 0,
                        max_rows: int = MOMENT_ROWS, squared: bool = False,
                        solution: tuple[torch.Tensor, torch.Tensor] | None = None,
-                       logistic: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+                       logistic: bool = False,
+                       initial: tuple[torch.Tensor, torch.Tensor] | None = None
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
     """Fit the linear part of each network's head on the output of ``networks[0]``'s
     block (the block a :class:`~neumiss.network.StackedNetwork` keeps), in place.
 
     Network ``k`` is fitted to its own rows: ``data.weight`` times column ``k`` of
     ``data.member_weight`` when given (its bootstrap resample). The fit minimises the
     mean (weighted) ``loss_fn`` plus ``LINEAR_PENALTY / (2 n)`` times the squared
-    weights (not the bias) by L-BFGS, from zero weights, on at most ``max_rows``
+    weights (not the bias; ``SPLINE_PENALTY / (2 n)`` for the spline's) by L-BFGS, from zero weights, on at most ``max_rows``
     rows drawn with ``seed``. The linear part is the linear head (``mlp_depth=0``), or
-    the skip and the MLP's last bias (its last weights, zero, are left so), and the
+    the skip and the MLP's last bias (its last weights, zero, are left so), the
     mask's own term when the network has one (``mask_skip``: the fit is then on the
-    block's output and the mask): each network then computes that linear function.
+    block's output and the mask), and the spline term's weights (on the ramps of the
+    block's output) when it has one: each network then computes that function.
     With ``squared`` (``loss_fn`` is the squared error of one output), the fit is the
     ridge regression whose penalty :func:`ridge_penalty` chooses by leave-one-out error
     on the (case-weighted) rows, solved from its normal equations (:func:`_ridge`):
@@ -156,47 +181,50 @@ def start_linear_parts(networks: list[NeuMissNetwork], data: TrainingData,
     Returns the weights (K, n_outputs, p) and biases (K, n_outputs) set, float64. Given as
     ``solution`` (what an earlier call returned for a block computing the same function,
     on the same rows and loss: networks of another head depth), they are set without
-    solving again.
+    solving again. L-BFGS starts from ``initial`` when given (the solution of a problem
+    with the same columns: another depth's block, or the block before training), not
+    from zero.
     """
     if solution is not None:
         _set_linear_parts(networks, *solution)
         return solution
     rows = torch.as_tensor(_rows(len(data), max_rows, seed), device=data.device)
     data = data.subset(rows)
-    with torch.no_grad():
-        features = networks[0].block.to(data.device)(data.x, data.mask).double()  # (n, d)
-    if networks[0].mask_skip is not None:  # the mask's own linear term is fitted too
-        features = torch.cat([features, data.mask.double()], dim=1)  # (n, 2 d)
+    with torch.no_grad():  # the block's output, the mask, the spline's ramps: (n, p)
+        features = _linear_features(networks[0], data.x, data.mask).double()
     n, n_members = len(data), len(networks)
     n_outputs = networks[0].head[-1].out_features
     case_weight = torch.ones(n, device=data.device) if data.weight is None else data.weight
     member_weight = (case_weight[:, None].expand(n, n_members) if data.member_weight is None
                      else case_weight[:, None] * data.member_weight).double()  # (n, K)
     target = data.target.double() if data.target.is_floating_point() else data.target
-    penalty = LINEAR_PENALTY / (2.0 * n)
+    penalty = _penalties(networks[0], features.shape[1], n)
     if squared:
         alpha = ridge_penalty(features, target, case_weight.double())
         solution = _ridge(features, target, member_weight, alpha)
     elif logistic and n_outputs == 1:
-        solution = _logistic(features, target, member_weight, penalty)
+        solution = _logistic(features, target, member_weight, penalty, initial)
     else:
-        solution = _penalized(features, target, member_weight, n_outputs, loss_fn, penalty)
+        solution = _penalized(features, target, member_weight, n_outputs, loss_fn,
+                              torch.as_tensor(penalty, device=features.device), initial)
     _set_linear_parts(networks, *solution)
     return solution
 
 
 def _penalized(features: torch.Tensor, target: torch.Tensor, row_weight: torch.Tensor,
-               n_outputs: int, loss_fn: LossFunction, penalty: float
+               n_outputs: int, loss_fn: LossFunction, penalty: torch.Tensor,
+               initial: tuple[torch.Tensor, torch.Tensor] | None = None
                ) -> tuple[torch.Tensor, torch.Tensor]:
     """Per member ``k``, the minimiser of ``mean_ik(w_ik loss_fn(f_i . beta_k + b_k, y_i))
-    + penalty sum_k |beta_k|^2 / K`` by L-BFGS from zero, the gradient by autograd:
-    ``features`` (n, p) float64, ``target`` (n,), ``row_weight`` (n, K) float64. Returns
+    + sum_kj penalty_j beta_kj^2 / K`` (``penalty`` (p,): :func:`_penalties`) by L-BFGS
+    from zero (or ``initial``), the gradient by autograd: ``features`` (n, p) float64, ``target`` (n,), ``row_weight`` (n, K) float64. Returns
     the weights (K, n_outputs, p) and biases (K, n_outputs), float64."""
     p, n_members = features.shape[1], row_weight.shape[1]
-    weight = torch.zeros(n_members, n_outputs, p, dtype=torch.float64,
-                         device=features.device, requires_grad=True)
-    bias = torch.zeros(n_members, n_outputs, dtype=torch.float64, device=features.device,
-                       requires_grad=True)
+    if initial is None:
+        initial = (torch.zeros(n_members, n_outputs, p, dtype=torch.float64),
+                   torch.zeros(n_members, n_outputs, dtype=torch.float64))
+    weight, bias = (start.to(features.device, torch.float64).clone().requires_grad_()
+                    for start in initial)
     targets = target.repeat(n_members)
     rows_weight = row_weight.T.reshape(-1)
 
@@ -204,33 +232,60 @@ def _penalized(features: torch.Tensor, target: torch.Tensor, row_weight: torch.T
         outputs = torch.baddbmm(bias[:, None, :], features.expand(n_members, -1, -1),
                                 weight.transpose(1, 2))  # (K, n, n_outputs)
         losses = loss_fn(outputs.flatten(0, 1), targets)
-        return mean_loss(losses, rows_weight) + penalty * (weight**2).sum() / n_members
+        return mean_loss(losses, rows_weight) + (penalty * weight**2).sum() / n_members
 
     minimize_lbfgs(objective, [weight, bias], max_iterations=LINEAR_ITERATIONS, gtol=1e-7)
     return weight.detach(), bias.detach()
+
+
+def _penalties(network: NeuMissNetwork, n_columns: int, n_rows: int) -> np.ndarray:
+    """The L2 penalty of each of the ``n_columns`` columns of :func:`_linear_features` on
+    the mean loss over ``n_rows`` rows: :data:`LINEAR_PENALTY`, :data:`SPLINE_PENALTY` for
+    the spline's ramps (the last columns), over ``2 n``."""
+    penalty = np.full(n_columns, LINEAR_PENALTY)
+    if network.spline is not None:
+        penalty[n_columns - network.encoding.n_ramps :] = SPLINE_PENALTY
+    return penalty / (2.0 * n_rows)
+
+
+def _linear_features(network: NeuMissNetwork, x: torch.Tensor, mask: torch.Tensor
+                     ) -> torch.Tensor:
+    """What the linear part of ``network``'s head reads, (n, d [+ d] [+ R]): the block's
+    output, then the mask (with ``mask_skip``), then the ramps of the spline term."""
+    block_out = network.block.to(x.device)(x, mask)
+    parts = [block_out]
+    if network.mask_skip is not None:
+        parts.append(mask)
+    if network.spline is not None:
+        parts.append(network.encoding.to(x.device)(block_out))
+    return torch.cat(parts, dim=1)
 
 
 @torch.no_grad()
 def _set_linear_parts(networks: list[NeuMissNetwork], weight: torch.Tensor,
                       bias: torch.Tensor) -> None:
     """Set network ``k``'s linear part (see :func:`start_linear_parts`) to ``weight[k]``
-    (n_outputs, p: the block's outputs, then the mask's) and ``bias[k]`` (n_outputs,)."""
+    (n_outputs, p: the block's outputs, then the mask's, then the ramps', as
+    :func:`_linear_features` orders them) and ``bias[k]`` (n_outputs,)."""
     for k, network in enumerate(networks):
         linear = network.head[-1] if network.skip is None else network.skip
-        d = linear.weight.shape[1]
-        linear.weight.copy_(weight[k, :, :d].float())
-        if network.mask_skip is not None:
-            network.mask_skip.weight.copy_(weight[k, :, d:].float())
+        start = 0
+        for term in (t for t in (linear, network.mask_skip, network.spline) if t is not None):
+            width = term.weight.shape[1]
+            term.weight.copy_(weight[k, :, start : start + width].float())
+            start += width
         network.head[-1].bias.copy_(bias[k].float())
 
 
 def _logistic(features: torch.Tensor, target: torch.Tensor, row_weight: torch.Tensor,
-              penalty: float) -> tuple[torch.Tensor, torch.Tensor]:
+              penalty: np.ndarray,
+              initial: tuple[torch.Tensor, torch.Tensor] | None = None
+              ) -> tuple[torch.Tensor, torch.Tensor]:
     """Per member ``k``, the minimiser of the objective :func:`_penalized` minimises by
     autograd, for the log loss of one logit: ``mean_ik(w_ik l(y_i, f_i .
-    beta_k + b_k)) + penalty sum_k |beta_k|^2 / K``: ``features`` (n, p), ``target``
-    (n,) in {0, 1}, ``row_weight`` (n, K), float64; by L-BFGS from zero, with the
-    gradient in closed form (``(sigmoid(z) - y) w``). Returns the weights (K, 1, p) and
+    beta_k + b_k)) + sum_kj penalty_j beta_kj^2 / K``: ``features`` (n, p), ``target``
+    (n,) in {0, 1}, ``row_weight`` (n, K), float64; by L-BFGS from zero (or ``initial``),
+    with the gradient in closed form (``(sigmoid(z) - y) w``). Returns the weights (K, 1, p) and
     biases (K, 1) on the device of ``features``."""
     F, y, W = (t.cpu().numpy() for t in (features, target, row_weight))
     (n, p), n_members = F.shape, W.shape[1]
@@ -241,11 +296,13 @@ def _logistic(features: torch.Tensor, target: torch.Tensor, row_weight: torch.Te
         logits = F @ beta.T + bias  # (n, K)
         losses = np.logaddexp(0.0, logits) - y[:, None] * logits
         residual = W * (scipy.special.expit(logits) - y[:, None]) * scale  # (n, K)
-        value = scale * np.sum(W * losses) + penalty * np.sum(beta**2) / n_members
+        value = scale * np.sum(W * losses) + np.sum(penalty * beta**2) / n_members
         gradient = residual.T @ F + 2.0 * penalty * beta / n_members  # (K, p)
         return float(value), np.concatenate([gradient.ravel(), residual.sum(axis=0)])
 
-    found = lbfgs(loss_and_gradient, np.zeros(n_members * (p + 1)), LINEAR_ITERATIONS, 1e-7)
+    start = np.zeros(n_members * (p + 1)) if initial is None else np.concatenate(
+        [initial[0].cpu().numpy().ravel(), initial[1].cpu().numpy().ravel()])
+    found = lbfgs(loss_and_gradient, start, LINEAR_ITERATIONS, 1e-7)
     solution = torch.as_tensor(found, device=features.device)
     return (solution[:-n_members].reshape(n_members, 1, p),
             solution[-n_members:].reshape(n_members, 1))

@@ -138,7 +138,7 @@ predict.neumiss <- function(object, newdata, type = c("response", "prob", "class
 print.neumiss <- function(x, ...) {
   .check_fit(x, "x")
   cat(sprintf("NeuMiss %s model (depth %d, %s weights, %s, %d epochs)\n", x$task,
-              x$best_depth, x$weight_sharing, .head_label(x$mlp_depth, x$mask_skip), x$n_epochs))
+              x$best_depth, x$weight_sharing, .head_label(x$mlp_depth, x$mask_skip, x$spline), x$n_epochs))
   if (!is.null(x$call)) {
     cat("Call: ", paste(deparse(x$call), collapse = "\n"), "\n", sep = "")
   }
@@ -238,7 +238,8 @@ print.neumiss <- function(x, ...) {
 #' @return `summary()`: an object of class `"summary.neumiss"`, a list with
 #'   `task`, `depth` (the depth asked for), `best_depth` (the depth used),
 #'   `mlp_depth` (the head used: 0 is linear), `weight_sharing`, `mask_skip` (whether
-#'   the head sees the mask itself), `n_epochs`, `best_epoch` (whose weights were kept),
+#'   the head sees the mask itself), `spline` (whether it adds splines of the features),
+#'   `n_epochs`, `best_epoch` (whose weights were kept),
 #'   `n_obs`, `n_train`, `n_valid`, `validation_scheme` (`"holdout"`,
 #'   `"out_of_fold"`, `"validation_data"`), `n_deleted`, `metric` (`"R^2"` or
 #'   `"log-loss"`), `validation` (the validation metric), `training` (the
@@ -259,6 +260,7 @@ summary.neumiss <- function(object, ...) {
     mlp_depth = object$mlp_depth,
     weight_sharing = object$weight_sharing,
     mask_skip = isTRUE(object$mask_skip),
+    spline = isTRUE(object$spline),
     n_epochs = object$n_epochs,
     best_epoch = object$best_epoch,
     n_obs = object$n_obs,
@@ -315,7 +317,7 @@ print.summary.neumiss <- function(x, ...) {
     cat(sprintf("Classes: %s\n", .abbreviate_list(x$classes)))
   }
   cat(sprintf("Depth: %s (used: %d), weight sharing: %s, %s\n", .format_param(x$depth),
-              x$best_depth, x$weight_sharing, .head_label(x$mlp_depth, x$mask_skip)))
+              x$best_depth, x$weight_sharing, .head_label(x$mlp_depth, x$mask_skip, x$spline)))
   cat(sprintf("Epochs: %d (%s)\n", x$n_epochs,
               if (x$n_epochs == 0) "not trained: the start fitted to the data validated best"
               else if (x$best_epoch == 0) "no epoch beat the start fitted to the data: it is kept"
@@ -573,9 +575,11 @@ model.frame.neumiss <- function(formula, ...) {
   .abort("the model frame was not kept (model = FALSE, or a model read from a file); refit with model = TRUE.")
 }
 
-# "linear head" or "MLP head (k hidden layers)": the head a fit uses.
-.head_label <- function(mlp_depth, mask_skip = FALSE) {
+# "linear head" or "MLP head (k hidden layers)": the head a fit uses, "seeing the mask"
+# with the mask's own term, "with splines" with the spline term.
+.head_label <- function(mlp_depth, mask_skip = FALSE, spline = FALSE) {
   head <- if (mlp_depth == 0L) "linear head" else
     sprintf("MLP head (%d hidden layer%s)", mlp_depth, if (mlp_depth == 1L) "" else "s")
-  if (isTRUE(mask_skip)) paste(head, "seeing the mask") else head
+  if (isTRUE(mask_skip)) head <- paste(head, "seeing the mask")
+  if (isTRUE(spline)) paste(head, "with splines") else head
 }

@@ -140,7 +140,8 @@
 #'   `xlevels`, `seed`, `history` (a data frame of per-epoch losses),
 #'   `n_epochs`, `best_depth`, `mlp_depth`, `weight_sharing`, `mask_skip` (whether the
 #'   head sees the mask itself: the Python estimator's `mask_skip="auto"` decides on
-#'   the validation rows), `validation_score`,
+#'   the validation rows), `spline` (whether the head adds piecewise-linear splines of
+#'   the features: `spline="auto"` decides alike), `validation_score`,
 #'   `n_train`, `n_valid`, `validation_scheme`, `fitted.values`, `residuals` (regression),
 #'   `na.action`, `model` (the model frame) and the fitted Python model stored
 #'   as bytes (`python_model`), so that the object survives [saveRDS()] /
@@ -520,6 +521,7 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
     mlp_depth = info$mlp_depth,
     weight_sharing = info$weight_sharing,
     mask_skip = isTRUE(info$mask_skip),
+    spline = isTRUE(info$spline),
     validation_score = info$validation_score,
     n_obs = n_obs,
     # out of fold, or on validation_data, every row trains

@@ -291,6 +291,7 @@ def describe(estimator):
         "mlp_depth": int(estimator.mlp_depth_),
         "weight_sharing": str(getattr(estimator, "weight_sharing_", "")),
         "mask_skip": bool(estimator.mask_skip_),
+        "spline": bool(getattr(estimator, "spline_", False)),
         "validation_score": float(estimator.validation_score_),
         # absent from models saved before they were recorded
         "validation_scheme": getattr(estimator, "validation_scheme_", None),

@@ -202,6 +202,25 @@ test_that("option neumiss.args gives arguments the call leaves out", {
   expect_error(neumiss(data$x, data$y), "must be a named list")
 })
 
+test_that("the head adds splines when the response bends with a feature", {
+  skip_if_no_python_neumiss()
+  set.seed(4)
+  n <- 800
+  x <- matrix(rnorm(n * 3), n, 3, dimnames = list(NULL, c("a", "b", "c")))
+  y <- abs(2 * x[, 1]) + x[, 2] + rnorm(n, sd = 0.3)
+  x[sample(n * 3, n * 3 * 0.1)] <- NA
+  fit <- neumiss(x, y, depth = 0, mlp_depth = 0, max_epochs = 5, seed = 1)
+  expect_true(fit$spline)
+  expect_output(print(fit), "linear head with splines")
+  expect_true(summary(fit)$spline)
+  expect_output(print(summary(fit)), "with splines")
+  plain <- neumiss(x, y, depth = 0, mlp_depth = 0, max_epochs = 5, seed = 1, spline = FALSE)
+  expect_false(plain$spline)
+  expect_false(grepl("splines", paste(capture.output(print(plain)), collapse = "\n")))
+  # the splines fit the bend a linear head misses
+  expect_gt(summary(fit)$training, summary(plain)$training + 0.1)
+})
+
 test_that("the head sees the mask when missingness tells the response", {
   skip_if_no_python_neumiss()
   set.seed(3)
