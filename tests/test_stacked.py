@@ -24,7 +24,6 @@ from neumiss.network._data import member_weights
 from neumiss.network._start import (
     LINEAR_PENALTY,
     RIDGE_PENALTIES,
-    SPLINE_PENALTY,
     observed_moments,
     ridge_penalty,
     start_from_moments,
@@ -250,9 +249,7 @@ def test_the_linear_start_is_each_members_ridge_fit_on_the_blocks_output(mlp_dep
     design = np.hstack([*inputs, np.ones((300, 1))])
     # L-BFGS: mean(w (y - Hb - c)^2) + P / (2n) |b|^2, i.e. alpha = P / 2 on the sum; the
     # normal equations: the penalty chosen by leave-one-out error on the case weights.
-    # With L-BFGS the spline's weights have their own, stronger penalty.
-    alpha = np.r_[np.full(p - n_ramps, LINEAR_PENALTY), np.full(n_ramps, SPLINE_PENALTY)] / 2
-    alpha = alpha if not squared else ridge_penalty(
+    alpha = LINEAR_PENALTY / 2 if not squared else ridge_penalty(
         *(torch.from_numpy(np.asarray(a, dtype=np.float64))
           for a in (design[:, :p], target, case_weight)))
     # the ramps are nearly collinear with their column: L-BFGS's minimum is flatter there
@@ -261,7 +258,7 @@ def test_the_linear_start_is_each_members_ridge_fit_on_the_blocks_output(mlp_dep
         # the normal equations with an unpenalized intercept, solved independently
         w = case_weight * member_weight[:, k]
         gram = design.T @ (w[:, None] * design) / 300
-        gram[:p, :p] += np.diag(alpha / 300 * np.ones(p))
+        gram[:p, :p] += alpha / 300 * np.eye(p)
         solution = np.linalg.solve(gram, design.T @ (w * target) / 300)
         linear = network.head[-1] if mlp_depth == 0 else network.skip
         np.testing.assert_allclose(linear.weight.detach().numpy()[0], solution[:4], atol=atol)

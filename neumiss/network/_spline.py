@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 #: Bins per column of the spline term (quantile bins of its observed values).
-SPLINE_BINS = 8
+SPLINE_BINS = 16
 
 #: Ramps of a network at most: a wide table gets fewer bins per column
 #: (:func:`spline_bins`), so that the linear fit stays a few hundred columns.

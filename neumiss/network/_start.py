@@ -67,13 +67,6 @@ def moment_scale(n_rows: int, n_features: int, weight_sharing: str = "shared") -
 #: number of rows (logistic regression's default ``C = 1``).
 LINEAR_PENALTY = 1.0
 
-#: The L2 penalty of the spline term's weights (:func:`start_linear_parts`, the log loss):
-#: stronger than the linear part's, since neighbouring ramps can trade large weights of
-#: opposite signs (penalized logistic regressions on the ramps chose ``C`` near 0.1 by
-#: cross-validation on the real suite's binary tables), and it keeps L-BFGS's problem well
-#: conditioned (credit_default: 200 iterations, the cap, at ``C = 1``).
-SPLINE_PENALTY = 10.0
-
 #: The ridge penalties (``alpha`` on the sum of squared errors) among which
 #: :func:`ridge_penalty` chooses the squared loss's by leave-one-out error.
 RIDGE_PENALTIES = tuple(np.logspace(-3, 4, 15))
@@ -162,7 +155,7 @@ def start_linear_parts(networks: list[NeuMissNetwork], data: TrainingData,
     Network ``k`` is fitted to its own rows: ``data.weight`` times column ``k`` of
     ``data.member_weight`` when given (its bootstrap resample). The fit minimises the
     mean (weighted) ``loss_fn`` plus ``LINEAR_PENALTY / (2 n)`` times the squared
-    weights (not the bias; ``SPLINE_PENALTY / (2 n)`` for the spline's) by L-BFGS, from zero weights, on at most ``max_rows``
+    weights (not the bias) by L-BFGS, from zero weights, on at most ``max_rows``
     rows drawn with ``seed``. The linear part is the linear head (``mlp_depth=0``), or
     the skip and the MLP's last bias (its last weights, zero, are left so), the
     mask's own term when the network has one (``mask_skip``: the fit is then on the
@@ -198,26 +191,26 @@ def start_linear_parts(networks: list[NeuMissNetwork], data: TrainingData,
     member_weight = (case_weight[:, None].expand(n, n_members) if data.member_weight is None
                      else case_weight[:, None] * data.member_weight).double()  # (n, K)
     target = data.target.double() if data.target.is_floating_point() else data.target
-    penalty = _penalties(networks[0], features.shape[1], n)
+    penalty = LINEAR_PENALTY / (2.0 * n)
     if squared:
         alpha = ridge_penalty(features, target, case_weight.double())
         solution = _ridge(features, target, member_weight, alpha)
     elif logistic and n_outputs == 1:
         solution = _logistic(features, target, member_weight, penalty, initial)
     else:
-        solution = _penalized(features, target, member_weight, n_outputs, loss_fn,
-                              torch.as_tensor(penalty, device=features.device), initial)
+        solution = _penalized(features, target, member_weight, n_outputs, loss_fn, penalty,
+                              initial)
     _set_linear_parts(networks, *solution)
     return solution
 
 
 def _penalized(features: torch.Tensor, target: torch.Tensor, row_weight: torch.Tensor,
-               n_outputs: int, loss_fn: LossFunction, penalty: torch.Tensor,
+               n_outputs: int, loss_fn: LossFunction, penalty: float,
                initial: tuple[torch.Tensor, torch.Tensor] | None = None
                ) -> tuple[torch.Tensor, torch.Tensor]:
     """Per member ``k``, the minimiser of ``mean_ik(w_ik loss_fn(f_i . beta_k + b_k, y_i))
-    + sum_kj penalty_j beta_kj^2 / K`` (``penalty`` (p,): :func:`_penalties`) by L-BFGS
-    from zero (or ``initial``), the gradient by autograd: ``features`` (n, p) float64, ``target`` (n,), ``row_weight`` (n, K) float64. Returns
+    + penalty sum_k |beta_k|^2 / K`` by L-BFGS from zero (or ``initial``), the gradient by
+    autograd: ``features`` (n, p) float64, ``target`` (n,), ``row_weight`` (n, K) float64. Returns
     the weights (K, n_outputs, p) and biases (K, n_outputs), float64."""
     p, n_members = features.shape[1], row_weight.shape[1]
     if initial is None:
@@ -232,20 +225,10 @@ def _penalized(features: torch.Tensor, target: torch.Tensor, row_weight: torch.T
         outputs = torch.baddbmm(bias[:, None, :], features.expand(n_members, -1, -1),
                                 weight.transpose(1, 2))  # (K, n, n_outputs)
         losses = loss_fn(outputs.flatten(0, 1), targets)
-        return mean_loss(losses, rows_weight) + (penalty * weight**2).sum() / n_members
+        return mean_loss(losses, rows_weight) + penalty * (weight**2).sum() / n_members
 
     minimize_lbfgs(objective, [weight, bias], max_iterations=LINEAR_ITERATIONS, gtol=1e-7)
     return weight.detach(), bias.detach()
-
-
-def _penalties(network: NeuMissNetwork, n_columns: int, n_rows: int) -> np.ndarray:
-    """The L2 penalty of each of the ``n_columns`` columns of :func:`_linear_features` on
-    the mean loss over ``n_rows`` rows: :data:`LINEAR_PENALTY`, :data:`SPLINE_PENALTY` for
-    the spline's ramps (the last columns), over ``2 n``."""
-    penalty = np.full(n_columns, LINEAR_PENALTY)
-    if network.spline is not None:
-        penalty[n_columns - network.encoding.n_ramps :] = SPLINE_PENALTY
-    return penalty / (2.0 * n_rows)
 
 
 def _linear_features(network: NeuMissNetwork, x: torch.Tensor, mask: torch.Tensor
@@ -278,12 +261,12 @@ def _set_linear_parts(networks: list[NeuMissNetwork], weight: torch.Tensor,
 
 
 def _logistic(features: torch.Tensor, target: torch.Tensor, row_weight: torch.Tensor,
-              penalty: np.ndarray,
+              penalty: float,
               initial: tuple[torch.Tensor, torch.Tensor] | None = None
               ) -> tuple[torch.Tensor, torch.Tensor]:
     """Per member ``k``, the minimiser of the objective :func:`_penalized` minimises by
     autograd, for the log loss of one logit: ``mean_ik(w_ik l(y_i, f_i .
-    beta_k + b_k)) + sum_kj penalty_j beta_kj^2 / K``: ``features`` (n, p), ``target``
+    beta_k + b_k)) + penalty sum_k |beta_k|^2 / K``: ``features`` (n, p), ``target``
     (n,) in {0, 1}, ``row_weight`` (n, K), float64; by L-BFGS from zero (or ``initial``),
     with the gradient in closed form (``(sigmoid(z) - y) w``). Returns the weights (K, 1, p) and
     biases (K, 1) on the device of ``features``."""
@@ -296,7 +279,7 @@ def _logistic(features: torch.Tensor, target: torch.Tensor, row_weight: torch.Te
         logits = F @ beta.T + bias  # (n, K)
         losses = np.logaddexp(0.0, logits) - y[:, None] * logits
         residual = W * (scipy.special.expit(logits) - y[:, None]) * scale  # (n, K)
-        value = scale * np.sum(W * losses) + np.sum(penalty * beta**2) / n_members
+        value = scale * np.sum(W * losses) + penalty * np.sum(beta**2) / n_members
         gradient = residual.T @ F + 2.0 * penalty * beta / n_members  # (K, p)
         return float(value), np.concatenate([gradient.ravel(), residual.sum(axis=0)])
 
