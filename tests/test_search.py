@@ -27,7 +27,12 @@ from neumiss.network import (
     set_chebyshev_weights,
 )
 from neumiss.network._search import DepthChoice, DepthSearch, worth_untying
-from neumiss.network._start import MIDPOINT_ROWS_PER_FEATURE, moment_scale, observed_moments
+from neumiss.network._start import (
+    MIDPOINT_ROWS_PER_FEATURE,
+    data_ramps,
+    moment_scale,
+    observed_moments,
+)
 from neumiss.network._training import TrainingResult
 
 
@@ -432,6 +437,35 @@ def test_mask_term_helps_compares_the_linear_starts_with_and_without_the_mask(in
     # the networks it then builds have the term (zero-initialised, then fitted) or not
     network = search.members(2, "shared", 0, None).networks()[0]
     assert (network.mask_skip is not None) is informative
+
+
+def _bent(n, seed):
+    """y = |2 x0| + x1 + noise: a target that bends with a feature."""
+    data = _data(n, seed)
+    x = torch.where(data.mask > 0, torch.zeros_like(data.x), data.x)
+    return dataclasses.replace(data, target=(2 * x[:, 0]).abs() + x[:, 1])
+
+
+@pytest.mark.parametrize("depth", [0, 4])
+@pytest.mark.parametrize("bent", [False, True])
+def test_spline_term_helps_compares_the_linear_starts_at_the_depth_asked(bent, depth):
+    make = _bent if bent else _data
+    train, val = make(600, 0), make(300, 1)
+    search = DepthSearch(_build, train, val, OBJECTIVE, seed=0, n_members=2,
+                         moments=observed_moments(train), ramps=data_ramps(train))
+    losses = {}
+    for spline in (False, True):  # what the method compares, computed here by hand
+        search.spline = spline
+        network = search.members(depth, "shared", 0, None)
+        assert network.depth == depth
+        with torch.no_grad():
+            losses[spline] = _mse(network(val.x, val.mask), val.target)
+    expected = clearly_better(losses[True], losses[False])
+    assert search.spline_term_helps(depth, "shared") is expected is bent
+    network = search.members(depth, "shared", 2, None).networks()[0]
+    assert (network.spline is not None) is bent
+    if bent:  # the MLP reads the ramps beside the block's output
+        assert network.head[0].in_features == 3 + network.encoding.n_ramps
 
 
 @pytest.mark.parametrize("mask_skip", [False, True, "auto"])

@@ -31,7 +31,6 @@ from neumiss.network._start import (
 )
 from neumiss.network._training import batch_loss
 
-
 #: Knots of a spline term on 4 columns: 3 ramps on column 0, 2 on column 2 (shared).
 RAMPS = (np.array([0, 0, 0, 2, 2]), np.array([-1.0, -0.2, 0.5, -0.5, 0.3]),
          np.array([0.8, 0.7, 1.2, 0.8, 1.5]))

@@ -201,7 +201,8 @@ def _member(g: Graph, network, x: str, obs: str, m: str, prefix: str) -> str:
 
 def _ramps(g: Graph, encoding, h: str, prefix: str) -> str:
     """The spline term's ramps of ``h`` (N, d), (N, R): ``Gather`` of each ramp's column,
-    then ``Clip((h - left) / width, 0, 1)`` (:class:`~neumiss.network._spline.PiecewiseLinearEncoding`)."""
+    then ``Clip((h - left) / width, 0, 1)``
+    (:class:`~neumiss.network.PiecewiseLinearEncoding`)."""
     feature = g.constant(f"{prefix}.feature", encoding.feature.cpu().numpy(), np.int64)
     columns = g.op("Gather", [h, feature], f"{prefix}.columns", axis=1)
     shifted = g.op("Sub", [columns, g.constant(f"{prefix}.left", _array(encoding.left))],

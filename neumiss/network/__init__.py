@@ -1,8 +1,9 @@
 """The NeuMiss network and how it is trained (PyTorch).
 
 Owns the NeuMiss block (unrolled Neumann iterations with ⊙M), the network and its
-ensembles, the analytic weights of the paper, mini-batch training with early stopping,
-the depth and head search, and device helpers. Knows nothing of scikit-learn
+ensembles, the heads' spline term (piecewise-linear ramps on quantile bins), the
+analytic weights of the paper, mini-batch training with early stopping, the depth and
+head search, and device helpers. Knows nothing of scikit-learn
 estimators. May import :mod:`neumiss.checks`, :mod:`neumiss.simulation` and
 :mod:`neumiss.tables`.
 """
@@ -26,6 +27,7 @@ from ._search import (
     clearly_better,
     search_depths,
 )
+from ._spline import SPLINE_BINS, SPLINE_MAX_RAMPS, PiecewiseLinearEncoding, quantile_ramps
 from ._stacked import StackedNetwork
 from ._start import MIDPOINT_ROWS_PER_FEATURE, moment_scale, observed_moments, start_from_moments
 from ._training import (
@@ -58,6 +60,9 @@ __all__ = [
     "NeuMissNetwork",
     "OPTIMIZERS",
     "Objective",
+    "PiecewiseLinearEncoding",
+    "SPLINE_BINS",
+    "SPLINE_MAX_RAMPS",
     "SearchResult",
     "StackedNetwork",
     "TrainingConfig",
@@ -75,6 +80,7 @@ __all__ = [
     "moment_scale",
     "search_depths",
     "observed_moments",
+    "quantile_ramps",
     "set_analytic_weights",
     "set_chebyshev_weights",
     "start_from_moments",
