@@ -572,7 +572,8 @@ def search_depths(
     screen_depths : bool
         Train a depth beyond the first only when its data start validates clearly better
         than the first's (:meth:`DepthSearch.screen`; needs validation rows and
-        ``data_start``).
+        ``data_start``); the depths kept are screened again with the spline term when it
+        is added.
 
     Returns
     -------
@@ -601,6 +602,9 @@ def search_depths(
         depths, starts = search.screen(depths, chain_weights)
     if ramps is not None and (spline is True or (spline == "auto" and decidable)):
         search.spline = spline is True or search.spline_term_helps(depths[-1], chain_weights)
+        if search.spline and starts is not None and len(depths) > 1:
+            # the ramps may fit at depth 0 what made a deeper start clearly better
+            depths, starts = search.screen(depths, chain_weights)
     choice, depth_results = search.chain(depths, chain_weights, mlp_depths[0], config)
     best = choice.best
     # A fine-tune's gains come in small steps, so every improvement counts.
