@@ -231,6 +231,17 @@ def _side_by_side(matrices: list[np.ndarray], same_input: bool) -> np.ndarray:
     return np.hstack(matrices) if same_input else scipy.linalg.block_diag(*matrices)
 
 
+def _shared_ramps(g: Graph, members, h: str, block_is_shared: bool) -> str | None:
+    """The members' spline ramps of their shared block's output ``h`` (:func:`_ramps`), or
+    None without the spline term; members with it always share one block and knots."""
+    if members[0].spline is None:
+        return None
+    if not block_is_shared:
+        raise ValueError("cannot export an ensemble of spline networks with their own "
+                         "blocks: members with a spline term share one block")
+    return _ramps(g, members[0].encoding, h, "encoding")
+
+
 def _members_side_by_side(g: Graph, members, x: str, obs: str, m: str,
                           average: bool = False) -> str:
     """Every member's raw output, (N, K, n_outputs), with ordinary 2-D ``Gemm`` nodes: the
@@ -244,14 +255,9 @@ def _members_side_by_side(g: Graph, members, x: str, obs: str, m: str,
     the same input) and the graph never forms the K outputs."""
     h, same_input = _member_blocks(g, members, x, obs, m)
     out, block_is_shared = h, same_input
-    ramps = None
-    if members[0].spline is not None:
-        if not block_is_shared:  # the estimators train spline members together, always
-            raise ValueError("cannot export an ensemble of spline networks with their own "
-                             "blocks: members with a spline term share one block")
-        ramps = _ramps(g, members[0].encoding, h, "encoding")
-        if members[0].skip is not None:  # an MLP reads the ramps beside the block's output
-            out = g.op("Concat", [h, ramps], "members.head.inputs", axis=1)
+    ramps = _shared_ramps(g, members, h, block_is_shared)
+    if ramps is not None and members[0].skip is not None:  # an MLP reads them beside h
+        out = g.op("Concat", [h, ramps], "members.head.inputs", axis=1)
     k = len(members)
     last = max(i for i, layer in enumerate(members[0].head) if isinstance(layer, nn.Linear))
 

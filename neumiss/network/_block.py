@@ -276,26 +276,23 @@ class NeuMissNetwork(nn.Module):
     def warm_start_from(self, other: NeuMissNetwork, keep_mlp: bool = True) -> list[str]:
         """Copy every parameter of ``other`` whose name and shape match this network's.
 
-        Used to train a deeper network from a shallower trained one: ``mu``,
-        ``S0``, the common Neumann matrices, ``W_mix`` and the head carry over;
-        the extra iterations keep their near-identity initialisation. From a
-        ``weight_sharing="shared"`` network into an ``"independent"`` one ("untying"),
-        every iteration matrix receives the shared matrix, so that at equal
-        depth both networks compute the same function.
+        Used to train a deeper network from a shallower trained one: ``mu``, ``S0``, the
+        common Neumann matrices, ``W_mix`` and the head carry over; the extra iterations
+        keep their near-identity initialisation. From a ``weight_sharing="shared"``
+        network into an ``"independent"`` one ("untying"), every iteration matrix
+        receives the shared matrix: at equal depth both compute the same function.
 
-        From a linear head (``mlp_depth=0``) into an MLP head with its skip, the
-        skip receives the linear weights and the MLP's last layer (zero at
-        initialisation) the bias, so both networks compute the same function.
-        From an MLP head into a linear one, the linear head receives the skip
-        and the MLP's last bias (the function less the MLP's part). A spline term
-        receives the other's weights and knots when both have as many ramps.
+        From a linear head (``mlp_depth=0``) into an MLP head with its skip, the skip
+        receives the linear weights and the MLP's last layer (zero at initialisation) the
+        bias: both compute the same function. From an MLP head into a linear one, the
+        linear head receives the skip and the MLP's last bias (the function less the
+        MLP's part). A spline term with as many ramps receives the weights and knots.
 
-        With ``keep_mlp=False``, an MLP head keeps its fresh initialisation
-        (its last layer at zero) and receives only the skip and the last bias:
-        the network starts from ``other`` less the MLP's part. The depth search
-        deepens this way, because a deeper block's output is far from the
-        shallower one's (the extra iterations are not function-preserving) and
-        the old ReLU units would start dead or saturated.
+        With ``keep_mlp=False``, an MLP head keeps its fresh initialisation (its last
+        layer at zero) and receives only the skip and the last bias: the network starts
+        from ``other`` less the MLP's part. The depth search deepens this way, because a
+        deeper block's output is far from the shallower one's (the extra iterations are
+        not function-preserving) and the old ReLU units would start dead or saturated.
 
         Returns
         -------
@@ -315,8 +312,7 @@ class NeuMissNetwork(nn.Module):
             if name in own and own[name].shape == value.shape:
                 own[name].copy_(value.to(own[name].device))
                 copied.append(name)
-        if self.encoding is not None and other.encoding is not None \
-                and self.encoding.n_ramps == other.encoding.n_ramps:  # the spline's knots
+        if "spline.weight" in copied:  # the spline's weights came over: their knots too
             self.encoding.load_state_dict(other.encoding.state_dict())
         if other.skip is None and self.skip is not None:  # linear head -> MLP + skip
             linear, last = other.head[-1], self.head[-1]
