@@ -26,7 +26,8 @@ from neumiss.network import (
     set_analytic_weights,
     set_chebyshev_weights,
 )
-from neumiss.network._search import DepthChoice, DepthSearch, worth_untying
+from neumiss.network._choice import DepthChoice, worth_untying
+from neumiss.network._search import DepthSearch
 from neumiss.network._start import (
     MIDPOINT_ROWS_PER_FEATURE,
     data_ramps,
@@ -213,7 +214,7 @@ def test_the_data_start_sets_every_new_block_and_a_fine_tune_keeps_the_trained_o
 
 @pytest.mark.parametrize("better", [False, True])
 def test_search_depths_trains_deeper_while_depths_replace_the_best(monkeypatch, better):
-    monkeypatch.setattr("neumiss.network._search.clearly_better", lambda *args: better)
+    monkeypatch.setattr("neumiss.network._choice.clearly_better", lambda *args: better)
     depths = [0, 1, 2, 3, 4]
     result = search_depths(_build, depths, "shared", [0], _data(160, 0), _data(60, 1),
                            OBJECTIVE, TrainingConfig(max_epochs=3, learning_rate=0.05), seed=0,

@@ -10,6 +10,7 @@ estimators. May import :mod:`neumiss.checks`, :mod:`neumiss.simulation` and
 
 from ._analytic import analytic_network, set_analytic_weights, set_chebyshev_weights
 from ._block import NeuMissBlock, NeuMissNetwork
+from ._choice import DEPTH_PATIENCE, UNTIE_ROWS_PER_PARAMETER, clearly_better
 from ._data import TrainingData, evaluate_loss
 from ._device import apply_on_device, standardize
 from ._divergence import DivergenceWarning, constant_output
@@ -18,13 +19,10 @@ from ._optimizer import OPTIMIZERS
 from ._search import (
     AUTO_DEPTHS,
     AUTO_MLP_DEPTHS,
-    DEPTH_PATIENCE,
-    UNTIE_ROWS_PER_PARAMETER,
     Candidate,
     DepthSearch,
     Objective,
     SearchResult,
-    clearly_better,
     search_depths,
 )
 from ._spline import SPLINE_BINS, SPLINE_MAX_RAMPS, PiecewiseLinearEncoding, quantile_ramps

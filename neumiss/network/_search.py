@@ -67,6 +67,7 @@ import torch
 
 from ._analytic import computes_iterates
 from ._block import NeuMissNetwork
+from ._choice import Candidate, DepthChoice, clearly_better, try_chebyshev, worth_untying
 from ._data import TrainingData, member_weights, row_losses, validation_loss
 from ._divergence import DivergenceWarning
 from ._stacked import StackedNetwork
@@ -85,14 +86,6 @@ from ._training import HISTORY, TrainingConfig, TrainingResult, train
 #: depths between need not be trained on the way (results/README.md, "Depth search").
 AUTO_DEPTHS = (0, 16)
 
-#: Depths in a row without improvement that end the depth search.
-DEPTH_PATIENCE = 2
-
-#: A deeper candidate replaces the best depth only when it lowers the validation loss
-#: by more than this many standard errors of the paired per-row difference (the
-#: one-standard-error rule; :func:`clearly_better`).
-DEPTH_STANDARD_ERRORS = 1.0
-
 #: Head depths tried by ``mlp_depth="auto"``: the chain's two-layer MLP head (real
 #: data), then the paper's linear head (linear targets at large n; results/README.md).
 AUTO_MLP_DEPTHS = (2, 0)
@@ -105,11 +98,6 @@ AUTO_MLP_DEPTHS = (2, 0)
 #: where on real tables the ramps lowered it by up to 80% (txhousing_sales 16-18%,
 #: seatbelt_fatalities 14-24%, growth_dj 5-21%).
 SPLINE_MIN_GAIN = 0.02
-
-#: ``weight_sharing="auto"`` unties only with at least this many training rows per
-#: parameter of the untied block, ``(depth + 1) d^2`` (results/README.md, "Untying").
-UNTIE_ROWS_PER_PARAMETER = 10
-
 
 class Objective(NamedTuple):
     """What training minimises and reports.
@@ -124,30 +112,6 @@ class Objective(NamedTuple):
     score: Callable[[float], float]
     squared: bool = False
     logistic: bool = False
-
-
-class Candidate(NamedTuple):
-    """One trained network of the search and its training summary."""
-
-    depth: int
-    weight_sharing: str
-    mlp_depth: int
-    network: StackedNetwork
-    result: TrainingResult
-    seconds: float
-
-    @property
-    def val_loss(self) -> float:
-        return self.result.best_val_loss
-
-    def summary(self) -> dict[str, float]:
-        """``val_loss``, ``val_score`` (of the best epoch), ``epochs`` and ``seconds``."""
-        return {
-            "val_loss": self.result.best_val_loss,
-            "val_score": self.result.best_val_score,
-            "epochs": self.result.n_epochs,
-            "seconds": self.seconds,
-        }
 
 
 class SearchResult(NamedTuple):
@@ -172,87 +136,6 @@ class SearchResult(NamedTuple):
     chebyshev: dict[str, float] | None = None
     starts: dict[int, dict[str, float]] | None = None
     spline: bool = False
-
-
-def clearly_better(
-    losses: torch.Tensor, reference: torch.Tensor, weight: torch.Tensor | None = None,
-    standard_errors: float = DEPTH_STANDARD_ERRORS,
-) -> bool:
-    """Whether per-row ``losses`` (n,) beat ``reference`` (n,), the losses of another
-    network on the same rows, by more than ``standard_errors`` standard errors of
-    their mean paired difference (case-weighted by ``weight`` (n,), with the
-    effective number of rows ``(sum w)^2 / sum w^2``).
-
-    On a few hundred validation rows, one depth often beats another by chance;
-    the rule keeps the shallower network unless the deeper one is clearly better.
-    On large validation sets the standard error is small and any real gain counts.
-    """
-    difference = (losses - reference).double()
-    if weight is None:
-        weight = torch.ones_like(difference)
-    weight = weight.double() / weight.sum()
-    mean = float((weight * difference).sum())
-    variance = float((weight * (difference - mean) ** 2).sum())
-    n_effective = 1.0 / float((weight**2).sum())
-    return mean + standard_errors * (variance / max(n_effective - 1.0, 1.0)) ** 0.5 < 0.0
-
-
-def worth_untying(depth: int, n_features: int, n_train: int) -> bool:
-    """Whether ``weight_sharing="auto"`` fine-tunes an untied copy at ``depth``: it needs a
-    Neumann iteration (depth >= 2) and :data:`UNTIE_ROWS_PER_PARAMETER` training
-    rows per parameter of the untied block, ``(depth + 1) * n_features**2``."""
-    return depth >= 2 and n_train >= UNTIE_ROWS_PER_PARAMETER * (depth + 1) * n_features**2
-
-
-def try_chebyshev(depth_results: dict[int, dict], train_data: TrainingData,
-                  val_data: TrainingData | None, moments) -> bool:
-    """Whether ``weight_sharing="auto"`` offers, after the chain, the linear heads on a
-    block with one matrix per iteration at the chain's deepest depth, started at
-    Chebyshev steps and untrained (:meth:`DepthSearch.chebyshev`): it needs the moments,
-    validation rows to decide, a depth of 2 or more, and the rows per feature from which
-    :func:`moment_scale` trusts the covariance. Where training kept the shared block's
-    start, that start converges in ``D`` steps as the shared one does in about ``D^2``
-    (d = 50, n = 1e4, MCAR: R² - Bayes -0.046 -> -0.024, results/README.md); where
-    training moved it (self-masking), the trained shared block stays."""
-    n_rows, n_features = train_data.x.shape
-    return (moments is not None and val_data is not None and max(depth_results) >= 2
-            and moment_scale(n_rows, n_features, "independent") == "chebyshev")
-
-
-class DepthChoice:
-    """The chain's best depth so far, and whether to go deeper.
-
-    A candidate replaces the best one when it is clearly better on the
-    validation rows (:func:`clearly_better` on the per-row losses, weighted by
-    ``weight``) or, without validation rows, when its loss is lower. After
-    :data:`DEPTH_PATIENCE` candidates in a row that did not replace it, deeper
-    ones would start from depths that overfit: the chain stops.
-
-    Attributes
-    ----------
-    best : Candidate or None
-        The best candidate offered, None before the first.
-    """
-
-    def __init__(self, weight: torch.Tensor | None = None) -> None:
-        self.best: Candidate | None = None
-        self._weight = weight
-        self._losses: torch.Tensor | None = None
-        self._worse = 0
-
-    def offer(self, candidate: Candidate, losses: torch.Tensor | None) -> bool:
-        """Consider ``candidate`` with its per-row validation losses ``losses`` (n,) (None
-        without validation rows); whether to go deeper."""
-        if self.best is None or self._beats(candidate, losses):
-            self.best, self._losses, self._worse = candidate, losses, 0
-            return True
-        self._worse += 1
-        return self._worse < DEPTH_PATIENCE
-
-    def _beats(self, candidate: Candidate, losses: torch.Tensor | None) -> bool:
-        if losses is None:
-            return candidate.val_loss < self.best.val_loss
-        return clearly_better(losses, self._losses, self._weight)
 
 
 class DepthSearch:
@@ -385,9 +268,31 @@ class DepthSearch:
             network = self.members(depth, weight_sharing, 0, None)
             losses.append(row_losses(network, self.val_data, self.objective.loss))
         weight = self.val_data.weight
-        gain = 1.0 - validation_loss(losses[1], weight) / validation_loss(losses[0], weight)
-        setattr(self, term, clearly_better(losses[1], losses[0], weight) and gain >= min_gain)
+        without, with_term = (validation_loss(loss, weight) for loss in losses)
+        setattr(self, term, clearly_better(losses[1], losses[0], weight)
+                and without - with_term >= min_gain * without)
         return getattr(self, term)
+
+    def decide(self, depths: Sequence[int], weight_sharing: str, mask_skip: bool | str,
+               spline: bool | str, screen: bool) -> tuple[list[int], dict | None]:
+        """The heads' terms and the depths to train, in this order: the mask's term
+        (``mask_skip="auto"``: :meth:`mask_term_helps`), the depths (with ``screen``:
+        :meth:`screen`), the spline term at the deepest of them (``spline="auto"``:
+        :meth:`spline_term_helps`; True: always, for a table with :attr:`ramps`), then,
+        with the ramps, the depths again (they may fit at depth 0 what made a deeper start
+        clearly better). Deciding needs validation rows and :attr:`moments`. Returns the
+        depths and, per depth screened, its start's summary (None when not screened)."""
+        decidable = self.val_data is not None and self.moments is not None
+        if mask_skip == "auto" and decidable:
+            self.mask_term_helps()
+        starts = None
+        if screen and len(depths) > 1 and decidable:
+            depths, starts = self.screen(depths, weight_sharing)
+        if self.ramps is not None and (spline is True or (spline == "auto" and decidable)):
+            self.spline = spline is True or self.spline_term_helps(depths[-1], weight_sharing)
+            if self.spline and starts is not None and len(depths) > 1:
+                depths, starts = self.screen(depths, weight_sharing)
+        return list(depths), starts
 
     def screen(self, depths: Sequence[int], weight_sharing: str
                ) -> tuple[list[int], dict[int, dict[str, float]]]:
@@ -593,18 +498,8 @@ def search_depths(
     ramps = None if spline is False else data_ramps(train_data, seed)
     search = DepthSearch(build_network, train_data, val_data, objective, seed, verbose, label,
                          n_members, combine, moments, mask_skip, ramps)
-    decidable = val_data is not None and moments is not None
-    if mask_skip == "auto" and decidable:
-        search.mask_term_helps()
     chain_weights = "shared" if weight_sharing == "auto" else weight_sharing
-    starts = None
-    if screen_depths and len(depths) > 1 and decidable:
-        depths, starts = search.screen(depths, chain_weights)
-    if ramps is not None and (spline is True or (spline == "auto" and decidable)):
-        search.spline = spline is True or search.spline_term_helps(depths[-1], chain_weights)
-        if search.spline and starts is not None and len(depths) > 1:
-            # the ramps may fit at depth 0 what made a deeper start clearly better
-            depths, starts = search.screen(depths, chain_weights)
+    depths, starts = search.decide(depths, chain_weights, mask_skip, spline, screen_depths)
     choice, depth_results = search.chain(depths, chain_weights, mlp_depths[0], config)
     best = choice.best
     # A fine-tune's gains come in small steps, so every improvement counts.
