@@ -117,10 +117,11 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         a linear map of piecewise-linear ramps of each column of the block's output on
         up to 16 quantile bins of its observed training values (at most 512 ramps in
         all: fewer bins on wide tables), so that even the linear head fits an additive
-        spline of each feature, a target that bends with a feature. ``"auto"`` adds it
-        when the linear model on the mean-imputed features (and the mask, as
-        ``mask_skip`` decided) is clearly better on the validation rows with the ramps
-        than without (:meth:`neumiss.network.DepthSearch.spline_term_helps`). Without
+        spline of each feature, a target that bends with a feature; an MLP head reads
+        the ramps too. ``"auto"`` adds it when the linear start at the deepest depth to
+        be trained (with the mask's term as ``mask_skip`` decided) is clearly better on
+        the validation rows with the ramps than without, and its validation loss at least
+        2% lower (:meth:`neumiss.network.DepthSearch.spline_term_helps`). Without
         validation rows and in :meth:`fit_stream`, ``"auto"`` is False; ``True`` needs
         the rows in memory (the knots are quantiles), so :meth:`fit_stream` refuses it.
         The choice is ``spline_``; the pattern models (:meth:`pattern_model`) are linear

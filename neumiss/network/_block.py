@@ -348,11 +348,11 @@ class NeuMissNetwork(nn.Module):
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Shapes: (batch, d), (batch, d) -> (batch, n_outputs)."""
         h = self.block(x, mask)
-        if self.spline is None:
-            out = self.head(h) if self.skip is None else self.head(h) + self.skip(h)
-        else:
-            ramps = self.encoding(h)
-            inputs = h if self.skip is None else torch.cat([h, ramps], dim=-1)
-            out = self.head(inputs) + self.spline(ramps)
-            out = out if self.skip is None else out + self.skip(h)
-        return out if self.mask_skip is None else out + self.mask_skip(mask)
+        ramps = None if self.encoding is None else self.encoding(h)
+        # an MLP head (beside its skip) reads the ramps too; then the linear terms, in the
+        # order StackedNetwork.member_outputs adds them
+        out = self.head(h if ramps is None or self.skip is None else torch.cat([h, ramps], -1))
+        for term, inputs in ((self.skip, h), (self.spline, ramps), (self.mask_skip, mask)):
+            if term is not None:
+                out = out + term(inputs)
+        return out
