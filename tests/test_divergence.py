@@ -15,6 +15,7 @@ from neumiss.network import (
     NeuMissNetwork,
     TrainingConfig,
     TrainingData,
+    _divergence,
     constant_output,
     train,
 )
@@ -71,10 +72,14 @@ def test_validation_loss_above_the_constant_for_epochs_backs_off_then_falls_back
     assert result.best_val_loss == pytest.approx(result.constant_loss, rel=1e-5)
 
 
-def test_weights_worse_than_the_constant_on_the_training_rows_are_not_kept():
+@pytest.mark.parametrize("reject_rows", [20_000, 100])
+def test_weights_worse_than_the_constant_on_the_training_rows_are_not_kept(monkeypatch,
+                                                                            reject_rows):
     # Validation targets are the initial network's own outputs (a perfect validation
     # score), training targets are noise: the kept epoch beats the constant on
-    # validation only, so the constant predictor replaces it.
+    # validation only, so the constant predictor replaces it; also when the training
+    # losses are compared on 100 of the 240 rows only.
+    monkeypatch.setattr(_divergence, "REJECT_ROWS", reject_rows)
     rng = np.random.default_rng(2)
     X = rng.normal(size=(300, 3))
     network = NeuMissNetwork(3, depth=1)
@@ -89,6 +94,10 @@ def test_weights_worse_than_the_constant_on_the_training_rows_are_not_kept():
     with pytest.warns(DivergenceWarning, match="fit the training rows worse than the constant"):
         result = train(network, train_data, val_data, _mse, config, generator)
     assert result.constant and result.rejected is not None and result.best_epoch == 0
+    rows = np.linspace(0, 239, min(reject_rows, 240)).astype(int)  # the rows compared
+    constant = float(np.mean((train_data.target.numpy()[rows]
+                              - train_data.target.numpy().mean()) ** 2))
+    assert f"against {constant:.4g}" in result.rejected
 
 
 def test_a_normal_training_does_not_warn():

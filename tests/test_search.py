@@ -4,6 +4,7 @@ chain's choice and its patience, the fine-tunes, and search_depths end to end.""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -34,6 +35,7 @@ from neumiss.network._start import (
     moment_scale,
     observed_moments,
 )
+from neumiss.network._stopping import ABANDON_EPOCHS, abandon_level
 from neumiss.network._training import TrainingResult
 
 
@@ -402,6 +404,27 @@ def test_search_depths_trains_only_the_screened_depths(val_rho):
     alone = search_depths(_build, [0, 3], "shared", [0], train, None, OBJECTIVE,
                           TrainingConfig(max_epochs=1), 0, n_members=2, screen_depths=True)
     assert alone.starts is None and list(alone.depth_results) == [0, 3]
+
+
+def test_the_search_abandons_a_candidate_far_behind_the_lowest_loss_it_has_seen():
+    # The search records the lowest validation loss of the starts it screened and of the
+    # candidates it trained, and a candidate far behind it (here: a loss set far below
+    # any it can reach) stops after ABANDON_EPOCHS epochs, where patience trains it on.
+    train, val = _correlated(400, 0, 0.9), _correlated(200, 1, 0.9)
+    search = DepthSearch(_build, train, val, OBJECTIVE, seed=0, n_members=2,
+                         moments=observed_moments(train))
+    assert search.best_loss == math.inf
+    _, starts = search.screen([0, 3], "shared")
+    assert search.best_loss == min(start["val_loss"] for start in starts.values())
+    config = TrainingConfig(max_epochs=8, patience=8)
+    patient = search.fit(3, "shared", 2, None, config)
+    assert patient.result.n_epochs == 8
+    assert search.best_loss == min(patient.val_loss, *(s["val_loss"] for s in starts.values()))
+    constant = float(((val.target - train.target.mean()) ** 2).mean())
+    search.best_loss = 0.01 * patient.val_loss
+    assert abandon_level(search.best_loss, constant) < patient.val_loss
+    abandoned = search.fit(3, "shared", 2, None, config)
+    assert abandoned.result.n_epochs == ABANDON_EPOCHS
 
 
 # ------------------------------------------------------------------ the mask's own term

@@ -30,7 +30,7 @@ from neumiss.network._divergence import (
     EXPLOSION_FACTOR,
     DivergenceGuard,
 )
-from neumiss.network._stopping import Checkpoint, EarlyStopping
+from neumiss.network._stopping import ABANDON_EPOCHS, Checkpoint, EarlyStopping, abandon_level
 from neumiss.network._training import PlateauSchedule, ProgressReport
 
 CPU = torch.device("cpu")
@@ -138,6 +138,29 @@ def test_a_restart_counts_improvements_anew_from_the_best_loss():
     assert stopping.should_stop(7)
     stopping.update(7, 0.44, 0.0)
     assert not stopping.should_stop(8)
+
+
+def test_early_stopping_abandons_after_epochs_above_a_loss_beaten_by_far():
+    # Patience 5 would go on; ABANDON_EPOCHS epochs in a row above 1.0 stop it.
+    stopping = EarlyStopping(nn.Linear(2, 1), patience=5, tol=0.0, abandon_above=1.0)
+    losses = [0.9] + [1.2 + 0.1 * k for k in range(ABANDON_EPOCHS)]
+    for epoch, loss in enumerate(losses, start=1):
+        stopping.update(epoch, loss, 0.0)
+        assert stopping.should_stop(epoch) == (epoch == len(losses))
+    assert stopping.best_epoch == 1
+    never = EarlyStopping(nn.Linear(2, 1), patience=5, tol=0.0)
+    for epoch in range(1, 4):
+        never.update(epoch, 1e9 / epoch, 0.0)  # improving: no stop without a level
+        assert not never.should_stop(epoch)
+
+
+@pytest.mark.parametrize("best_seen, constant, expected", [
+    (0.2, 1.0, 0.25),  # 25% above the best seen
+    (0.01, 1.0, 0.01 + 0.05 * 0.99),  # 5% of the way to the constant's loss
+    (math.inf, 1.0, math.inf), (0.2, math.inf, math.inf), (1.2, 1.0, math.inf)])
+def test_the_abandon_level_is_behind_both_relatively_and_against_the_constant(
+        best_seen, constant, expected):
+    assert abandon_level(best_seen, constant) == pytest.approx(expected)
 
 
 # ------------------------------------------------------------------ learning-rate schedule

@@ -22,6 +22,8 @@ DIVERGENCE_EPOCHS = 3
 #: After a divergence the best weights are restored and the learning rate is
 #: multiplied by this factor (while it stays at or above ``min_learning_rate``).
 BACKOFF_FACTOR = 0.1
+#: :meth:`DivergenceGuard.reject` compares training losses on at most this many rows.
+REJECT_ROWS = 20_000
 
 
 class DivergenceWarning(UserWarning):
@@ -220,15 +222,24 @@ class DivergenceGuard:
         were replaced by the constant predictor (set in the network), or None when they
         are kept or are that constant already (``constant_kept``). They are replaced when
         they fit the training rows worse than the constant: weights blown up that happen
-        to spare the few validation rows. Only with the exploding-loss rules (the
+        to spare the few validation rows. Beyond :data:`REJECT_ROWS` training rows, both
+        losses are measured on that many evenly spaced ones (d = 200, n = 1e5: 2.5 s for
+        a depth-16 block on all of them). Only with the exploding-loss rules (the
         constant is not exact) and a network that can predict the constant."""
         if self._ceilings is None or self._setter is None or constant_kept:
             return None
+        constant_train_loss = self.train_loss
+        if len(train_data) > REJECT_ROWS:  # both losses on evenly spaced rows
+            rows = torch.linspace(0, len(train_data) - 1, REJECT_ROWS,
+                                  device=train_data.device).long()
+            train_data = train_data.subset(rows)
+            constant_train_loss = evaluate_loss(_Constant(self.constant), train_data,
+                                                self.loss_fn)
         kept_train_loss = evaluate_loss(self.network, train_data, self.loss_fn)
-        if kept_train_loss <= self.train_loss:
+        if kept_train_loss <= constant_train_loss:
             return None
         self._setter(self.constant)
         weights = f"the weights of epoch {best_epoch}" if best_epoch else "the initial weights"
         return (f"{weights} fit the training rows worse than "
                 f"the constant predictor (loss {kept_train_loss:.4g} against "
-                f"{self.train_loss:.4g}), although they beat it on validation")
+                f"{constant_train_loss:.4g}), although they beat it on validation")

@@ -9,6 +9,28 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+#: Epochs in a row above ``abandon_above`` after which :class:`EarlyStopping` stops.
+ABANDON_EPOCHS = 1
+
+#: :func:`abandon_level`: how far above the lowest validation loss seen elsewhere an
+#: epoch's is far behind, relative to that loss and as a share of the constant
+#: predictor's loss above it (both must be exceeded).
+ABANDON_MARGIN = 0.25
+ABANDON_SHARE = 0.05
+
+
+def abandon_level(best_seen: float, constant_loss: float) -> float:
+    """The validation loss above which a training is far behind a network that validated
+    ``best_seen`` (a start's or another candidate's), for a constant predictor validating
+    ``constant_loss``: ``best_seen`` plus the larger of :data:`ABANDON_MARGIN` times it
+    and :data:`ABANDON_SHARE` of the constant's loss above it. Infinite when either is
+    not finite, or nothing beats the constant."""
+    if not (math.isfinite(best_seen) and math.isfinite(constant_loss)) \
+            or best_seen >= constant_loss:
+        return math.inf
+    return best_seen + max(ABANDON_MARGIN * best_seen,
+                           ABANDON_SHARE * (constant_loss - best_seen))
+
 
 class Checkpoint(NamedTuple):
     """Weights (a state dict, copied) and their monitored loss and score."""
@@ -26,6 +48,8 @@ class EarlyStopping:
     threshold); :meth:`should_stop` after ``patience`` epochs without
     improvement. The weights kept (:meth:`restore`) are those of the lowest
     loss seen, improving or not; before any epoch beats it, ``candidate``'s.
+    With ``abandon_above`` (a loss another network already beats by far), it
+    also stops after :data:`ABANDON_EPOCHS` epochs in a row whose loss is above it.
 
     Parameters
     ----------
@@ -36,6 +60,8 @@ class EarlyStopping:
     candidate : Checkpoint or None
         The weights an epoch must beat to be kept. None: the current weights,
         with an infinite loss (any finite epoch beats them).
+    abandon_above : float
+        Infinite: no such stop.
 
     Attributes
     ----------
@@ -46,7 +72,8 @@ class EarlyStopping:
     """
 
     def __init__(self, network: nn.Module, patience: int, tol: float,
-                 candidate: Checkpoint | None = None) -> None:
+                 candidate: Checkpoint | None = None, abandon_above: float = math.inf
+                 ) -> None:
         self.network = network
         self.patience = patience
         self.tol = tol
@@ -56,6 +83,8 @@ class EarlyStopping:
         self.best_epoch = 0
         self._reference_loss = math.inf
         self._last_improving_epoch = 0
+        self.abandon_above = abandon_above
+        self._epochs_above = 0
 
     def update(self, epoch: int, loss: float, score: float) -> None:
         """Record ``epoch``'s loss and score; copy the network's weights if they are the best."""
@@ -64,10 +93,13 @@ class EarlyStopping:
             self._best_state = copy.deepcopy(self.network.state_dict())
         if loss < self._reference_loss * (1.0 - self.tol):
             self._reference_loss, self._last_improving_epoch = loss, epoch
+        self._epochs_above = self._epochs_above + 1 if loss > self.abandon_above else 0
 
     def should_stop(self, epoch: int) -> bool:
-        """Whether ``patience`` epochs up to ``epoch`` have not improved."""
-        return epoch - self._last_improving_epoch >= self.patience
+        """Whether ``patience`` epochs up to ``epoch`` have not improved, or the last
+        :data:`ABANDON_EPOCHS` were above ``abandon_above``."""
+        return (epoch - self._last_improving_epoch >= self.patience
+                or self._epochs_above >= ABANDON_EPOCHS)
 
     def restart(self, epoch: int) -> None:
         """Count improvements anew from ``epoch``, against the best loss (after a back-off)."""

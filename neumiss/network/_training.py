@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from ._data import LossFunction, ScoreFunction, TrainingData, evaluate_loss, mean_loss
 from ._divergence import EXACT_LOSS, DivergenceGuard, DivergenceWarning
 from ._optimizer import Steps
-from ._stopping import EarlyStopping
+from ._stopping import EarlyStopping, abandon_level
 
 #: Largest mini-batch of the automatic batch size (:func:`auto_batch_size`).
 AUTO_BATCH_SIZE = 2048
@@ -378,6 +378,7 @@ def train(
     description: str = "NeuMiss",
     guard: bool = True,
     warn: bool = True,
+    best_seen: float = math.inf,
 ) -> TrainingResult:
     """Train ``network`` in place; on return it holds the best validation weights.
 
@@ -393,7 +394,10 @@ def train(
     ReduceLROnPlateau's threshold). The learning rate is multiplied by
     ``lr_factor`` after ``lr_patience`` epochs without improvement (ReduceLROnPlateau);
     training stops after ``patience`` epochs without improvement, when the
-    learning rate falls below ``min_learning_rate`` or at ``max_epochs``. The
+    learning rate falls below ``min_learning_rate`` or at ``max_epochs``, or, with
+    the guard (below) and ``best_seen`` (the validation loss of another network: a
+    start, another candidate), once :data:`~neumiss.network._stopping.ABANDON_EPOCHS`
+    epochs in a row are far behind it (:func:`~neumiss.network._stopping.abandon_level`). The
     weights kept are those of the lowest validation loss seen, improving or
     not. Without validation data, the training loss plays its role.
 
@@ -429,8 +433,10 @@ def train(
     score_fn = _negated if score_fn is None else score_fn
     divergence = DivergenceGuard(network, train_data, val_data, loss_fn) if guard else None
     schedule = PlateauSchedule(network, config)
-    stopping = EarlyStopping(network, config.patience, config.tol,
-                             None if divergence is None else divergence.first_candidate(score_fn))
+    stopping = EarlyStopping(
+        network, config.patience, config.tol,
+        None if divergence is None else divergence.first_candidate(score_fn),
+        math.inf if divergence is None else abandon_level(best_seen, divergence.loss))
     progress = ProgressReport(config.max_epochs, description, verbose)
     result = TrainingResult(history={key: [] for key in HISTORY})
     batch_size = _batch_size(config.batch_size, train_data)
