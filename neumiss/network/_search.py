@@ -48,7 +48,7 @@ clearly better in the same way (:meth:`DepthSearch.spline_term_helps`): an addit
 of each feature, fitted in closed form, for targets that bend with a feature.
 
 A candidate whose training stays far behind the lowest validation loss the search has
-seen (a start's or an earlier candidate's:
+seen (a screened depth's data start, or an earlier candidate's:
 :func:`~neumiss.network._stopping.abandon_level`) is abandoned after
 :data:`~neumiss.network._stopping.ABANDON_EPOCHS` epochs, where patience would train it
 several more: a training that far behind does not catch up (d = 200, n = 1e5: the depth-16
@@ -185,7 +185,8 @@ class DepthSearch:
         self._linear_starts: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
         # (mask_skip, spline) -> the last linear parts fitted with those terms
         self._last_fits: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
-        # the lowest validation loss seen so far, of a start or a trained candidate
+        # the lowest validation loss of a network the search may return: a screened start
+        # (its depth's chain candidate keeps it if training does not beat it), a candidate
         self.best_loss = math.inf
 
     def members(self, depth: int, weight_sharing: str, mlp_depth: int,
@@ -279,7 +280,7 @@ class DepthSearch:
             network = self.members(depth, weight_sharing, 0, None)
             losses.append(row_losses(network, self.val_data, self.objective.loss))
         weight = self.val_data.weight
-        without, with_term = (self._seen(validation_loss(loss, weight)) for loss in losses)
+        without, with_term = (validation_loss(loss, weight) for loss in losses)
         setattr(self, term, clearly_better(losses[1], losses[0], weight)
                 and without - with_term >= min_gain * without)
         return getattr(self, term)
