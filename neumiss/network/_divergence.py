@@ -3,7 +3,6 @@ diverged, the back-off of the learning rate and the fallback to the constant."""
 
 from __future__ import annotations
 
-import copy
 import math
 
 import torch
@@ -11,7 +10,7 @@ from torch import nn
 
 from ._data import LossFunction, ScoreFunction, TrainingData, evaluate_loss, mean_loss
 from ._optimizer import minimize_lbfgs
-from ._stopping import Checkpoint
+from ._stopping import Checkpoint, copy_state
 
 #: An epoch *explodes* when its validation loss is above this many times the loss of
 #: the constant predictor (the best constant output on the training rows).
@@ -166,9 +165,9 @@ class DivergenceGuard:
         The network is left unchanged."""
         if self._setter is None:
             return None
-        initial = copy.deepcopy(self.network.state_dict())
+        initial = copy_state(self.network)
         self._setter(self.constant)
-        state = copy.deepcopy(self.network.state_dict())
+        state = copy_state(self.network)
         self.network.load_state_dict(initial)
         return Checkpoint(state, self.loss, score_fn(self.loss))
 
@@ -181,7 +180,7 @@ class DivergenceGuard:
                                         and self.initial_loss < self.loss):
             return self.candidate(score_fn)
         self.start_kept = True
-        return Checkpoint(copy.deepcopy(self.network.state_dict()), self.initial_loss,
+        return Checkpoint(copy_state(self.network), self.initial_loss,
                           score_fn(self.initial_loss))
 
     def check(self, train_loss: float, val_loss: float) -> str | None:
