@@ -464,6 +464,26 @@ def test_mask_term_helps_compares_the_linear_starts_with_and_without_the_mask(in
     assert (network.mask_skip is not None) is informative
 
 
+def test_the_decisions_and_the_screen_compute_each_start_once(monkeypatch):
+    # The mask's decision compares depth 0's starts without and with the term; the screen
+    # then needs depth 0's start with the term as decided (the same losses, not built
+    # again) and depth 3's.
+    train, val = _self_masked(600, 0), _self_masked(300, 1)
+    search = DepthSearch(_build, train, val, OBJECTIVE, seed=0, n_members=2,
+                         moments=observed_moments(train))
+    built = []
+    members = search.members
+    monkeypatch.setattr(search, "members", lambda depth, *rest: built.append(depth)
+                        or members(depth, *rest))
+    assert search.mask_term_helps()
+    decided = search.start_losses(0, "shared")[0]
+    kept, starts = search.screen([0, 3], "shared")
+    assert built == [0, 0, 3]
+    assert starts[0]["val_loss"] == pytest.approx(float(decided.mean()))
+    search.screen([0, 3], "shared")  # asked again: nothing is built
+    assert built == [0, 0, 3]
+
+
 def _bent(n, seed):
     """y = |2 x0| + x1 + noise: a target that bends with a feature."""
     data = _data(n, seed)

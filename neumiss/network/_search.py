@@ -185,6 +185,9 @@ class DepthSearch:
         self._linear_starts: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
         # (mask_skip, spline) -> the last linear parts fitted with those terms
         self._last_fits: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+        # (depth, weight mode, mask_skip, spline) -> the start's per-row validation losses
+        # and whether the moments started its block (start_losses)
+        self._start_losses: dict[tuple, tuple[torch.Tensor, bool]] = {}
         # the lowest validation loss of a network the search may return: a screened start
         # (its depth's chain candidate keeps it if training does not beat it), a candidate
         self.best_loss = math.inf
@@ -277,8 +280,7 @@ class DepthSearch:
         losses = []
         for present in (False, True):
             setattr(self, term, present)
-            network = self.members(depth, weight_sharing, 0, None)
-            losses.append(row_losses(network, self.val_data, self.objective.loss))
+            losses.append(self.start_losses(depth, weight_sharing)[0])
         weight = self.val_data.weight
         without, with_term = (validation_loss(loss, weight) for loss in losses)
         setattr(self, term, clearly_better(losses[1], losses[0], weight)
@@ -306,6 +308,20 @@ class DepthSearch:
                 depths, starts = self.screen(depths, weight_sharing)
         return list(depths), starts
 
+    def start_losses(self, depth: int, weight_sharing: str) -> tuple[torch.Tensor, bool]:
+        """The per-row validation losses (n_val,) of the start at ``depth`` (linear heads on
+        its block started from :attr:`moments`, untrained: :meth:`members`) with the heads'
+        terms as they stand, and whether the moments could start that block
+        (:func:`~neumiss.network._analytic.computes_iterates`); computed once per depth,
+        weight mode and terms (the mask's decision, the screen and the spline's decision
+        ask for the same starts)."""
+        key = (depth, weight_sharing, self.mask_skip, self.spline)
+        if key not in self._start_losses:
+            network = self.members(depth, weight_sharing, 0, None)
+            self._start_losses[key] = (row_losses(network, self.val_data, self.objective.loss),
+                                       computes_iterates(network.block))
+        return self._start_losses[key]
+
     def screen(self, depths: Sequence[int], weight_sharing: str
                ) -> tuple[list[int], dict[int, dict[str, float]]]:
         """The ``depths`` worth training: the first, and each deeper one whose data start
@@ -319,10 +335,10 @@ class DepthSearch:
         weight = self.val_data.weight
         starts, losses = {}, {}
         for depth in depths:
-            network = self.members(depth, weight_sharing, 0, None)
-            if computes_iterates(network.block):
-                losses[depth] = row_losses(network, self.val_data, self.objective.loss)
-                loss = self._seen(validation_loss(losses[depth], weight))
+            depth_losses, started = self.start_losses(depth, weight_sharing)
+            if started:
+                losses[depth] = depth_losses
+                loss = self._seen(validation_loss(depth_losses, weight))
                 starts[depth] = {"val_loss": loss, "val_score": self.objective.score(loss)}
         first = losses.get(depths[0])
         kept = [depths[0], *(d for d in depths[1:] if d not in losses or first is None
