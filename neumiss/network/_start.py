@@ -346,8 +346,9 @@ def _newton_logistic(F: np.ndarray, y: np.ndarray, w: np.ndarray, penalty: float
     for _ in range(max_steps):
         prob = scipy.special.expit(design @ theta)
         gradient = design.T @ (weight * (prob - y)) + ridge * theta
-        hessian = (design.T * (weight * prob * (1.0 - prob))) @ design + np.diag(ridge)
-        hessian[np.diag_indices_from(hessian)] += 1e-12 * np.trace(hessian) / (p + 1)
+        hessian = (design.T * (weight * prob * (1.0 - prob))) @ design
+        diagonal = np.diag_indices_from(hessian)
+        hessian[diagonal] += ridge + 1e-12 * (np.trace(hessian) + ridge.sum()) / (p + 1)
         step = scipy.linalg.solve(hessian, gradient, assume_a="pos")
         decrement = float(gradient @ step)
         if decrement < 1e-12:
