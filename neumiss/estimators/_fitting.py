@@ -313,8 +313,11 @@ class InMemoryRows:
         self.weight = (None if sample_weight is None else _check_sample_weight(
             sample_weight, X, dtype=np.float64, ensure_non_negative=True))
         self.y = estimator._encode_target(y)
-        estimator.encoder_ = TableEncoder().fit(X)
-        X = estimator.encoder_.transform(X)
+        # Categories too many to one-hot encode get cross-fitted target statistics.
+        estimator.encoder_ = TableEncoder()
+        X = estimator.encoder_.fit_transform(
+            X, self.y, classes=None if estimator._y_numeric else estimator.classes_,
+            random_state=estimator.random_state)
         _warn_features_never_observed(estimator, X)
         estimator.preprocessor_ = Standardizer(
             estimator.compress_tails, numeric=estimator.encoder_.numeric_columns()

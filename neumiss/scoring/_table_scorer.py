@@ -147,7 +147,7 @@ class NeuMissOnnxModel:
     "classification"), ``n_features`` (input columns), ``n_encoded`` (columns of the
     graph's ``X`` and ``M``), ``feature_names`` (or None), ``encoding`` (per input
     column: ``name``, ``kind`` ("numeric", "boolean" or "categorical"), ``categories``,
-    ``other``), ``classes`` (classifier, in the order of the probabilities).
+    ``other``; ``statistics`` for target statistics), ``classes`` (classifier, in order).
     Raises :class:`ScoringError` for a file that is not an ONNX model exported by
     neumiss, or that fails its integrity check (:func:`verify_digest`).
     """
@@ -347,10 +347,10 @@ def is_header(cells: list[str], model: NeuMissOnnxModel) -> bool:
 
 
 def _width(column: dict) -> int:
-    """Encoded columns of an input column: one per category (and a shared last one)."""
+    """Encoded columns of an input column: per category (+ ``<other>``) or target statistic."""
     if column["kind"] != "categorical":
         return 1
-    return len(column["categories"]) + bool(column["other"])
+    return len(column.get("statistic_names") or column["categories"]) + bool(column["other"])
 
 
 def _text_codes(texts: np.ndarray, column: dict, unseen: dict | None) -> np.ndarray:
@@ -412,8 +412,8 @@ def encode_columns(columns: list, model: NeuMissOnnxModel, *, unseen: dict | Non
             block[:, 0] = np.where(codes < 0, np.nan, codes)
             continue
         block[codes < 0] = np.nan
-        rows = np.flatnonzero(codes >= 0)
-        block[rows, codes[rows]] = 1.0
+        rows = np.flatnonzero(codes >= 0)  # each category's target statistics, or one-hot row
+        block[rows] = np.asarray(column.get("statistics") or np.eye(width))[codes[rows]]
     return out
 
 

@@ -1,11 +1,12 @@
 """From a user's table to the network's inputs: category encoding and standardization.
 
-Owns :class:`TableEncoder` (mixed-type tables to float features with NaN) and
+Owns :class:`TableEncoder` (mixed-type tables to float features with NaN; one-hot
+categories, target statistics for columns of many categories) and
 :class:`Standardizer` (robust scaling, clipping, the mask), shared by the estimators,
 the baselines and the streaming fit. May import :mod:`neumiss.checks`.
 """
 
-from ._encoding import MAX_CATEGORIES, OTHER, TableEncoder
+from ._encoding import MAX_CATEGORIES, OTHER, TARGET, TARGET_FOLDS, TableEncoder
 from ._preprocessing import (
     CLIP_BOUND,
     MAX_STANDARDIZED,
@@ -25,6 +26,8 @@ __all__ = [
     "OTHER",
     "RELATIVE_SCALE_THRESHOLD",
     "Standardizer",
+    "TARGET",
+    "TARGET_FOLDS",
     "TableEncoder",
     "check_outputs_finite",
     "describe_cells",

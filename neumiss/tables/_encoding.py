@@ -1,4 +1,5 @@
-"""Mixed-type tables to numeric features with NaN: one-hot categories, missing groups.
+"""Mixed-type tables to numeric features with NaN: one-hot categories, missing groups,
+target statistics for categories too many to one-hot encode.
 
 :class:`TableEncoder` turns a validated table into the float64 matrix the
 network's preprocessing works on:
@@ -10,9 +11,18 @@ network's preprocessing works on:
   text) become one column per category seen at fit. A missing category marks
   **its whole group missing** (NaN in every column of the group), so NeuMiss
   treats it as a missing value and not as "none of the categories".
-  A category not seen at fit is treated as missing, with a warning. Columns
-  with more than :data:`MAX_CATEGORIES` categories keep the most frequent ones
-  and share one ``<other>`` column for the rest, with a warning.
+  A category not seen at fit is treated as missing, with a warning.
+* a categorical column with more than :data:`MAX_CATEGORIES` categories (a postcode,
+  a product code) is embedded by **target statistics** when the encoder is fitted
+  with the target (the estimators do): each category becomes its smoothed mean of
+  the target (one column; one per class for more than two classes), scikit-learn's
+  :class:`~sklearn.preprocessing.TargetEncoder` with empirical-Bayes shrinkage
+  towards the overall mean, so that a rare category says little. The training rows
+  get **cross-fitted** values (:meth:`TableEncoder.fit_transform`: each row's value
+  is computed without its own target, on :data:`TARGET_FOLDS` folds), new rows the
+  statistics of all the training rows. A missing category is missing (NaN) in these
+  columns too. Without a target, such a column keeps its most frequent categories
+  and shares one ``<other>`` column for the rest, with a warning.
 
 numpy arrays are all numeric. The encoder's state is plain data (column
 names, kinds and categories), which the model file and the ONNX metadata
@@ -29,12 +39,19 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-#: Most one-hot columns a categorical column may take; beyond it the least
-#: frequent categories share one ``<other>`` column.
+#: Most one-hot columns a categorical column may take; beyond, the column is encoded by
+#: its categories' target statistics (fitted with a target), or else the least frequent
+#: categories share one ``<other>`` column.
 MAX_CATEGORIES = 100
 
 #: Name of the shared column of infrequent categories, after ``"<column>="``.
 OTHER = "<other>"
+
+#: Folds of the cross-fitting that gives the training rows their target statistics.
+TARGET_FOLDS = 5
+
+#: Name of a target-statistic column, after ``"<column>:"`` (and ``"=<class>"`` per class).
+TARGET = "target"
 
 KINDS = ("numeric", "boolean", "categorical")
 
@@ -42,23 +59,39 @@ KINDS = ("numeric", "boolean", "categorical")
 class ColumnEncoding(NamedTuple):
     """How one input column is encoded.
 
-    ``categories`` (categorical only) are the one-hot columns in order, as
-    strings; ``other`` says whether a last ``<other>`` column follows them.
+    ``categories`` (categorical only) are the categories seen at fit, as strings, in
+    order: the one-hot columns, or the rows of ``statistics``; ``other`` says whether a
+    last ``<other>`` column follows the one-hot ones. ``statistics`` (target-encoded
+    columns only) holds one tuple per category, its target statistics (the encoded
+    columns, named by ``statistic_names``).
     """
 
     name: object
     kind: str
     categories: tuple[str, ...] = ()
     other: bool = False
+    statistics: tuple[tuple[float, ...], ...] = ()
+    statistic_names: tuple[str, ...] = ()
+
+    @property
+    def target_encoded(self) -> bool:
+        """Whether the column is encoded by its categories' target statistics."""
+        return bool(self.statistic_names)
 
     @property
     def width(self) -> int:
         """Number of encoded columns."""
-        return len(self.categories) + self.other if self.kind == "categorical" else 1
+        if self.kind != "categorical":
+            return 1
+        if self.target_encoded:
+            return len(self.statistic_names)
+        return len(self.categories) + self.other
 
     def output_names(self) -> list[str]:
         if self.kind != "categorical":
             return [str(self.name)]
+        if self.target_encoded:
+            return [f"{self.name}:{s}" for s in self.statistic_names]
         names = [f"{self.name}={c}" for c in self.categories]
         return names + ([f"{self.name}={OTHER}"] if self.other else [])
 
@@ -131,8 +164,8 @@ def _column_kind(name, column: pd.Series) -> str:
     return "numeric" if parsed.notna().all() else "categorical"
 
 
-def _fit_categories(name, column: pd.Series) -> ColumnEncoding:
-    """The categories of ``column``: categorical dtype order, else sorted; capped by frequency."""
+def _seen_categories(name, column: pd.Series) -> list[str]:
+    """The categories of ``column`` as strings: categorical dtype order, else sorted."""
     present = column.dropna()
     if isinstance(column.dtype, pd.CategoricalDtype):
         seen = set(present.astype(object))
@@ -142,20 +175,80 @@ def _fit_categories(name, column: pd.Series) -> ColumnEncoding:
     categories = [str(c) for c in ordered]
     if len(set(categories)) != len(categories):
         raise ValueError(f"column {name!r} has categories that print alike: {categories!r}")
+    return categories
+
+
+def _fit_categories(name, column: pd.Series, categories: list[str]) -> ColumnEncoding:
+    """One-hot ``categories``, capped by frequency at :data:`MAX_CATEGORIES` columns."""
     if len(categories) <= MAX_CATEGORIES:
         return ColumnEncoding(name, "categorical", tuple(categories))
-    counts = _category_strings(present).value_counts()
+    counts = _category_strings(column.dropna()).value_counts()
     kept = set(counts.index[: MAX_CATEGORIES - 1])
     warnings.warn(
         f"column {name!r} has {len(categories):,} categories: the {MAX_CATEGORIES - 1} most "
-        f"frequent are one-hot encoded and the others share one '{OTHER}' column. To use "
-        "it fully, encode it yourself (e.g. as numbers or a target encoding), or drop it.",
+        f"frequent are one-hot encoded and the others share one '{OTHER}' column. Fit "
+        "with the target to encode it by target statistics, encode it yourself, or drop it.",
         UserWarning,
         stacklevel=4,
     )
     return ColumnEncoding(
         name, "categorical", tuple(c for c in categories if c in kept), other=True
     )
+
+
+def _target_statistics(name, column: pd.Series, categories: list[str], y: np.ndarray,
+                       classes, random_state) -> tuple[ColumnEncoding, np.ndarray]:
+    """The target statistics of ``column``'s categories, by scikit-learn's
+    :class:`~sklearn.preprocessing.TargetEncoder` on the rows where it is observed.
+
+    Returns the column's encoding (statistics from all the rows) and the rows'
+    cross-fitted statistics, float64 of shape (n_samples, width), NaN where the
+    category is missing: those of an encoder fitted without the row's fold (folds
+    stratified by class when every class fills them), as ``TargetEncoder.fit_transform``
+    computes them. A category absent from a fold's training rows gets that fold's
+    overall mean. A class's probability is the statistic of its indicator (0/1), as
+    scikit-learn computes it for a binary target, so that a fold without some class
+    still gives every column.
+    """
+    from sklearn.model_selection import KFold, StratifiedKFold
+    from sklearn.preprocessing import TargetEncoder
+
+    present = column.notna().to_numpy()
+    text = _category_strings(column[present]).to_numpy(dtype=object).reshape(-1, 1)
+    codes = y[present]
+    if classes is None:
+        names, targets = (TARGET,), codes.astype(np.float64)[:, None]
+    elif len(classes) == 2:  # the probability of the second class
+        names, targets = (TARGET,), (codes == 1).astype(np.float64)[:, None]
+    else:  # one probability per class: its indicator's statistics
+        names = tuple(f"{TARGET}={c}" for c in classes)
+        targets = (codes[:, None] == np.arange(len(classes))).astype(np.float64)
+
+    def statistics(train: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+        """The statistics of the categories (rows None) or of ``text[rows]``, learned on
+        ``text[train]``: (n, width)."""
+        columns = []
+        for target in targets[train].T:
+            encoder = TargetEncoder(categories=[np.array(categories, dtype=object)],
+                                    target_type="continuous").fit(text[train], target)
+            columns.append(encoder.encodings_[0] if rows is None
+                           else encoder.transform(text[rows])[:, 0])
+        return np.stack(columns, axis=1)
+
+    classes_fill_folds = (classes is not None
+                          and np.bincount(codes, minlength=len(classes)).min() >= TARGET_FOLDS)
+    folds = (StratifiedKFold if classes_fill_folds else KFold)(
+        TARGET_FOLDS, shuffle=True, random_state=random_state)
+    values = np.empty((len(codes), len(names)))
+    for train, held in folds.split(text, codes if classes_fill_folds else None):
+        values[held] = statistics(train, held)
+    crossfitted = np.full((len(column), len(names)), np.nan)
+    crossfitted[present] = values
+    table = statistics(np.arange(len(codes)), None)  # (n_categories, width)
+    encoding = ColumnEncoding(name, "categorical", tuple(categories),
+                              statistics=tuple(tuple(map(float, row)) for row in table),
+                              statistic_names=names)
+    return encoding, crossfitted
 
 
 class TableEncoder:
@@ -169,26 +262,57 @@ class TableEncoder:
         Number of encoded columns.
     """
 
-    def fit(self, X) -> TableEncoder:
-        """Learn each column's kind and categories.
+    def fit(self, X, y=None, *, classes=None, random_state=None) -> TableEncoder:
+        """Learn each column's kind and categories (and target statistics, given ``y``).
 
         Parameters
         ----------
         X : DataFrame, or ndarray of shape (n_samples, n_features) (all numeric)
+        y : ndarray of shape (n_samples,), optional
+            The target, for the columns of more than :data:`MAX_CATEGORIES` categories:
+            numbers (regression), or class codes ``0 .. len(classes) - 1``.
+        classes : sequence, optional
+            The class labels of ``y``'s codes (classification); None for a numeric target.
+        random_state : int, optional
+            Seed of the cross-fitting folds (:meth:`fit_transform`).
         """
+        self._fit(X, y, classes, random_state)
+        return self
+
+    def fit_transform(self, X, y=None, *, classes=None, random_state=None) -> np.ndarray:
+        """:meth:`fit`, then the encoded ``X``, with **cross-fitted** target statistics:
+        a row's statistics are computed on the :data:`TARGET_FOLDS` - 1 folds without it,
+        so that the network never learns from a value that holds the row's own target."""
+        crossfitted = self._fit(X, y, classes, random_state)
+        out = self.transform(X)
+        starts = np.cumsum([0] + [c.width for c in self.columns_])
+        for position, values in crossfitted.items():
+            out[:, starts[position] : starts[position + 1]] = values
+        return out
+
+    def _fit(self, X, y, classes, random_state) -> dict[int, np.ndarray]:
+        """Fit; returns the cross-fitted statistics (n_samples, width) per target-encoded
+        column position."""
+        crossfitted = {}
         if isinstance(X, pd.DataFrame):
             self.columns_ = []
-            for name in X.columns:
+            for position, name in enumerate(X.columns):
                 column = plain_column(X[name])
                 kind = _column_kind(name, column)
-                if kind == "categorical":
-                    self.columns_.append(_fit_categories(name, column))
-                else:
+                if kind != "categorical":
                     self.columns_.append(ColumnEncoding(name, kind))
+                    continue
+                categories = _seen_categories(name, column)
+                if y is None or len(categories) <= MAX_CATEGORIES:
+                    self.columns_.append(_fit_categories(name, column, categories))
+                    continue
+                encoding, crossfitted[position] = _target_statistics(
+                    name, column, categories, np.asarray(y), classes, random_state)
+                self.columns_.append(encoding)
         else:
             self.columns_ = [ColumnEncoding(i, "numeric") for i in range(X.shape[1])]
         self.n_features_out_ = sum(c.width for c in self.columns_)
-        return self
+        return crossfitted
 
     @property
     def is_identity(self) -> bool:
@@ -196,7 +320,8 @@ class TableEncoder:
         return all(c.kind == "numeric" for c in self.columns_)
 
     def output_names(self) -> list[str]:
-        """Names of the encoded columns: ``name`` or ``name=category``."""
+        """Names of the encoded columns: ``name``, ``name=category`` (one-hot) or
+        ``name:target`` (``name:target=class`` per class: target statistics)."""
         return [n for c in self.columns_ for n in c.output_names()]
 
     def numeric_columns(self) -> np.ndarray:
@@ -249,6 +374,8 @@ class TableEncoder:
         """Plain data for saving and for the ONNX metadata: one dict per column."""
         return [
             {"name": c.name, "kind": c.kind, "categories": list(c.categories), "other": c.other}
+            | ({"statistics": [list(row) for row in c.statistics],
+                "statistic_names": list(c.statistic_names)} if c.target_encoded else {})
             for c in self.columns_
         ]
 
@@ -257,7 +384,9 @@ class TableEncoder:
         """A fitted encoder from :meth:`get_state`'s list."""
         encoder = cls()
         encoder.columns_ = [
-            ColumnEncoding(c["name"], c["kind"], tuple(c["categories"]), bool(c["other"]))
+            ColumnEncoding(c["name"], c["kind"], tuple(c["categories"]), bool(c["other"]),
+                           tuple(tuple(float(v) for v in row) for row in c.get("statistics", [])),
+                           tuple(c.get("statistic_names", [])))
             for c in state
         ]
         encoder.n_features_out_ = sum(c.width for c in encoder.columns_)
@@ -307,7 +436,9 @@ def _encode_column(encoding: ColumnEncoding, column: pd.Series, out: np.ndarray)
             stacklevel=5,
         )
     rows = np.flatnonzero(~missing)
-    out[:] = 0.0
-    out[missing] = np.nan
-    out[rows[unseen]] = np.nan
+    out[:] = np.nan
+    if encoding.target_encoded:
+        out[rows[~unseen]] = np.asarray(encoding.statistics)[codes[~unseen]]
+        return
+    out[rows[~unseen]] = 0.0
     out[rows[~unseen], codes[~unseen]] = 1.0

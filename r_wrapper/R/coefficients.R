@@ -89,8 +89,10 @@ coef.neumiss <- function(object, pattern = NULL, ...) {
 
 # The Python model of a pattern (intercept, one coefficient per observed encoded column)
 # in R's terms: a factor's one-hot coefficients become contrasts with its first level,
-# whose own coefficient goes into the intercept. For two classes, the log-odds of R's
-# second class (Python's logit is that of its second class, in sorted order).
+# whose own coefficient goes into the intercept (a factor encoded by target statistics
+# alike, with each level's statistics times their coefficients as its coefficient). For
+# two classes, the log-odds of R's second class (Python's logit is that of its second
+# class, in sorted order).
 .r_coefficients <- function(object, missing, model) {
   weights <- stats::setNames(as.numeric(unlist(model$coef)), as.character(unlist(model$names)))
   intercept <- model$intercept
@@ -98,6 +100,8 @@ coef.neumiss <- function(object, pattern = NULL, ...) {
   values <- numeric(0)
   for (name in setdiff(object$feature_names, missing)) {
     w <- unname(weights[object$encoded_names[object$encoded_input == name]])
+    statistics <- object$level_statistics[[name]]
+    if (!is.null(statistics)) w <- as.numeric(statistics %*% w)  # one value per level
     if (object$column_kinds[[name]] == "categorical") {
       levels <- object$xlevels[[name]]
       intercept <- intercept + w[1]

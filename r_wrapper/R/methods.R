@@ -246,6 +246,7 @@ print.neumiss <- function(x, ...) {
 #'   metric on all training rows, in-sample), `history` (data frame: epoch,
 #'   train_loss, val_loss, val_score, lr), `params` (all parameters of the
 #'   Python estimator), `seed`, `missing_rate`, `feature_names`, `xlevels`,
+#'   `target_encoded` (the factors encoded by target statistics),
 #'   `classes`.
 #' @export
 summary.neumiss <- function(object, ...) {
@@ -278,6 +279,7 @@ summary.neumiss <- function(object, ...) {
     missing_rate = object$missing_rate,
     feature_names = object$feature_names,
     xlevels = object$xlevels,
+    target_encoded = names(object$level_statistics),
     classes = object$classes
   ), class = "summary.neumiss")
 }
@@ -310,8 +312,10 @@ print.summary.neumiss <- function(x, ...) {
               length(x$feature_names), .abbreviate_list(x$feature_names, 6),
               100 * x$missing_rate))
   if (length(x$xlevels)) {
-    cat(sprintf("Factors: %s\n", paste(sprintf("%s (%d levels)", names(x$xlevels),
-                                               lengths(x$xlevels)), collapse = ", ")))
+    encoded_by <- ifelse(names(x$xlevels) %in% x$target_encoded, ", target statistics", "")
+    cat(sprintf("Factors: %s\n", paste(sprintf("%s (%d levels%s)", names(x$xlevels),
+                                               lengths(x$xlevels), encoded_by),
+                                       collapse = ", ")))
   }
   if (!is.null(x$classes)) {
     cat(sprintf("Classes: %s\n", .abbreviate_list(x$classes)))

@@ -10,8 +10,12 @@
 #'   numeric (`TRUE` = 1). A column that is `NA` in every row (which R makes
 #'   logical) is a numeric column with every value missing.
 #' * Factors and character columns are categorical: the Python
-#'   estimator one-hot encodes them, one column per level seen at fit (at most
-#'   30 per column; rarer levels then share one `<other>` column). An `NA`
+#'   estimator one-hot encodes them, one column per level seen at fit. A
+#'   factor of more than 100 levels (a postcode, a product code) is encoded by
+#'   its levels' target statistics instead: each level's mean response, shrunk
+#'   towards the overall mean as far as the level is rare (one column; one per
+#'   class beyond two classes), cross-fitted on the training rows so that no
+#'   row sees its own response (`level_statistics`). An `NA`
 #'   value marks the whole group missing, so the network treats it as a
 #'   missing value, not as "none of the levels". The levels are stored in the
 #'   fit (`xlevels`). At prediction a level not seen at fit is treated as
@@ -137,7 +141,8 @@
 #'
 #' @return An object of class `"neumiss"`: a list with, among others, `call`,
 #'   `terms` (formula fits), `task`, `feature_names`, `column_kinds`,
-#'   `xlevels`, `seed`, `history` (a data frame of per-epoch losses),
+#'   `xlevels`, `level_statistics` (per factor encoded by target statistics,
+#'   a matrix of levels x statistics), `seed`, `history` (a data frame of per-epoch losses),
 #'   `n_epochs`, `best_depth`, `mlp_depth`, `weight_sharing`, `mask_skip` (whether the
 #'   head sees the mask itself: the Python estimator's `mask_skip="auto"` decides on
 #'   the validation rows), `spline` (whether the head adds piecewise-linear splines of
@@ -462,9 +467,18 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
     if (c$kind == "categorical") "categorical" else "numeric"
   }, character(1)), feature_names)
   xlevels <- list()
+  # factors of too many levels to one-hot encode: each level's target statistics
+  # (a levels x statistics matrix), the encoded columns' values for that level
+  level_statistics <- list()
   for (i in seq_along(columns)) {
     if (columns[[i]]$kind == "categorical") {
-      xlevels[[feature_names[i]]] <- as.character(unlist(columns[[i]]$categories))
+      levels_i <- as.character(unlist(columns[[i]]$categories))
+      xlevels[[feature_names[i]]] <- levels_i
+      if (length(columns[[i]]$statistic_names) > 0) {
+        level_statistics[[feature_names[i]]] <- matrix(
+          as.numeric(unlist(columns[[i]]$statistics)), nrow = length(levels_i), byrow = TRUE,
+          dimnames = list(levels_i, as.character(unlist(columns[[i]]$statistic_names))))
+      }
     }
   }
   if (is.null(terms) && !is.null(meta$formula)) {
@@ -507,6 +521,7 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
     named_features = named,
     column_kinds = kinds,
     xlevels = xlevels,
+    level_statistics = level_statistics,
     encoded_names = encoded,
     encoded_input = feature_names[as.integer(unlist(info$encoded_input)) + 1L],
     levels = levels,

@@ -111,3 +111,29 @@ test_that("the NA level of addNA() is a category of its own", {
   plain <- predict(fit, data.frame(g = factor(NA, levels = c("a", "b")), x = 0))
   expect_gt(abs(plain - pred[3]), 1)
 })
+
+test_that("a factor of more levels than one-hot encoding takes is encoded by target statistics", {
+  skip_if_no_python_neumiss()
+  set.seed(7)
+  n <- 1500
+  levels <- sprintf("p%03d", 1:150)
+  effect <- stats::setNames(rnorm(150, sd = 2), levels)
+  code <- sample(levels, n, replace = TRUE)
+  df <- data.frame(postcode = factor(code, levels = levels), x = rnorm(n))
+  df$y <- unname(effect[code]) + df$x + rnorm(n, sd = 0.3)
+  df$postcode[1:30] <- NA
+  fit <- neumiss(y ~ postcode + x, data = df, depth = 0, mlp_depth = 0, seed = 1)
+  statistics <- fit$level_statistics$postcode
+  expect_equal(dim(statistics), c(150L, 1L))
+  expect_equal(rownames(statistics), levels)
+  expect_gt(stats::cor(statistics[, 1], effect), 0.9)  # each level's shrunk mean response
+  expect_output(print(summary(fit)), "postcode \\(150 levels, target statistics\\)")
+  # coef(): one contrast per level, as for a one-hot factor, that predict() agrees with
+  beta <- coef(fit)
+  expect_equal(names(beta), c("(Intercept)", paste0("postcode", levels[-1]), "x"))
+  new <- data.frame(postcode = c("p001", "p002", "p150"), x = 0)
+  pred <- predict(fit, new)
+  expect_equal(pred[2:3] - pred[1], unname(beta[c("postcodep002", "postcodep150")]),
+               tolerance = 1e-5)
+  expect_gt(r_squared(df$y[-(1:30)], fitted(fit)[-(1:30)]), 0.8)
+})
