@@ -27,8 +27,8 @@ from neumiss.network import (
     set_analytic_weights,
     set_chebyshev_weights,
 )
-from neumiss.network._choice import DepthChoice, worth_untying
-from neumiss.network._search import DepthSearch
+from neumiss.network._choice import DepthChoice, try_identity_chain, worth_untying
+from neumiss.network._search import IDENTITY_STEPS_PER_EPOCH, DepthSearch
 from neumiss.network._start import (
     MIDPOINT_ROWS_PER_FEATURE,
     data_ramps,
@@ -650,3 +650,68 @@ def test_the_chebyshev_start_is_tried_only_where_the_covariance_is_well_estimate
     assert tried(depths=(0, 1)) is None  # no iteration
     assert tried(val=None) is None  # nothing to decide on
     assert tried(data_start=False) is None  # no moments
+
+
+# ------------------------------------------------------------------ the chain from the identity
+
+
+def test_the_identity_chain_is_tried_when_the_mask_tells_the_target_and_the_block_iterates():
+    val, moments = _data(20, 1), object()
+    assert try_identity_chain(_candidate(16), True, val, moments)
+    assert try_identity_chain(_candidate(2), True, val, moments)
+    assert not try_identity_chain(_candidate(16), False, val, moments)  # mask term not kept
+    assert not try_identity_chain(_candidate(0), True, val, moments)  # no iteration chosen
+    assert not try_identity_chain(_candidate(16), True, None, moments)  # nothing to decide
+    assert not try_identity_chain(_candidate(16), True, val, None)  # already from identity
+
+
+@pytest.mark.parametrize("batch_size", [None, 40])
+def test_the_identity_chain_trains_powers_of_two_from_the_identity_on_small_batches(
+        monkeypatch, batch_size):
+    train, val = _self_masked(1280, 0), _self_masked(200, 1)
+    search = DepthSearch(_build, train, val, OBJECTIVE, seed=0, n_members=2,
+                         moments=observed_moments(train), mask_skip=True)
+    config = TrainingConfig(max_epochs=2, batch_size=batch_size)
+    fits = []
+    original = DepthSearch.fit
+
+    def fit(self, depth, weight_sharing, mlp_depth, start_from, config, from_data=True):
+        fitted = original(self, depth, weight_sharing, mlp_depth, start_from, config, from_data)
+        fits.append((depth, from_data, config.batch_size, fitted.result.n_epochs))
+        return fitted
+
+    monkeypatch.setattr(DepthSearch, "fit", fit)
+    monkeypatch.setattr(DepthSearch, "start", lambda *a: pytest.fail("moments start used"))
+    search.best_loss = 1e-9  # far below anything: a data-started candidate is abandoned
+    unbeatable = _candidate(6, val_loss=-1.0)
+    kept, summaries = search.identity_chain(unbeatable, "shared", 0, config)
+    expected_batch = batch_size or 1280 // IDENTITY_STEPS_PER_EPOCH  # 20 rows
+    assert [f[:3] for f in fits] == [(d, False, expected_batch) for d in (0, 2, 4, 6)]
+    assert all(epochs == 2 for *_, epochs in fits)  # never abandoned for best_loss
+    assert list(summaries) == [0, 2, 4, 6]
+    assert kept is unbeatable  # kept only when it validates better
+
+
+def test_the_identity_chain_replaces_a_candidate_it_validates_better_than():
+    train, val = _self_masked(400, 0), _self_masked(200, 1)
+    search = DepthSearch(_build, train, val, OBJECTIVE, seed=0, n_members=2,
+                         moments=observed_moments(train), mask_skip=True)
+    kept, summaries = search.identity_chain(_candidate(4, val_loss=math.inf), "shared", 0,
+                                            TrainingConfig(max_epochs=2))
+    assert list(summaries) == [0, 2, 4]
+    assert kept.network is not None and kept.val_loss == summaries[kept.depth]["val_loss"]
+
+
+def test_search_depths_reports_the_identity_chain_only_when_it_ran():
+    train, val = _self_masked(600, 0), _self_masked(300, 1)
+    config = TrainingConfig(max_epochs=3)
+    masked = search_depths(_build, [0, 4], "shared", [0], train, val, OBJECTIVE, config,
+                           seed=0, mask_skip=True)
+    plain = search_depths(_build, [0, 4], "shared", [0], train, val, OBJECTIVE, config,
+                          seed=0, mask_skip=False)
+    assert plain.identity is None
+    if masked.best.depth >= 2 or masked.identity is not None:
+        assert list(masked.identity) == [0, 2, 4]
+        best_loss = min(r["val_loss"] for r in (*masked.depth_results.values(),
+                                               *masked.identity.values()))
+        assert masked.best.val_loss <= best_loss + 1e-12

@@ -137,6 +137,9 @@ def _fit_neumiss_with(params: dict, data: SimulatedData) -> tuple[object, dict]:
         "untied_seconds": None if untied is None else round(untied["seconds"], 2),
         "chebyshev_val_r2": (None if model.chebyshev_result_ is None
                              else round(model.chebyshev_result_["val_score"], 5)),
+        "identity_val_r2": (None if model.identity_results_ is None else
+                            {str(k): round(r["val_score"], 5)
+                             for k, r in model.identity_results_.items()}),
         "epochs": model.n_epochs_,
         "val_r2": {str(k): round(r["val_score"], 5) for k, r in results.items()},
         "start_val_r2": (None if starts is None else

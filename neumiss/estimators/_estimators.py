@@ -219,6 +219,11 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         not tried (other ``weight_sharing``, no validation rows, a chain below depth 2
         or fewer than :data:`neumiss.network.MIDPOINT_ROWS_PER_FEATURE` rows per
         encoded feature).
+    identity_results_ : dict or None
+        Per depth, ``val_loss``, ``val_score``, ``epochs`` and ``seconds`` of the paper's
+        chain from the identity start (depths 0, 2, 4, ... up to ``best_depth_``, on
+        smaller batches), trained when the mask's own term was kept and the chosen
+        block iterates; kept when it lowers the validation loss. None when not tried.
     depth_results_ : dict
         For each depth trained: ``val_loss`` and ``val_score`` (validation R²)
         of its best epoch, ``epochs`` trained and training ``seconds``.

@@ -264,6 +264,7 @@ class FitPlan:
         estimator.untied_result_ = result.untied
         estimator.head_results_ = result.heads
         estimator.chebyshev_result_ = result.chebyshev
+        estimator.identity_results_ = result.identity
         estimator.depth_starts_ = result.starts
         estimator.members_ = member_summaries(best, rows, objective)
         estimator.validation_score_ = float(best.result.best_val_score)

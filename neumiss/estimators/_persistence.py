@@ -264,6 +264,8 @@ def _rebuild(payload, classes: Mapping[str, type]):
         estimator.mask_skip_ = bool(estimator.mask_skip)
     if "chebyshev_result_" not in attributes:  # written before the Chebyshev start existed
         estimator.chebyshev_result_ = None
+    if "identity_results_" not in attributes:  # written before the chain from the identity
+        estimator.identity_results_ = None
     if "mlp_width_" not in attributes:  # written when None meant the encoded columns
         estimator.mlp_width_ = (estimator.encoder_.n_features_out_ if estimator.mlp_width is None
                                 else int(estimator.mlp_width))

@@ -34,7 +34,9 @@ covariance is well estimated (:func:`try_chebyshev`): linear heads on a block wi
 matrix per iteration at the chain's deepest depth, started at Richardson steps at the
 Chebyshev nodes of the covariance's spectrum (:func:`~neumiss.network.set_chebyshev_weights`),
 kept if it lowers the validation loss: where training could not improve on the data
-start, a better start is the better network.
+start, a better start is the better network. Where the missingness tells the target
+(:func:`try_identity_chain`), the paper's chain from the identity start is trained too
+(:meth:`DepthSearch.identity_chain`), kept if it lowers the validation loss.
 
 With ``mask_skip="auto"``, the heads see the mask itself (a linear term of it beside
 the block's output) when the linear start at depth 0 is clearly better on the
@@ -47,13 +49,12 @@ and the depths to train decided, it makes the linear start at the deepest of tho
 clearly better in the same way (:meth:`DepthSearch.spline_term_helps`): an additive spline
 of each feature, fitted in closed form, for targets that bend with a feature.
 
-A candidate whose training stays far behind the lowest validation loss the search has
-seen (a screened depth's data start, or an earlier candidate's:
+A candidate started from the data whose training stays far behind the lowest validation
+loss the search has seen (a screened start's or an earlier candidate's:
 :func:`~neumiss.network._stopping.abandon_level`) is abandoned after
-:data:`~neumiss.network._stopping.ABANDON_EPOCHS` epochs, where patience would train it
-several more: a training that far behind does not catch up (d = 200, n = 1e5: the depth-16
-block trained from its data start validated 56% worse after one epoch and never came
-back in eight epochs, 66 s; on the simulated grid no cell's result changed).
+:data:`~neumiss.network._stopping.ABANDON_EPOCHS` epochs: that far behind it does not catch
+up (d = 200, n = 1e5: the depth-16 block validated 56% worse after one epoch and never came
+back in eight, 66 s).
 
 Every candidate is an ensemble of ``n_members`` networks trained together as one
 :class:`~neumiss.network.StackedNetwork` (one block; member ``k``'s head initialised
@@ -76,7 +77,14 @@ import torch
 
 from ._analytic import computes_iterates
 from ._block import NeuMissNetwork
-from ._choice import Candidate, DepthChoice, clearly_better, try_chebyshev, worth_untying
+from ._choice import (
+    Candidate,
+    DepthChoice,
+    clearly_better,
+    try_chebyshev,
+    try_identity_chain,
+    worth_untying,
+)
 from ._data import TrainingData, member_weights, row_losses, validation_loss
 from ._divergence import DivergenceWarning
 from ._stacked import StackedNetwork
@@ -87,7 +95,7 @@ from ._start import (
     start_from_moments,
     start_linear_parts,
 )
-from ._training import HISTORY, TrainingConfig, TrainingResult, train
+from ._training import HISTORY, MIN_AUTO_BATCH_SIZE, TrainingConfig, TrainingResult, train
 
 #: Depths tried by ``depth="auto"``: mean imputation feeding the head, then a deep block
 #: started from the data's moments (:mod:`~neumiss.network._start`), which computes the
@@ -107,6 +115,12 @@ AUTO_MLP_DEPTHS = (2, 0)
 #: where on real tables the ramps lowered it by up to 80% (txhousing_sales 16-18%,
 #: seatbelt_fatalities 14-24%, growth_dj 5-21%).
 SPLINE_MIN_GAIN = 0.02
+
+#: Optimizer steps per epoch of the chain from the identity start (the first engine's
+#: batches of n / 64 rows): its blocks move far from their start, in many small steps
+#: (probit self-masking d = 20, n = 1e4: test R² 0.804, on n / 8 rows 0.777).
+IDENTITY_STEPS_PER_EPOCH = 64
+
 
 class Objective(NamedTuple):
     """What training minimises and reports.
@@ -134,7 +148,9 @@ class SearchResult(NamedTuple):
     (:func:`try_chebyshev`), None when it was not tried. ``starts``: per depth
     screened, ``val_loss`` and ``val_score`` of its data start
     (:meth:`DepthSearch.screen`), None when the depths were not screened. ``spline``:
-    whether the networks have the spline term.
+    whether the networks have the spline term. ``identity``: per depth, the summary of
+    the chain from the identity start (:meth:`DepthSearch.identity_chain`), None when it
+    was not tried.
     """
 
     best: Candidate
@@ -145,6 +161,7 @@ class SearchResult(NamedTuple):
     chebyshev: dict[str, float] | None = None
     starts: dict[int, dict[str, float]] | None = None
     spline: bool = False
+    identity: dict[int, dict[str, float]] | None = None
 
 
 class DepthSearch:
@@ -193,12 +210,13 @@ class DepthSearch:
         self.best_loss = math.inf
 
     def members(self, depth: int, weight_sharing: str, mlp_depth: int,
-                start_from: StackedNetwork | None, refit_linear: bool = False
-                ) -> StackedNetwork:
+                start_from: StackedNetwork | None, refit_linear: bool = False,
+                from_data: bool = True) -> StackedNetwork:
         """New members (member ``k`` initialised from seed ``seed + k``), each warm-started
         from member ``k`` of ``start_from`` if given (an MLP head keeps its hidden layers
         only from a network of the same depth), stacked on the device of the rows. A new
-        depth's block starts from :attr:`moments` when given (:meth:`start`); with
+        depth's block starts from :attr:`moments` when given and ``from_data``
+        (:meth:`start`; else near the identity); with
         ``refit_linear``, the heads' linear parts of members warm-started at the same depth
         are fitted on the block they keep (:meth:`fit_linear_parts`)."""
         starts = [None] * self.n_members if start_from is None else start_from.networks()
@@ -214,7 +232,7 @@ class DepthSearch:
                 network.warm_start_from(start, keep_mlp=start.block.depth == depth)
             networks.append(network)
         new_depth = start_from is None or start_from.depth != depth
-        if self.moments is not None and new_depth:
+        if self.moments is not None and new_depth and from_data:
             return self.start(networks)
         if refit_linear:
             self.fit_linear_parts(networks)
@@ -346,29 +364,34 @@ class DepthSearch:
         return kept, starts
 
     def fit(self, depth: int, weight_sharing: str, mlp_depth: int,
-            start_from: StackedNetwork | None, config: TrainingConfig) -> Candidate:
-        """Train new members, warm-started from ``start_from`` if given (:meth:`members`)."""
+            start_from: StackedNetwork | None, config: TrainingConfig,
+            from_data: bool = True) -> Candidate:
+        """Train new members, warm-started from ``start_from`` if given (:meth:`members`;
+        ``from_data`` False: a new block near the identity, and never abandoned for the
+        losses the data-started candidates reached)."""
         start = time.perf_counter()
-        network = self.members(depth, weight_sharing, mlp_depth, start_from)
+        network = self.members(depth, weight_sharing, mlp_depth, start_from,
+                               from_data=from_data)
         generator = torch.Generator().manual_seed(self.seed)
         result = train(
             network, self.train_data, self.val_data, self.objective.loss, config, generator,
             score_fn=self.objective.score, verbose=self.verbose,
             description=f"{self.label}(depth={depth})", warn=False,
-            best_seen=self.best_loss,
+            best_seen=self.best_loss if from_data else math.inf,
         )
         self._seen(result.best_val_loss)
         return Candidate(depth, weight_sharing, mlp_depth, network, result,
                          time.perf_counter() - start)
 
     def chain(self, depths: Sequence[int], weight_sharing: str, mlp_depth: int,
-              config: TrainingConfig) -> tuple[DepthChoice, dict[int, dict]]:
+              config: TrainingConfig, from_data: bool = True
+              ) -> tuple[DepthChoice, dict[int, dict]]:
         """Train ``depths`` in order, each warm-started from the previous one, until
         :class:`DepthChoice` stops; returns the choice and the summary of each depth."""
         weight = None if self.val_data is None else self.val_data.weight
         choice, summaries, start = DepthChoice(weight), {}, None
         for depth in depths:
-            fitted = self.fit(depth, weight_sharing, mlp_depth, start, config)
+            fitted = self.fit(depth, weight_sharing, mlp_depth, start, config, from_data)
             summaries[depth] = fitted.summary()
             losses = (None if self.val_data is None
                       else row_losses(fitted.network, self.val_data, self.objective.loss))
@@ -376,6 +399,20 @@ class DepthSearch:
                 break
             start = fitted.network
         return choice, summaries
+
+    def identity_chain(self, best: Candidate, weight_sharing: str, mlp_depth: int,
+                       config: TrainingConfig) -> tuple[Candidate, dict[int, dict]]:
+        """The paper's chain: depths 0, 2, 4, ... and ``best``'s, each block warm-started
+        from the previous one's, the first near the identity, :data:`IDENTITY_STEPS_PER_EPOCH`
+        batches per epoch (unless ``config`` sets their size). Returns the candidate kept
+        (the chain's choice if it validates better than ``best``) and each depth's summary."""
+        powers = (2**k for k in range(1, best.depth.bit_length()) if 2**k < best.depth)
+        if config.batch_size is None:
+            rows = len(self.train_data) // IDENTITY_STEPS_PER_EPOCH
+            config = dataclasses.replace(config, batch_size=max(MIN_AUTO_BATCH_SIZE, rows))
+        choice, summaries = self.chain([0, *powers, best.depth], weight_sharing, mlp_depth,
+                                       config, from_data=False)
+        return (choice.best if choice.best.val_loss < best.val_loss else best), summaries
 
     def as_linear_head(self, best: Candidate) -> tuple[Candidate, dict[str, float]]:
         """``best``, an MLP-head candidate whose MLP adds nothing
@@ -536,7 +573,9 @@ def search_depths(
     chain_weights = "shared" if weight_sharing == "auto" else weight_sharing
     depths, starts = search.decide(depths, chain_weights, mask_skip, spline, screen_depths)
     choice, depth_results = search.chain(depths, chain_weights, mlp_depths[0], config)
-    best = choice.best
+    best, identity = choice.best, None
+    if try_identity_chain(best, search.mask_skip, val_data, moments):
+        best, identity = search.identity_chain(best, chain_weights, min(mlp_depths), config)
     # A fine-tune's gains come in small steps, so every improvement counts.
     fine_tune_config = dataclasses.replace(config, tol=0.0)
     untied = None
@@ -558,4 +597,4 @@ def search_depths(
     if best.result.warning is not None:  # the kept network diverged, or is a constant
         warnings.warn(best.result.warning, DivergenceWarning, stacklevel=2)
     return SearchResult(best, depth_results, untied, heads, search.mask_skip, chebyshev,
-                        starts, search.spline)
+                        starts, search.spline, identity)
