@@ -112,6 +112,10 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         other missing-not-at-random data get it, a mask that says nothing of the
         target adds no parameters. Without validation rows (``validation_fraction=0``)
         and in :meth:`fit_stream`, ``"auto"`` is False. The choice is ``mask_skip_``.
+        With the term kept and a chosen depth of 2 or more, the search also trains the
+        paper's chain of depths from the identity start on batches of n / 64 rows, kept
+        when it validates better (``identity_results_``): the moments that start the
+        blocks are biased when the missingness tells the target.
     spline : bool or "auto", default="auto"
         A spline term added to the output (see :class:`~neumiss.network.NeuMissNetwork`):
         a linear map of piecewise-linear ramps of each column of the block's output on
