@@ -35,8 +35,7 @@ from sklearn.metrics import log_loss, r2_score
 from sklearn.model_selection import KFold
 
 from neumiss import NeuMissClassifier, NeuMissRegressor
-from neumiss.baselines import CatBoostTableClassifier, CatBoostTableRegressor
-from neumiss.baselines._boosting import lightgbm_model
+from neumiss.baselines import BASELINES, make_baseline
 
 
 def simulate(n_rows: int, n_categories: int, seed: int) -> tuple[pd.DataFrame, np.ndarray]:
@@ -70,9 +69,9 @@ def top_categories(train: pd.DataFrame, test: pd.DataFrame, keep: int = 99):
 
 
 def methods(task: str, seed: int) -> dict:
-    """Name -> (make the model, prepare (train, test) tables)."""
+    """Name -> (make the model, prepare (train, test) tables); the anchors from the
+    baseline registry, when their packages are installed."""
     neumiss = NeuMissRegressor if task == "regression" else NeuMissClassifier
-    catboost = CatBoostTableRegressor if task == "regression" else CatBoostTableClassifier
     same = lambda train, test: (train, test)  # noqa: E731
     dropped = lambda train, test: (train.drop(columns="postcode"),  # noqa: E731
                                    test.drop(columns="postcode"))
@@ -81,16 +80,13 @@ def methods(task: str, seed: int) -> dict:
         "neumiss_top99": (lambda: neumiss(random_state=seed), top_categories),
         "neumiss_dropped": (lambda: neumiss(random_state=seed), dropped),
     }
-    try:
-        import catboost as _  # noqa: F401
-        found["catboost"] = (lambda: catboost(random_state=seed), same)
-    except ImportError:
-        print("catboost not installed: skipped")
-    try:
-        import lightgbm as _  # noqa: F401, F811
-        found["lightgbm"] = (lambda: lightgbm_model(task, seed), same)
-    except ImportError:
-        print("lightgbm not installed: skipped")
+    kind = "regression" if task == "regression" else "classification"
+    for name in ("catboost", "lightgbm"):
+        why = BASELINES[name].unavailable()
+        if why:
+            print(f"{name} skipped: {why}")
+        else:
+            found[name] = (lambda name=name: make_baseline(name, kind, seed), same)
     return found
 
 

@@ -78,6 +78,13 @@ class ColumnEncoding(NamedTuple):
         """Whether the column is encoded by its categories' target statistics."""
         return bool(self.statistic_names)
 
+    def category_values(self) -> np.ndarray:
+        """Each category's encoded values (n_categories [+ 1 for ``<other>``], width): its
+        target statistics, or its one-hot row."""
+        if self.target_encoded:
+            return np.asarray(self.statistics, dtype=np.float64)
+        return np.eye(self.width)
+
     @property
     def width(self) -> int:
         """Number of encoded columns."""
@@ -435,10 +442,5 @@ def _encode_column(encoding: ColumnEncoding, column: pd.Series, out: np.ndarray)
             UserWarning,
             stacklevel=5,
         )
-    rows = np.flatnonzero(~missing)
     out[:] = np.nan
-    if encoding.target_encoded:
-        out[rows[~unseen]] = np.asarray(encoding.statistics)[codes[~unseen]]
-        return
-    out[rows[~unseen]] = 0.0
-    out[rows[~unseen], codes[~unseen]] = 1.0
+    out[np.flatnonzero(~missing)[~unseen]] = encoding.category_values()[codes[~unseen]]
