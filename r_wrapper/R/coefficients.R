@@ -38,8 +38,9 @@
 #' @examples
 #' if (is_neumiss_available()) {
 #'   set.seed(1)
+#'   # a linear head without the spline term: one linear model per pattern
 #'   fit <- neumiss(Ozone ~ Solar.R + Wind + Temp, data = airquality,
-#'                  mlp_depth = 0, max_epochs = 20)
+#'                  mlp_depth = 0, spline = FALSE, max_epochs = 20)
 #'   coef(fit)                       # rows with every predictor observed
 #'   coef(fit, pattern = "Solar.R")  # rows where Solar.R is missing
 #'   tidy(fit)

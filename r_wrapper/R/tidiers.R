@@ -40,7 +40,7 @@ generics::augment
 #' if (is_neumiss_available()) {
 #'   set.seed(1)
 #'   fit <- neumiss(Ozone ~ Solar.R + Wind + Temp, data = airquality, max_epochs = 10,
-#'                  mlp_depth = 0)
+#'                  mlp_depth = 0, spline = FALSE)
 #'   tidy(fit)   # the linear model of each frequent pattern of missing predictors
 #'   glance(fit)
 #'   head(augment(fit))
