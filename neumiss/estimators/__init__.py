@@ -9,12 +9,20 @@ and loading models without pickle (:func:`load`). May import every layer below i
 :mod:`neumiss.network` and :mod:`neumiss.export`.
 """
 
-from ._estimators import NeuMissClassifier, NeuMissQuantileRegressor, NeuMissRegressor
+from ._estimators import (
+    LOG_SCALE_SKEWNESS,
+    LOG_TARGET_SKEWNESS,
+    NeuMissClassifier,
+    NeuMissRegressor,
+)
 from ._persistence import FORMAT_VERSION, MODEL_CLASSES, load, payload_digest, save_estimator
+from ._quantile import NeuMissQuantileRegressor
 from ._streaming import RunningMoments, fit_stream, parquet_chunks
 
 __all__ = [
     "FORMAT_VERSION",
+    "LOG_SCALE_SKEWNESS",
+    "LOG_TARGET_SKEWNESS",
     "MODEL_CLASSES",
     "NeuMissClassifier",
     "NeuMissQuantileRegressor",

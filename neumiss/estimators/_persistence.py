@@ -47,7 +47,7 @@ FORMAT_VERSION = 6
 
 #: Parameters added within :data:`FORMAT_VERSION`, and the value for which a file written
 #: before them (without them) holds the model it held.
-LATER_PARAMETERS = {"spline": False}
+LATER_PARAMETERS = {"spline": False, "log_target": False}
 
 #: Names a saved fitted attribute may have: public, ending with ``_``.
 _ATTRIBUTE_NAME = re.compile(r"[a-z][a-z0-9_]*_")
@@ -266,6 +266,8 @@ def _rebuild(payload, classes: Mapping[str, type]):
         estimator.chebyshev_result_ = None
     if "identity_results_" not in attributes:  # written before the chain from the identity
         estimator.identity_results_ = None
+    if getattr(cls, "_y_numeric", None) and "log_target_" not in attributes:
+        estimator.log_target_ = False  # written before log_target existed
     if "mlp_width_" not in attributes:  # written when None meant the encoded columns
         estimator.mlp_width_ = (estimator.encoder_.n_features_out_ if estimator.mlp_width is None
                                 else int(estimator.mlp_width))
@@ -382,6 +384,8 @@ def _check_preprocessing(estimator) -> None:
             raise _Damaged(f"has {label} = {value!r}, not a finite number")
     if getattr(estimator, "y_scale_", 1.0) <= 0:
         raise _Damaged(f"has y_scale_ = {estimator.y_scale_!r}, not positive")
+    if not isinstance(getattr(estimator, "log_target_", False), bool):
+        raise _Damaged(f"has log_target_ = {estimator.log_target_!r}, not True or False")
 
 
 def load_estimator(path: str | os.PathLike, classes: Mapping[str, type]):

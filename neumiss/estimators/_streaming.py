@@ -160,6 +160,8 @@ def _first_pass(estimator, passes) -> int:
     pass over the stream; returns the number of rows."""
     n_rows, moments, target, classes = 0, None, RunningMoments(1), set()
     lowest = highest = None  # (d,) the observed range of each column so far
+    if estimator._y_numeric:  # "auto" would need the whole target's skewness first: False
+        estimator.log_target_ = estimator.log_target is True
     for index, (X, y) in enumerate(passes()):
         if index == 0:
             X, y = check_training_data(estimator, X, y, y_numeric=estimator._y_numeric,
@@ -187,7 +189,7 @@ def _first_pass(estimator, passes) -> int:
             y = y.astype(np.float64)
             if not np.isfinite(y).all():
                 raise ValueError(f"chunk {index}: y contains NaN or infinity")
-            target.update(y[:, None])
+            target.update(estimator._fitted_scale(y, f"chunk {index}: y")[:, None])
         else:
             classes.update(np.unique(y).tolist())
         n_rows += X.shape[0]

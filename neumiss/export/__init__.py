@@ -17,6 +17,7 @@ from ._networks import (
     metadata,
     network_output,
     smallest,
+    target_units,
 )
 
 __all__ = [
@@ -31,4 +32,5 @@ __all__ = [
     "metadata",
     "network_output",
     "smallest",
+    "target_units",
 ]

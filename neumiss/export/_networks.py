@@ -383,15 +383,25 @@ def smallest(g: Graph, values: str, k: int, name: str) -> str:
     return name
 
 
+def target_units(g: Graph, estimator, values: str, name: str) -> str:
+    """A regressor's network outputs ``values`` (float64) in the units of ``y``, as
+    ``predict`` computes them: ``values * y_scale_ + y_mean_``, then ``Exp`` of that when
+    the network fits ``log y`` (``log_target_``). Returns the node named ``name``."""
+    log = getattr(estimator, "log_target_", False)
+    scaled = g.op("Mul", [values, g.constant("y_scale", estimator.y_scale_, np.float64)],
+                  f"{name}_scaled")
+    shifted = g.op("Add", [scaled, g.constant("y_mean", estimator.y_mean_, np.float64)],
+                   f"{name}_log" if log else name)
+    return g.op("Exp", [shifted], name) if log else shifted
+
+
 def _quantile_outputs(g: Graph, estimator, raw: str) -> list[onnx.ValueInfoProto]:
     """A quantile regressor: ``quantiles`` (sorted per row, as ``predict_quantiles``) and
     ``y``, the median (``predict``), in float64."""
     n_q = len(estimator.quantiles)
     ordered = g.op("Cast", [smallest(g, raw, n_q, "raw_sorted")], "raw_sorted_double",
                    to=TensorProto.DOUBLE)
-    scaled = g.op("Mul", [ordered, g.constant("y_scale", estimator.y_scale_, np.float64)],
-                  "quantiles_scaled")
-    g.op("Add", [scaled, g.constant("y_mean", estimator.y_mean_, np.float64)], "quantiles")
+    target_units(g, estimator, ordered, "quantiles")
     median = int(np.flatnonzero(np.asarray(estimator.quantiles) == 0.5)[0])
     g.op("Gather", ["quantiles", g.constant("median_index", median, np.int64)], "y", axis=1)
     return [helper.make_tensor_value_info("y", TensorProto.DOUBLE, ["N"]),
@@ -399,11 +409,10 @@ def _quantile_outputs(g: Graph, estimator, raw: str) -> list[onnx.ValueInfoProto
 
 
 def _regressor_outputs(g: Graph, estimator, raw: str) -> list[onnx.ValueInfoProto]:
-    """``y = raw * y_scale_ + y_mean_`` in float64, as ``predict`` computes it."""
+    """``y`` in float64, as ``predict`` computes it (:func:`target_units`)."""
     z = g.op("Squeeze", [raw, g.constant("axis_1", [1], np.int64)], "z")
     z64 = g.op("Cast", [z], "z_double", to=TensorProto.DOUBLE)
-    scaled = g.op("Mul", [z64, g.constant("y_scale", estimator.y_scale_, np.float64)], "y_scaled")
-    g.op("Add", [scaled, g.constant("y_mean", estimator.y_mean_, np.float64)], "y")
+    target_units(g, estimator, z64, "y")
     return [helper.make_tensor_value_info("y", TensorProto.DOUBLE, ["N"])]
 
 
@@ -479,6 +488,7 @@ def metadata(estimator, task: str) -> dict[str, str]:
         "residual": json.dumps(bool(estimator.residual)),
         "mlp_depth": str(estimator.mlp_depth_),
         "spline_ramps": str(estimator.spline_ramps_),
+        "log_target": json.dumps(bool(getattr(estimator, "log_target_", False))),
         "ensemble_size": str(estimator.ensemble_size),
         "input_contract": INPUT_CONTRACT,
         # What predict refuses (values too far from the training data), for the scorers.

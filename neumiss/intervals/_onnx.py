@@ -31,6 +31,7 @@ from ..export import (
     metadata,
     network_output,
     smallest,
+    target_units,
 )
 
 
@@ -105,11 +106,9 @@ def column(g: Graph, values: str, index: int, name: str) -> str:
 
 
 def scaled(g: Graph, base, values: str, name: str) -> str:
-    """Network outputs in units of ``y``, float64: ``raw * y_scale_ + y_mean_``."""
-    double = cast(g, values, f"{name}_double", np.float64)
-    product = g.op("Mul", [double, g.constant("y_scale", base.y_scale_, np.float64)],
-                   f"{name}_scaled")
-    return g.op("Add", [product, g.constant("y_mean", base.y_mean_, np.float64)], name)
+    """Network outputs in units of ``y``, float64, as ``base.predict``
+    (:func:`~neumiss.export.target_units`)."""
+    return target_units(g, base, cast(g, values, f"{name}_double", np.float64), name)
 
 
 def cast(g: Graph, values: str, name: str, dtype) -> str:

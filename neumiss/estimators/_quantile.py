@@ -1,0 +1,131 @@
+"""The quantile regressor, :class:`NeuMissQuantileRegressor`: the regressor's network with
+one output per quantile level, trained by the pinball loss."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..checks import Real, SequenceOf, check_params
+from ..tables import check_outputs_finite
+from ._estimators import _DEFAULTS, NeuMissRegressor
+
+
+def _quantile_levels(quantiles) -> np.ndarray:
+    """``quantiles`` as an increasing float64 array holding 0.5; ValueError otherwise."""
+    levels = np.asarray(quantiles, dtype=np.float64)
+    if np.any(np.diff(levels) <= 0) or 0.5 not in levels:
+        raise ValueError(
+            "NeuMissQuantileRegressor: quantiles must be increasing and contain 0.5 (the "
+            f"median, which predict returns), got {list(quantiles)!r}"
+        )
+    return levels
+
+
+class NeuMissQuantileRegressor(NeuMissRegressor):
+    """NeuMiss network with one output per quantile of ``y`` given ``(X_obs, M)``.
+
+    The same network, parameters and defaults as :class:`NeuMissRegressor`,
+    with ``len(quantiles)`` outputs trained together by the pinball loss
+    (averaged over the quantiles): one network learns every level, so the
+    block's pattern-wise conditional expectations are shared. It is the
+    quantile head of conformalized quantile regression
+    (:class:`neumiss.intervals.ConformalRegressor`). An ensemble averages the
+    members' quantiles.
+
+    Parameters
+    ----------
+    quantiles : sequence of float in (0, 1), default=(0.05, 0.5, 0.95)
+        Increasing levels; 0.5 must be one of them (``predict`` returns it).
+    **others
+        Those of :class:`NeuMissRegressor`.
+
+    Attributes
+    ----------
+    Those of :class:`NeuMissRegressor`; ``history_["val_loss"]`` and
+    ``validation_score_`` are the (minus) pinball loss on standardized ``y``.
+    """
+
+    _parameter_constraints = {
+        **NeuMissRegressor._parameter_constraints,
+        "quantiles": SequenceOf(Real(0, 1, closed="neither")),
+    }
+
+    def __init__(
+        self,
+        quantiles=(0.05, 0.5, 0.95),
+        *,
+        depth=_DEFAULTS["depth"],
+        mlp_depth=_DEFAULTS["mlp_depth"],
+        mlp_width=_DEFAULTS["mlp_width"],
+        weight_sharing=_DEFAULTS["weight_sharing"],
+        residual=_DEFAULTS["residual"],
+        mask_skip=_DEFAULTS["mask_skip"],
+        spline=_DEFAULTS["spline"],
+        compress_tails=_DEFAULTS["compress_tails"],
+        ensemble_size=_DEFAULTS["ensemble_size"],
+        optimizer=_DEFAULTS["optimizer"],
+        learning_rate=_DEFAULTS["learning_rate"],
+        batch_size=_DEFAULTS["batch_size"],
+        max_epochs=_DEFAULTS["max_epochs"],
+        validation_fraction=_DEFAULTS["validation_fraction"],
+        patience=_DEFAULTS["patience"],
+        lr_patience=_DEFAULTS["lr_patience"],
+        tol=_DEFAULTS["tol"],
+        weight_decay=_DEFAULTS["weight_decay"],
+        random_state=_DEFAULTS["random_state"],
+        device=_DEFAULTS["device"],
+        n_jobs=_DEFAULTS["n_jobs"],
+        verbose=_DEFAULTS["verbose"],
+        log_target="auto",
+    ):
+        super().__init__(
+            depth, mlp_depth=mlp_depth, mlp_width=mlp_width, weight_sharing=weight_sharing,
+            residual=residual, mask_skip=mask_skip, spline=spline,
+            compress_tails=compress_tails,
+            ensemble_size=ensemble_size,
+            optimizer=optimizer, learning_rate=learning_rate, batch_size=batch_size,
+            max_epochs=max_epochs, validation_fraction=validation_fraction, patience=patience,
+            lr_patience=lr_patience, tol=tol, weight_decay=weight_decay,
+            random_state=random_state, device=device, n_jobs=n_jobs, verbose=verbose,
+            log_target=log_target,
+        )
+        self.quantiles = quantiles
+
+    def fit(self, X, y, sample_weight=None, validation_data=None):
+        """Fit as :meth:`NeuMissRegressor.fit`, with the pinball loss."""
+        name = type(self).__name__
+        check_params(name, {"quantiles": self.quantiles},
+                     {"quantiles": self._parameter_constraints["quantiles"]})
+        _quantile_levels(self.quantiles)
+        return super().fit(X, y, sample_weight=sample_weight, validation_data=validation_data)
+
+    _squared_loss = False
+
+    def _n_outputs(self):
+        return len(self.quantiles)
+
+    def _loss(self, output, target):
+        levels = torch.as_tensor(self.quantiles, dtype=output.dtype, device=output.device)
+        error = target[:, None] - output
+        return torch.maximum(levels * error, (levels - 1) * error).mean(dim=1)
+
+    def _score_from_loss(self, val_loss, y_val, w_val):
+        return -val_loss
+
+    def predict_quantiles(self, X):
+        """The quantiles of ``y`` given ``X`` (NaN = missing).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, len(quantiles)), increasing along each row:
+        the outputs are sorted (monotone rearrangement), so quantiles never cross.
+        """
+        # y_scale_ > 0 and exp increasing: sorting before or after the scaling is the same
+        return check_outputs_finite(
+            self._target_units(self._linear_outputs(np.sort(self._forward(X), axis=1))))
+
+    def predict(self, X):
+        """The conditional median of ``y``, ndarray of shape (n_samples,)."""
+        median = int(np.flatnonzero(_quantile_levels(self.quantiles) == 0.5)[0])
+        return self.predict_quantiles(X)[:, median]
