@@ -13,7 +13,9 @@
 #' network has already accounted for them in the intercept and the other
 #' coefficients.
 #'
-#' For regression the model predicts the response; for a classifier with two
+#' For regression the model predicts the response (its log when the fit has
+#' `log_target`: a positive, heavily right-skewed response, whose coefficients then
+#' multiply the response by `exp()` of them); for a classifier with two
 #' classes, the log-odds of the second class. The model is computed by the
 #' Python estimator's `pattern_model()` from the network's outputs (exact up to
 #' rounding), so it holds for an ensemble of regressors (the average of its

@@ -144,6 +144,7 @@ print.neumiss <- function(x, ...) {
   }
   cat(sprintf("Features (%d): %s\n", length(x$feature_names),
               .abbreviate_list(x$feature_names)))
+  .log_target_note(x)
   if (x$task == "classification") {
     cat(sprintf("Classes (%d): %s\n", length(x$classes), .abbreviate_list(x$classes)))
   }
@@ -239,6 +240,7 @@ print.neumiss <- function(x, ...) {
 #'   `task`, `depth` (the depth asked for), `best_depth` (the depth used),
 #'   `mlp_depth` (the head used: 0 is linear), `weight_sharing`, `mask_skip` (whether
 #'   the head sees the mask itself), `spline` (whether it adds splines of the features),
+#'   `log_target` (whether the network fits the log of the response),
 #'   `n_epochs`, `best_epoch` (whose weights were kept),
 #'   `n_obs`, `n_train`, `n_valid`, `validation_scheme` (`"holdout"`,
 #'   `"out_of_fold"`, `"validation_data"`), `n_deleted`, `metric` (`"R^2"` or
@@ -262,6 +264,7 @@ summary.neumiss <- function(object, ...) {
     weight_sharing = object$weight_sharing,
     mask_skip = isTRUE(object$mask_skip),
     spline = isTRUE(object$spline),
+    log_target = isTRUE(object$log_target),
     n_epochs = object$n_epochs,
     best_epoch = object$best_epoch,
     n_obs = object$n_obs,
@@ -311,6 +314,7 @@ print.summary.neumiss <- function(x, ...) {
   cat(sprintf("Features: %d (%s), %.1f%% of predictor values missing\n",
               length(x$feature_names), .abbreviate_list(x$feature_names, 6),
               100 * x$missing_rate))
+  .log_target_note(x)
   if (length(x$xlevels)) {
     encoded_by <- ifelse(names(x$xlevels) %in% x$target_encoded, ", target statistics", "")
     cat(sprintf("Factors: %s\n", paste(sprintf("%s (%d levels%s)", names(x$xlevels),
@@ -581,6 +585,13 @@ model.frame.neumiss <- function(formula, ...) {
 
 # "linear head" or "MLP head (k hidden layers)": the head a fit uses, "seeing the mask"
 # with the mask's own term, "with splines" with the spline term.
+# One line saying that the network fits log(response), when it does.
+.log_target_note <- function(x) {
+  if (isTRUE(x$log_target)) {
+    cat("Response: fitted on the log scale (log_target), predictions are exp() of it\n")
+  }
+}
+
 .head_label <- function(mlp_depth, mask_skip = FALSE, spline = FALSE) {
   head <- if (mlp_depth == 0L) "linear head" else
     sprintf("MLP head (%d hidden layer%s)", mlp_depth, if (mlp_depth == 1L) "" else "s")

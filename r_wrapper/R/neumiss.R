@@ -146,7 +146,9 @@
 #'   `n_epochs`, `best_depth`, `mlp_depth`, `weight_sharing`, `mask_skip` (whether the
 #'   head sees the mask itself: the Python estimator's `mask_skip="auto"` decides on
 #'   the validation rows), `spline` (whether the head adds piecewise-linear splines of
-#'   the features: `spline="auto"` decides alike), `validation_score`,
+#'   the features: `spline="auto"` decides alike), `log_target` (whether the network
+#'   fits the log of a positive, heavily right-skewed response and predicts `exp()` of
+#'   it: `log_target="auto"`), `validation_score`,
 #'   `n_train`, `n_valid`, `validation_scheme`, `fitted.values`, `residuals` (regression),
 #'   `na.action`, `model` (the model frame) and the fitted Python model stored
 #'   as bytes (`python_model`), so that the object survives [saveRDS()] /
@@ -537,6 +539,7 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
     weight_sharing = info$weight_sharing,
     mask_skip = isTRUE(info$mask_skip),
     spline = isTRUE(info$spline),
+    log_target = isTRUE(info$log_target),
     validation_score = info$validation_score,
     n_obs = n_obs,
     # out of fold, or on validation_data, every row trains

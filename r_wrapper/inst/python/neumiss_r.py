@@ -292,6 +292,7 @@ def describe(estimator):
         "weight_sharing": str(getattr(estimator, "weight_sharing_", "")),
         "mask_skip": bool(estimator.mask_skip_),
         "spline": bool(getattr(estimator, "spline_", False)),
+        "log_target": bool(getattr(estimator, "log_target_", False)),
         "validation_score": float(estimator.validation_score_),
         # absent from models saved before they were recorded
         "validation_scheme": getattr(estimator, "validation_scheme_", None),

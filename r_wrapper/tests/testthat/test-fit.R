@@ -221,6 +221,32 @@ test_that("the head adds splines when the response bends with a feature", {
   expect_gt(summary(fit)$training, summary(plain)$training + 0.1)
 })
 
+test_that("a positive, right-skewed response is fitted on the log scale", {
+  skip_if_no_python_neumiss()
+  set.seed(5)
+  n <- 600
+  x <- matrix(rnorm(n * 2), n, 2, dimnames = list(NULL, c("a", "b")))
+  y <- exp(1 + 0.9 * x[, 1] - 0.6 * x[, 2] + rnorm(n, sd = 0.3))
+  x[sample(n * 2, n * 2 * 0.1)] <- NA
+  fit <- neumiss(x, y, depth = 0, mlp_depth = 0, spline = FALSE, max_epochs = 3, seed = 1)
+  expect_true(fit$log_target)
+  expect_true(summary(fit)$log_target)
+  expect_output(print(fit), "fitted on the log scale")
+  expect_output(print(summary(fit)), "fitted on the log scale")
+  expect_true(all(predict(fit, x) > 0))
+  # coef() is the linear model of log(y): exp() of it is the prediction
+  complete <- x[stats::complete.cases(x), , drop = FALSE][1:3, ]
+  beta <- coef(fit)
+  expect_equal(unname(exp(beta[1] + complete %*% beta[-1])[, 1]),
+               unname(predict(fit, complete)), tolerance = 1e-4)
+  plain <- neumiss(x, y, depth = 0, mlp_depth = 0, spline = FALSE, max_epochs = 3, seed = 1,
+                   log_target = FALSE)
+  expect_false(plain$log_target)
+  expect_false(grepl("log scale", paste(capture.output(print(plain)), collapse = "\n")))
+  expect_error(neumiss(x, -y, max_epochs = 1, seed = 1, log_target = TRUE),
+               "log_target=True needs a positive y")
+})
+
 test_that("the head sees the mask when missingness tells the response", {
   skip_if_no_python_neumiss()
   set.seed(3)
