@@ -203,7 +203,8 @@ def fitted_info(model) -> dict:
     for attribute, key in (("n_iter_", "n_iter"), ("converged_", "converged"),
                            ("best_depth_", "depth"), ("weight_sharing_", "weight_sharing"),
                            ("mlp_depth_", "mlp_depth"), ("mask_skip_", "mask_skip"),
-                           ("spline_", "spline"), ("n_epochs_", "epochs")):
+                           ("spline_", "spline"), ("log_target_", "log_target"),
+                           ("n_epochs_", "epochs")):
         value = getattr(final, attribute, None)
         if value is None:
             continue
