@@ -92,7 +92,7 @@ class BaseNeuMiss(BaseEstimator):
         residual=True,
         mask_skip="auto",
         spline="auto",
-        compress_tails=False,
+        compress_tails=True,
         ensemble_size=5,
         optimizer=_TRAINING.optimizer,
         learning_rate="auto",

@@ -165,12 +165,14 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         the rows in memory (the knots are quantiles), so :meth:`fit_stream` refuses it.
         The choice is ``spline_``; the pattern models (:meth:`pattern_model`) are linear
         only without it.
-    compress_tails : bool, default=False
+    compress_tails : bool, default=True
         Numeric columns with heavy tails (an observed value beyond 8 robust
         deviations from the median) are scaled by their median and robust
         deviation and compressed smoothly beyond 3 of them (see
         :class:`~neumiss.tables.Standardizer`); other columns are only
-        standardized.
+        standardized. A compressed column is not linear in its values:
+        :meth:`pattern_model` needs ``compress_tails=False`` on such a table.
+        :meth:`fit_stream` never compresses (the medians need the whole column).
     ensemble_size : int >= 1, default=5
         Number of networks averaged. The members share one block and each has
         its own head (initialised from its own seed); they train together in

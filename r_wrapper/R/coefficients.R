@@ -24,8 +24,8 @@
 #' There are no coefficients where the network is not linear in the observed
 #' values, and `coef()` says why: with an MLP head (`mlp_depth > 0`), for an
 #' ensemble of classifiers (which averages probabilities: fit with
-#' `ensemble_size = 1`), or for a column whose tails `compress_tails = TRUE`
-#' compressed.
+#' `ensemble_size = 1`), or for a column whose heavy tails the fit compressed
+#' (`compress_tails = TRUE`, the default: fit with `compress_tails = FALSE`).
 #'
 #' @param object A model fitted by [neumiss()].
 #' @param pattern Which predictors are missing: `NULL` or `character(0)` for
