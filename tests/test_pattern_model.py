@@ -93,11 +93,13 @@ def test_networks_that_are_not_linear_have_no_model():
         ensemble.pattern_model()
     heavy = X.copy()
     heavy[:5, 2] = 1e4  # far tails: compressed
-    compressed = paper(NeuMissRegressor, **{**FAST, "compress_tails": True}).fit(heavy, y)
-    with pytest.raises(ValueError, match=r"column\(s\) 2 are compressed"):
+    compressed = paper(NeuMissRegressor, **FAST).fit(heavy, y)  # compressed by default
+    with pytest.raises(ValueError, match=r"column\(s\) 2 are compressed.*compress_tails=False"):
         compressed.pattern_model()
-    # the pattern without that column is linear
+    # the pattern without that column is linear, and so is every one uncompressed
     assert compressed.pattern_model([2]).coef.shape == (2,)
+    linear = paper(NeuMissRegressor, **{**FAST, "compress_tails": False}).fit(heavy, y)
+    assert linear.pattern_model().coef.shape == (3,)
 
 
 def test_a_network_found_nonlinear_at_the_check_points_is_refused(fitted, monkeypatch):
