@@ -406,7 +406,8 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         if y.size and float(y.min()) <= 0:
             raise ValueError(
                 f"{name} must be positive: the model is fitted to log y (log_target_ is "
-                f"True), and its smallest value is {float(y.min())!r}")
+                f"True), and its smallest value is {float(y.min())!r}; fit with "
+                "log_target=False to model y itself")
         return np.log(y)
 
     def _target_units(self, values: np.ndarray) -> np.ndarray:
