@@ -37,6 +37,13 @@ _DEFAULTS = {
 }
 
 
+def parameters_of(cls: type, values: dict) -> dict:
+    """The entries of ``values`` (an ``__init__``'s ``locals()``) that are parameters of
+    ``cls``: what a subclass's ``__init__``, which lists every parameter (scikit-learn
+    reads them from its signature), hands on to ``cls.__init__``."""
+    return {name: values[name] for name in cls._get_param_names()}
+
+
 #: ``log_target="auto"`` models ``log y`` when ``y`` is positive with a skewness above
 #: this (a long right tail: sales, incomes, counts of a city's size) ...
 LOG_TARGET_SKEWNESS = 2.0
@@ -370,16 +377,7 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         verbose=_DEFAULTS["verbose"],
         log_target="auto",
     ):
-        super().__init__(
-            depth, mlp_depth=mlp_depth, mlp_width=mlp_width, weight_sharing=weight_sharing,
-            residual=residual, mask_skip=mask_skip, spline=spline,
-            compress_tails=compress_tails,
-            ensemble_size=ensemble_size,
-            optimizer=optimizer, learning_rate=learning_rate, batch_size=batch_size,
-            max_epochs=max_epochs, validation_fraction=validation_fraction, patience=patience,
-            lr_patience=lr_patience, tol=tol, weight_decay=weight_decay,
-            random_state=random_state, device=device, n_jobs=n_jobs, verbose=verbose,
-        )
+        super().__init__(**parameters_of(BaseNeuMiss, locals()))
         self.log_target = log_target
 
     def _encode_target(self, y):

@@ -8,7 +8,7 @@ import torch
 
 from ..checks import Real, SequenceOf, check_params
 from ..tables import check_outputs_finite
-from ._estimators import _DEFAULTS, NeuMissRegressor
+from ._estimators import _DEFAULTS, NeuMissRegressor, parameters_of
 
 
 def _quantile_levels(quantiles) -> np.ndarray:
@@ -79,17 +79,7 @@ class NeuMissQuantileRegressor(NeuMissRegressor):
         verbose=_DEFAULTS["verbose"],
         log_target="auto",
     ):
-        super().__init__(
-            depth, mlp_depth=mlp_depth, mlp_width=mlp_width, weight_sharing=weight_sharing,
-            residual=residual, mask_skip=mask_skip, spline=spline,
-            compress_tails=compress_tails,
-            ensemble_size=ensemble_size,
-            optimizer=optimizer, learning_rate=learning_rate, batch_size=batch_size,
-            max_epochs=max_epochs, validation_fraction=validation_fraction, patience=patience,
-            lr_patience=lr_patience, tol=tol, weight_decay=weight_decay,
-            random_state=random_state, device=device, n_jobs=n_jobs, verbose=verbose,
-            log_target=log_target,
-        )
+        super().__init__(**parameters_of(NeuMissRegressor, locals()))
         self.quantiles = quantiles
 
     def fit(self, X, y, sample_weight=None, validation_data=None):

@@ -387,7 +387,7 @@ def target_units(g: Graph, estimator, values: str, name: str) -> str:
     """A regressor's network outputs ``values`` (float64) in the units of ``y``, as
     ``predict`` computes them: ``values * y_scale_ + y_mean_``, then ``Exp`` of that when
     the network fits ``log y`` (``log_target_``). Returns the node named ``name``."""
-    log = getattr(estimator, "log_target_", False)
+    log = estimator.log_target_
     scaled = g.op("Mul", [values, g.constant("y_scale", estimator.y_scale_, np.float64)],
                   f"{name}_scaled")
     shifted = g.op("Add", [scaled, g.constant("y_mean", estimator.y_mean_, np.float64)],
