@@ -64,6 +64,7 @@ class BaseNeuMiss(BaseEstimator):
         "mask_skip": AnyOf(Boolean(), Options("auto")),
         "spline": AnyOf(Boolean(), Options("auto")),
         "compress_tails": Boolean(),
+        "integer_levels": AnyOf(Boolean(), Options("auto")),
         "ensemble_size": Integer(1),
         "optimizer": Options(*OPTIMIZERS),
         "learning_rate": AnyOf(Options("auto"), Real(0, None, closed="neither")),
@@ -93,6 +94,7 @@ class BaseNeuMiss(BaseEstimator):
         mask_skip="auto",
         spline="auto",
         compress_tails=True,
+        integer_levels="auto",
         ensemble_size=5,
         optimizer=_TRAINING.optimizer,
         learning_rate="auto",
@@ -116,6 +118,7 @@ class BaseNeuMiss(BaseEstimator):
         self.mask_skip = mask_skip
         self.spline = spline
         self.compress_tails = compress_tails
+        self.integer_levels = integer_levels
         self.ensemble_size = ensemble_size
         self.optimizer = optimizer
         self.learning_rate = learning_rate

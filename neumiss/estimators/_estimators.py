@@ -180,6 +180,17 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         standardized. A compressed column is not linear in its values:
         :meth:`pattern_model` needs ``compress_tails=False`` on such a table.
         :meth:`fit_stream` never compresses (the medians need the whole column).
+    integer_levels : bool or "auto", default="auto"
+        A numeric column of few distinct integers (a count, a month, a year, a grade:
+        3 to 32 distinct observed values) also gets one indicator column per value seen
+        at least 10 times in training, beside the value itself (see
+        :class:`~neumiss.tables.TableEncoder`), so that the network fits an effect per
+        value and the interactions of two such columns (a month x year effect) as a
+        tree would. ``"auto"`` keeps them when the linear start at depth 0 (mean
+        imputation and a linear head) is clearly better on the validation rows with
+        them than without, and its validation loss at least 2% lower; without
+        validation rows and in :meth:`fit_stream`, ``"auto"`` is False. The encoded
+        columns are ``encoder_.output_names()`` (``name=value`` for an indicator).
     ensemble_size : int >= 1, default=5
         Number of networks averaged. The members share one block and each has
         its own head (initialised from its own seed); they train together in
@@ -361,6 +372,7 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         mask_skip=_DEFAULTS["mask_skip"],
         spline=_DEFAULTS["spline"],
         compress_tails=_DEFAULTS["compress_tails"],
+        integer_levels=_DEFAULTS["integer_levels"],
         ensemble_size=_DEFAULTS["ensemble_size"],
         optimizer=_DEFAULTS["optimizer"],
         learning_rate=_DEFAULTS["learning_rate"],

@@ -13,7 +13,9 @@ source supplies only the rows and their statistics:
 
 A source has ``prepare(estimator, device)`` (validate the data; set ``encoder_``,
 ``preprocessor_`` and the target's encoding) and ``split(seed)`` (the fit's
-:class:`FitRows`). Training rows held in a
+:class:`FitRows`). With ``integer_levels="auto"``, a table whose encoding has indicator
+columns is prepared twice, with and without them, and the fit keeps the one whose linear
+start validates clearly better (:meth:`FitPlan.choose_levels`). Training rows held in a
 :class:`~neumiss.network.TrainingData` go through the search
 (:func:`~neumiss.network.search_depths`); other rows train the one candidate
 without the divergence guard, which needs the training rows in memory.
@@ -44,7 +46,9 @@ from ..network import (
     TrainingConfig,
     TrainingData,
     auto_learning_rate,
+    clearly_lower,
     evaluate_loss,
+    observed_moments,
     search_depths,
     torch_threads,
     train,
@@ -83,6 +87,11 @@ OUT_OF_FOLD_ROWS = 2_000
 #: The share of rows ``validation_fraction="auto"`` holds out when it does not validate
 #: out of fold.
 HOLDOUT_FRACTION = 0.1
+
+#: ``integer_levels="auto"`` keeps the indicator columns when the linear start with them
+#: is clearly better (:func:`~neumiss.network.clearly_lower`) and its validation loss
+#: lower by this fraction at least (as the spline term's ``SPLINE_MIN_GAIN``).
+LEVELS_MIN_GAIN = 0.02
 
 
 def resolve_device(device: str) -> torch.device:
@@ -197,16 +206,57 @@ class FitPlan:
         device = resolve_device(estimator.device)
         with torch_threads(estimator.n_jobs):
             self.source.prepare(estimator, device)
-            estimator.learning_rate_ = self.learning_rate()
             seed = draw_seed(estimator.random_state)
-            rows = self.source.split(seed)
-            objective = Objective(estimator._loss, functools.partial(
-                estimator._score_from_loss, y_val=rows.y_val, w_val=rows.w_val),
-                squared=getattr(estimator, "_squared_loss", False),
-                logistic=getattr(estimator, "_logistic_loss", False))
+            rows, objective = self.rows(seed)
+            if (estimator.integer_levels == "auto" and estimator.encoder_.has_levels
+                    and isinstance(rows.train, TrainingData) and rows.val is not None):
+                rows, objective = self.choose_levels(rows, objective, seed, device)
+            estimator.learning_rate_ = self.learning_rate()
             result = self.search(rows, objective, seed)
             self.set_results(result, rows, objective)
         return estimator
+
+    def rows(self, seed: int) -> tuple[FitRows, Objective]:
+        """The source's split and the objective scored on its validation rows."""
+        estimator, rows = self.estimator, self.source.split(seed)
+        objective = Objective(estimator._loss, functools.partial(
+            estimator._score_from_loss, y_val=rows.y_val, w_val=rows.w_val),
+            squared=getattr(estimator, "_squared_loss", False),
+            logistic=getattr(estimator, "_logistic_loss", False))
+        return rows, objective
+
+    def choose_levels(self, rows: FitRows, objective: Objective, seed: int,
+                      device: torch.device) -> tuple[FitRows, Objective]:
+        """``integer_levels="auto"``: the rows prepared with the indicator columns of
+        ``encoder_`` (``rows``) when their linear start validates clearly better, by
+        :data:`LEVELS_MIN_GAIN` at least, than that of the rows prepared without them
+        (the same split); else the latter, with ``encoder_`` and ``preprocessor_``
+        refitted without indicators."""
+        estimator = self.estimator
+        with_levels = self.linear_start_losses(rows, objective, seed)
+        kept = dict(vars(self.source)), estimator.encoder_, estimator.preprocessor_
+        self.source.prepare(estimator, device, integer_levels=False)
+        rows_without, objective_without = self.rows(seed)
+        without = self.linear_start_losses(rows_without, objective_without, seed)
+        if clearly_lower(with_levels, without, rows.val.weight, LEVELS_MIN_GAIN):
+            vars(self.source).update(kept[0])
+            estimator.encoder_, estimator.preprocessor_ = kept[1:]
+            return rows, objective
+        return rows_without, objective_without
+
+    def linear_start_losses(self, rows: FitRows, objective: Objective,
+                            seed: int) -> torch.Tensor:
+        """Per-row validation losses (n_val,) of the linear start at depth 0 on ``rows``:
+        mean imputation and the members' linear heads fitted in closed form
+        (:meth:`~neumiss.network.DepthSearch.start_losses`)."""
+        estimator = self.estimator
+        # Members trained on their own rows (out of fold) differ; else their start is one.
+        members = 1 if rows.train.member_weight is None else int(estimator.ensemble_size)
+        search = DepthSearch(estimator._build_network, rows.train, rows.val, objective, seed,
+                             n_members=members,
+                             combine=estimator._combine(),
+                             moments=observed_moments(rows.train, seed))
+        return search.start_losses(0, "shared")[0]
 
     def learning_rate(self) -> float:
         """``learning_rate``, or its automatic value for the encoded columns of ``encoder_``."""
@@ -306,16 +356,20 @@ class InMemoryRows:
         self.data = (X, y, sample_weight)
         self.validation_data = validation_data
 
-    def prepare(self, estimator, device: torch.device) -> None:
+    def prepare(self, estimator, device: torch.device,
+                integer_levels: bool | None = None) -> None:
         """Validate the data, fit ``encoder_``, ``preprocessor_`` and the target's encoding
-        on it, and keep the standardized rows for :meth:`split`."""
+        on it, and keep the standardized rows for :meth:`split`. ``integer_levels``
+        (default: unless the parameter is False) gives the encoding indicator columns."""
         X, y, sample_weight = self.data
         X, y = check_training_data(estimator, X, y, y_numeric=estimator._y_numeric, tables=True)
         self.weight = (None if sample_weight is None else _check_sample_weight(
             sample_weight, X, dtype=np.float64, ensure_non_negative=True))
         self.y = estimator._encode_target(y)
         # Categories too many to one-hot encode get cross-fitted target statistics.
-        estimator.encoder_ = TableEncoder()
+        if integer_levels is None:
+            integer_levels = estimator.integer_levels is not False
+        estimator.encoder_ = TableEncoder(integer_levels)
         X = estimator.encoder_.fit_transform(
             X, self.y, classes=None if estimator._y_numeric else estimator.classes_,
             random_state=estimator.random_state)

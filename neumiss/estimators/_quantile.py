@@ -63,6 +63,7 @@ class NeuMissQuantileRegressor(NeuMissRegressor):
         mask_skip=_DEFAULTS["mask_skip"],
         spline=_DEFAULTS["spline"],
         compress_tails=_DEFAULTS["compress_tails"],
+        integer_levels=_DEFAULTS["integer_levels"],
         ensemble_size=_DEFAULTS["ensemble_size"],
         optimizer=_DEFAULTS["optimizer"],
         learning_rate=_DEFAULTS["learning_rate"],

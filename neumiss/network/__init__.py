@@ -10,7 +10,7 @@ estimators. May import :mod:`neumiss.checks`, :mod:`neumiss.simulation` and
 
 from ._analytic import analytic_network, set_analytic_weights, set_chebyshev_weights
 from ._block import NeuMissBlock, NeuMissNetwork
-from ._choice import DEPTH_PATIENCE, UNTIE_ROWS_PER_PARAMETER, clearly_better
+from ._choice import DEPTH_PATIENCE, UNTIE_ROWS_PER_PARAMETER, clearly_better, clearly_lower
 from ._data import TrainingData, evaluate_loss
 from ._device import apply_on_device, standardize
 from ._divergence import DivergenceWarning, constant_output
@@ -72,6 +72,7 @@ __all__ = [
     "auto_learning_rate",
     "auto_mlp_width",
     "clearly_better",
+    "clearly_lower",
     "combine_outputs",
     "constant_output",
     "evaluate_loss",

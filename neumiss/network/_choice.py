@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 import torch
 
-from ._data import TrainingData
+from ._data import TrainingData, validation_loss
 from ._stacked import StackedNetwork
 from ._start import moment_scale
 from ._training import TrainingResult
@@ -71,6 +71,15 @@ def clearly_better(
     variance = float((weight * (difference - mean) ** 2).sum())
     n_effective = 1.0 / float((weight**2).sum())
     return mean + standard_errors * (variance / max(n_effective - 1.0, 1.0)) ** 0.5 < 0.0
+
+
+def clearly_lower(losses: torch.Tensor, reference: torch.Tensor,
+                  weight: torch.Tensor | None, min_gain: float = 0.0) -> bool:
+    """Whether per-row ``losses`` (n,) are :func:`clearly_better` than ``reference`` (n,)
+    and their (case-weighted) mean lower by the fraction ``min_gain`` at least."""
+    mean, reference_mean = (validation_loss(v, weight) for v in (losses, reference))
+    return (clearly_better(losses, reference, weight)
+            and reference_mean - mean >= min_gain * reference_mean)
 
 
 def worth_untying(depth: int, n_features: int, n_train: int) -> bool:

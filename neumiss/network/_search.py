@@ -81,6 +81,7 @@ from ._choice import (
     Candidate,
     DepthChoice,
     clearly_better,
+    clearly_lower,
     try_chebyshev,
     try_identity_chain,
     worth_untying,
@@ -299,10 +300,7 @@ class DepthSearch:
         for present in (False, True):
             setattr(self, term, present)
             losses.append(self.start_losses(depth, weight_sharing)[0])
-        weight = self.val_data.weight
-        without, with_term = (validation_loss(loss, weight) for loss in losses)
-        setattr(self, term, clearly_better(losses[1], losses[0], weight)
-                and without - with_term >= min_gain * without)
+        setattr(self, term, clearly_lower(losses[1], losses[0], self.val_data.weight, min_gain))
         return getattr(self, term)
 
     def decide(self, depths: Sequence[int], weight_sharing: str, mask_skip: bool | str,

@@ -14,8 +14,9 @@ missing values are empty cells, ``NA`` and ``nan`` in any case (:data:`MISSING_T
 cells are compared with their spaces stripped, except that a cell spelled exactly as a
 category seen at fit is that category; the first line is a header when it spells the
 model's feature names or holds no number (:func:`locate_columns`); columns are matched by
-name when there is a header (:func:`match_columns`); categorical and boolean columns are
-encoded as the metadata ``encoding`` says (:func:`encode_columns`). The scorer refuses
+name when there is a header (:func:`match_columns`); categorical and boolean columns, and
+numeric ones with ``levels``, are encoded as the metadata ``encoding`` says
+(:func:`encode_columns`). The scorer refuses
 what ``predict`` refuses: values too far from the training data (:meth:`NeuMissOnnxModel.
 check_range`), a file changed since its export (the metadata's ``integrity_sha256``,
 :func:`verify_digest`) and outputs that are not finite. Errors are :class:`ScoringError`,
@@ -63,12 +64,8 @@ class RowError(ScoringError):
 def verify_digest(content: bytes, where: str, expected: bool) -> None:
     """Check the SHA-256 digest an export writes as the last metadata property: that of
     the file with the digest's 64 hex digits written as zeros. ``expected``: the metadata
-    holds one (files exported before digests hold none, and are not checked).
-
-    Raises
-    ------
-    ScoringError
-        If the file was changed since its export (or its digest cannot be found).
+    holds one (files exported before digests hold none, and are not checked). Raises
+    :class:`ScoringError` if the file was changed since its export (or has no digest).
     """
     key = DIGEST_KEY.encode()
     marker = bytes([0x0A, len(key)]) + key + bytes([0x12, 64])  # key, then 64-byte value
@@ -147,7 +144,8 @@ class NeuMissOnnxModel:
     "classification"), ``n_features`` (input columns), ``n_encoded`` (columns of the
     graph's ``X`` and ``M``), ``feature_names`` (or None), ``encoding`` (per input
     column: ``name``, ``kind`` ("numeric", "boolean" or "categorical"), ``categories``,
-    ``other``; ``statistics`` for target statistics), ``classes`` (classifier, in order).
+    ``other``; ``statistics`` for target statistics, ``levels`` for a numeric column's
+    indicators), ``classes`` (classifier, in order).
     Raises :class:`ScoringError` for a file that is not an ONNX model exported by
     neumiss, or that fails its integrity check (:func:`verify_digest`).
     """
@@ -183,15 +181,15 @@ class NeuMissOnnxModel:
         self.encoding = json.loads(props.get("encoding", "null")) or [
             {"name": name, "kind": "numeric", "categories": [], "other": False} for name in names
         ]
-        self.n_encoded = sum(_width(column) for column in self.encoding)
+        widths = [_width(column) for column in self.encoding]
+        self.n_encoded = sum(widths)
         verify_digest(content, path, DIGEST_KEY in props)
         # Per encoded column (absent before format 2's digest): mean, scale, inverse_bound.
         standardization = json.loads(props.get("standardization", "null"))
         self._range = None if standardization is None else tuple(
             np.asarray(standardization[key], dtype=np.float64)
             for key in ("mean", "scale", "inverse_bound"))
-        self.column_of = np.repeat(np.arange(len(self.encoding)),
-                                   [_width(column) for column in self.encoding])
+        self.column_of = np.repeat(np.arange(len(self.encoding)), widths)
 
     def check_range(self, X: np.ndarray, where=lambda row: f"row {row + 1}",
                     M: np.ndarray | None = None) -> None:
@@ -347,9 +345,9 @@ def is_header(cells: list[str], model: NeuMissOnnxModel) -> bool:
 
 
 def _width(column: dict) -> int:
-    """Encoded columns of an input column: per category (+ ``<other>``) or target statistic."""
+    """Encoded columns of an input column: value (+ levels), categories (+ other), statistics."""
     if column["kind"] != "categorical":
-        return 1
+        return 1 + len(column.get("levels") or ())
     return len(column.get("statistic_names") or column["categories"]) + bool(column["other"])
 
 
@@ -401,8 +399,10 @@ def encode_columns(columns: list, model: NeuMissOnnxModel, *, unseen: dict | Non
         width = _width(column)
         block = out[:, start : start + width]
         start += width
-        if column["kind"] == "numeric":
+        if column["kind"] == "numeric":  # the value, then its levels' indicators (0/1/NaN)
             block[:, 0] = values
+            block[:, 1:] = block[:, :1] == np.asarray(column.get("levels") or (), dtype)
+            block[np.isnan(block[:, 0]), 1:] = np.nan
             continue
         codes = _text_codes(np.asarray(values, dtype=object), column, unseen)
         if (codes == -2).any():

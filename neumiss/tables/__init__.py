@@ -6,7 +6,16 @@ categories, target statistics for columns of many categories) and
 the baselines and the streaming fit. May import :mod:`neumiss.checks`.
 """
 
-from ._encoding import MAX_CATEGORIES, OTHER, TARGET, TARGET_FOLDS, TableEncoder
+from ._encoding import (
+    LEVEL_MIN_ROWS,
+    LEVELS_MAX,
+    LEVELS_MIN,
+    MAX_CATEGORIES,
+    OTHER,
+    TARGET,
+    TARGET_FOLDS,
+    TableEncoder,
+)
 from ._preprocessing import (
     CLIP_BOUND,
     MAX_STANDARDIZED,
@@ -21,6 +30,9 @@ from ._preprocessing import (
 
 __all__ = [
     "CLIP_BOUND",
+    "LEVELS_MAX",
+    "LEVELS_MIN",
+    "LEVEL_MIN_ROWS",
     "MAX_CATEGORIES",
     "MAX_STANDARDIZED",
     "OTHER",

@@ -5,6 +5,14 @@ target statistics for categories too many to one-hot encode.
 network's preprocessing works on:
 
 * numeric columns (integers, floats, numeric strings) pass through, NaN = missing;
+  with ``integer_levels``, a column of few distinct integers (a count, a month, a year,
+  a grade: :data:`LEVELS_MIN` to :data:`LEVELS_MAX` distinct values) also gets one
+  indicator column per value seen :data:`LEVEL_MIN_ROWS` times at least, ``name=value``,
+  beside the value itself: missing where the value is, all 0 for another value (rare at
+  fit or unseen), so that a network fits a separate effect per value and the
+  interactions of two such columns (a month x year effect) as readily as a tree. A table
+  whose indicators would outnumber its other encoded columns (a questionnaire of coded
+  items) gets none;
 * boolean columns become one 0/1 column (one-hot of two categories, less the
   redundant one), missing stays missing;
 * categorical columns (pandas ``category``, ``object`` or ``string`` of
@@ -24,9 +32,9 @@ network's preprocessing works on:
   columns too. Without a target, such a column keeps its most frequent categories
   and shares one ``<other>`` column for the rest, with a warning.
 
-numpy arrays are all numeric. The encoder's state is plain data (column
-names, kinds and categories), which the model file and the ONNX metadata
-record so that ``export/score.py`` can encode a CSV with numpy alone.
+numpy arrays are all numeric (their integer columns get indicators too). The encoder's
+state is plain data (column names, kinds, categories and levels), which the model file and
+the ONNX metadata record so that ``export/score.py`` can encode a CSV with numpy alone.
 """
 
 from __future__ import annotations
@@ -53,6 +61,14 @@ TARGET_FOLDS = 5
 #: Name of a target-statistic column, after ``"<column>:"`` (and ``"=<class>"`` per class).
 TARGET = "target"
 
+#: Distinct observed values of a numeric column of integers that gets indicator columns
+#: (``integer_levels``): from LEVELS_MIN (fewer: the value alone says everything) to
+#: LEVELS_MAX (more: a measurement rather than a code).
+LEVELS_MIN, LEVELS_MAX = 3, 32
+
+#: Rows a value needs at fit for its own indicator column (rarer values share "none").
+LEVEL_MIN_ROWS = 10
+
 KINDS = ("numeric", "boolean", "categorical")
 
 
@@ -63,7 +79,8 @@ class ColumnEncoding(NamedTuple):
     order: the one-hot columns, or the rows of ``statistics``; ``other`` says whether a
     last ``<other>`` column follows the one-hot ones. ``statistics`` (target-encoded
     columns only) holds one tuple per category, its target statistics (the encoded
-    columns, named by ``statistic_names``).
+    columns, named by ``statistic_names``). ``levels`` (numeric only) are the values
+    given an indicator column after the value's own (``integer_levels``).
     """
 
     name: object
@@ -72,6 +89,7 @@ class ColumnEncoding(NamedTuple):
     other: bool = False
     statistics: tuple[tuple[float, ...], ...] = ()
     statistic_names: tuple[str, ...] = ()
+    levels: tuple[float, ...] = ()
 
     @property
     def target_encoded(self) -> bool:
@@ -89,14 +107,14 @@ class ColumnEncoding(NamedTuple):
     def width(self) -> int:
         """Number of encoded columns."""
         if self.kind != "categorical":
-            return 1
+            return 1 + len(self.levels)
         if self.target_encoded:
             return len(self.statistic_names)
         return len(self.categories) + self.other
 
     def output_names(self) -> list[str]:
         if self.kind != "categorical":
-            return [str(self.name)]
+            return [str(self.name)] + [f"{self.name}={value:g}" for value in self.levels]
         if self.target_encoded:
             return [f"{self.name}:{s}" for s in self.statistic_names]
         names = [f"{self.name}={c}" for c in self.categories]
@@ -110,6 +128,19 @@ def _category_strings(values: pd.Series) -> pd.Series:
 
 def _is_number(value) -> bool:
     return isinstance(value, numbers.Number) and not isinstance(value, (bool, np.bool_))
+
+
+def integer_levels(values: np.ndarray) -> tuple[float, ...]:
+    """The values of a numeric column (float array, NaN = missing) that get indicator
+    columns: those seen :data:`LEVEL_MIN_ROWS` times at least, when the observed values
+    are :data:`LEVELS_MIN` to :data:`LEVELS_MAX` distinct integers and two of them at
+    least are that frequent; else none."""
+    observed = values[~np.isnan(values)]
+    distinct, counts = np.unique(observed, return_counts=True)
+    if not LEVELS_MIN <= distinct.size <= LEVELS_MAX or np.any(distinct != np.round(distinct)):
+        return ()
+    frequent = distinct[counts >= LEVEL_MIN_ROWS]
+    return tuple(map(float, frequent)) if frequent.size >= 2 else ()
 
 
 def plain_column(column: pd.Series) -> pd.Series:
@@ -261,6 +292,12 @@ def _target_statistics(name, column: pd.Series, categories: list[str], y: np.nda
 class TableEncoder:
     """Encode a table (DataFrame or numeric array) to float64 features with NaN.
 
+    Parameters
+    ----------
+    integer_levels : bool, default=False
+        Give the numeric columns of few distinct integers indicator columns of their
+        frequent values beside the value (:func:`integer_levels`).
+
     Attributes
     ----------
     columns_ : list of ColumnEncoding
@@ -268,6 +305,9 @@ class TableEncoder:
     n_features_out_ : int
         Number of encoded columns.
     """
+
+    def __init__(self, integer_levels: bool = False) -> None:
+        self.integer_levels = integer_levels
 
     def fit(self, X, y=None, *, classes=None, random_state=None) -> TableEncoder:
         """Learn each column's kind and categories (and target statistics, given ``y``).
@@ -307,7 +347,9 @@ class TableEncoder:
                 column = plain_column(X[name])
                 kind = _column_kind(name, column)
                 if kind != "categorical":
-                    self.columns_.append(ColumnEncoding(name, kind))
+                    levels = (integer_levels(_numbers(name, column))
+                              if kind == "numeric" and self.integer_levels else ())
+                    self.columns_.append(ColumnEncoding(name, kind, levels=levels))
                     continue
                 categories = _seen_categories(name, column)
                 if y is None or len(categories) <= MAX_CATEGORIES:
@@ -317,14 +359,28 @@ class TableEncoder:
                     name, column, categories, np.asarray(y), classes, random_state)
                 self.columns_.append(encoding)
         else:
-            self.columns_ = [ColumnEncoding(i, "numeric") for i in range(X.shape[1])]
+            values = np.asarray(X, dtype=np.float64)
+            self.columns_ = [ColumnEncoding(j, "numeric", levels=integer_levels(values[:, j])
+                                            if self.integer_levels else ())
+                             for j in range(values.shape[1])]
+        if sum(len(c.levels) for c in self.columns_) > sum(c.width - len(c.levels)
+                                                           for c in self.columns_):
+            # more indicators than other columns (many coded items): the block, whose
+            # cost grows as the square of the columns, would cost over 4 times as much
+            self.columns_ = [c._replace(levels=()) for c in self.columns_]
         self.n_features_out_ = sum(c.width for c in self.columns_)
         return crossfitted
 
     @property
     def is_identity(self) -> bool:
-        """Whether every column is numeric (the encoding only converts to float)."""
-        return all(c.kind == "numeric" for c in self.columns_)
+        """Whether every column is numeric without indicators (the encoding only converts
+        to float)."""
+        return all(c.kind == "numeric" and not c.levels for c in self.columns_)
+
+    @property
+    def has_levels(self) -> bool:
+        """Whether some numeric column has indicator columns (``integer_levels``)."""
+        return any(c.levels for c in self.columns_)
 
     def output_names(self) -> list[str]:
         """Names of the encoded columns: ``name``, ``name=category`` (one-hot) or
@@ -332,9 +388,10 @@ class TableEncoder:
         return [n for c in self.columns_ for n in c.output_names()]
 
     def numeric_columns(self) -> np.ndarray:
-        """Boolean array over the encoded columns: True for those of numeric input columns."""
-        return np.repeat([c.kind == "numeric" for c in self.columns_],
-                         [c.width for c in self.columns_])
+        """Boolean array over the encoded columns: True for the values of numeric input
+        columns (not for their indicators)."""
+        return np.array([c.kind == "numeric" and k == 0 for c in self.columns_
+                         for k in range(c.width)], dtype=bool)
 
     def input_index(self) -> np.ndarray:
         """For each encoded column, the index of the input column it comes from."""
@@ -349,7 +406,9 @@ class TableEncoder:
         """
         if not isinstance(X, pd.DataFrame):
             self.check_input(X)
-            return np.asarray(X, dtype=np.float64)
+            if self.is_identity:
+                return np.asarray(X, dtype=np.float64)
+            X = pd.DataFrame(np.asarray(X, dtype=np.float64))
         out = np.empty((X.shape[0], self.n_features_out_), dtype=np.float64)
         start = 0
         for position, encoding in enumerate(self.columns_):
@@ -367,7 +426,7 @@ class TableEncoder:
         ValueError
             Naming the columns the encoder expects and the kind of each.
         """
-        if self.is_identity or isinstance(X, pd.DataFrame):
+        if all(c.kind == "numeric" for c in self.columns_) or isinstance(X, pd.DataFrame):
             return
         expected = ", ".join(
             f"{c.name!r} ({c.kind}" + (f": {list(c.categories)[:5]!r}" if c.categories else "")
@@ -383,6 +442,7 @@ class TableEncoder:
             {"name": c.name, "kind": c.kind, "categories": list(c.categories), "other": c.other}
             | ({"statistics": [list(row) for row in c.statistics],
                 "statistic_names": list(c.statistic_names)} if c.target_encoded else {})
+            | ({"levels": list(c.levels)} if c.levels else {})
             for c in self.columns_
         ]
 
@@ -393,11 +453,28 @@ class TableEncoder:
         encoder.columns_ = [
             ColumnEncoding(c["name"], c["kind"], tuple(c["categories"]), bool(c["other"]),
                            tuple(tuple(float(v) for v in row) for row in c.get("statistics", [])),
-                           tuple(c.get("statistic_names", [])))
+                           tuple(c.get("statistic_names", [])),
+                           tuple(float(v) for v in c.get("levels", [])))
             for c in state
         ]
         encoder.n_features_out_ = sum(c.width for c in encoder.columns_)
         return encoder
+
+
+def _numbers(name, column: pd.Series) -> np.ndarray:
+    """A numeric column's values, float64 (n,), NaN = missing; a cell that is not a
+    number raises, naming the column."""
+    missing = column.isna().to_numpy()
+    if not pd.api.types.is_numeric_dtype(column.dtype):
+        column = pd.to_numeric(column.astype(object).where(~missing), errors="coerce")
+    values = column.to_numpy(dtype=np.float64, na_value=np.nan)
+    unparsed = np.isnan(values) & ~missing
+    if unparsed.any():
+        raise ValueError(
+            f"column {name!r} was numeric at fit but holds "
+            f"{column[unparsed].iloc[0]!r}: expected a number or a missing value"
+        )
+    return values
 
 
 def _encode_column(encoding: ColumnEncoding, column: pd.Series, out: np.ndarray) -> None:
@@ -405,18 +482,13 @@ def _encode_column(encoding: ColumnEncoding, column: pd.Series, out: np.ndarray)
     name = encoding.name
     missing = column.isna().to_numpy()
     if encoding.kind == "numeric":
-        if not pd.api.types.is_numeric_dtype(column.dtype):
-            column = pd.to_numeric(column.astype(object).where(~missing), errors="coerce")
-        values = column.to_numpy(dtype=np.float64, na_value=np.nan)
-        unparsed = np.isnan(values) & ~missing
-        if unparsed.any():
-            raise ValueError(
-                f"column {name!r} was numeric at fit but holds "
-                f"{column[unparsed].iloc[0]!r}: expected a number or a missing value"
-            )
+        values = _numbers(name, column)
         if np.isinf(values).any():
             raise ValueError(f"Input X contains infinity in column {name!r}")
         out[:, 0] = values
+        if encoding.levels:
+            out[:, 1:] = values[:, None] == np.asarray(encoding.levels)
+            out[missing, 1:] = np.nan
         return
     if encoding.kind == "boolean":
         present = column[~missing]

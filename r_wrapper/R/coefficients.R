@@ -9,7 +9,10 @@
 #' predictor has one coefficient per level but its first (the change of the
 #' prediction from the first level to that level), and the intercept is the
 #' prediction with every observed numeric predictor at 0 and every observed
-#' factor at its first level. Missing predictors have no coefficient: the
+#' factor at its first level. A numeric predictor of few distinct integers
+#' that the fit gave indicators (the Python estimator's `integer_levels`: a
+#' month, a year) has its slope, then one coefficient per indicator (`month=3`:
+#' added when the value is 3). Missing predictors have no coefficient: the
 #' network has already accounted for them in the intercept and the other
 #' coefficients.
 #'
@@ -110,8 +113,8 @@ coef.neumiss <- function(object, pattern = NULL, ...) {
       intercept <- intercept + w[1]
       terms <- c(terms, paste0(name, levels[-1]))
       values <- c(values, w[seq_along(levels)][-1] - w[1])
-    } else {
-      terms <- c(terms, name)
+    } else {  # a number: its slope, then an effect per indicator of its integer values
+      terms <- c(terms, object$encoded_names[object$encoded_input == name])
       values <- c(values, w)
     }
   }

@@ -126,9 +126,9 @@
 #'   holds the coverage for the finite calibration set (a higher value needs
 #'   more calibration rows); `NULL` for the plain conformal quantile.
 #' @param ... Further parameters of the Python estimator by their Python names
-#'   (e.g. `lr_patience`, `tol`, `weight_decay`, `compress_tails`); unknown
-#'   names are an error. For the formula method, the arguments of the default
-#'   method.
+#'   (e.g. `lr_patience`, `tol`, `weight_decay`, `compress_tails`,
+#'   `integer_levels`); unknown names are an error. For the formula method, the
+#'   arguments of the default method.
 #' @section Small data:
 #' A fit needs at least 20 rows with a response (and a non-zero weight);
 #' fewer are refused with an error. The validation rows stop the training early

@@ -136,3 +136,21 @@ test_that("coef() is the Python estimator's pattern model: ensembles, level orde
                "no coefficients: the classifier is an ensemble of 2 networks that averages their probabilities")
   expect_false(grepl("NeuMiss[A-Z]", tryCatch(coef(ensemble_cls), error = conditionMessage)))
 })
+
+test_that("integer codes with indicators: coef() names each one, predict() agrees", {
+  skip_if_no_python_neumiss()
+  set.seed(4)
+  n <- 400
+  df <- data.frame(quarter = sample(1:4, n, TRUE), wave = sample(1:4, n, TRUE),
+                   matrix(rnorm(6 * n), n, dimnames = list(NULL, paste0("x", 1:6))))
+  shock <- matrix(rnorm(16), 4)
+  df$y <- 2 * shock[cbind(df$quarter, df$wave)] + 0.5 * df$x1 + rnorm(n, sd = 0.2)
+  fit <- neumiss(y ~ ., data = df, integer_levels = TRUE, mlp_depth = 0, ensemble_size = 1,
+                 spline = FALSE, max_epochs = 5, seed = 1)
+  b <- coef(fit)
+  expect_equal(names(b)[1:7], c("(Intercept)", "quarter", paste0("quarter=", 1:4), "wave"))
+  new <- df[1:5, ]
+  design <- cbind(1, new$quarter, outer(new$quarter, 1:4, "=="), new$wave,
+                  outer(new$wave, 1:4, "=="), as.matrix(new[paste0("x", 1:6)]))
+  expect_equal(unname(predict(fit, new)), unname(drop(design %*% b)), tolerance = 1e-4)
+})
