@@ -135,9 +135,14 @@ def integer_levels(values: np.ndarray) -> tuple[float, ...]:
     columns: those seen :data:`LEVEL_MIN_ROWS` times at least, when the observed values
     are :data:`LEVELS_MIN` to :data:`LEVELS_MAX` distinct integers and two of them at
     least are that frequent; else none."""
+    head = values[:256]  # most columns are not integers: seen in their first values
+    if np.any(np.abs(head - np.round(head)) > 0):  # NaN compares False
+        return ()
     observed = values[~np.isnan(values)]
+    if np.any(observed != np.round(observed)):
+        return ()
     distinct, counts = np.unique(observed, return_counts=True)
-    if not LEVELS_MIN <= distinct.size <= LEVELS_MAX or np.any(distinct != np.round(distinct)):
+    if not LEVELS_MIN <= distinct.size <= LEVELS_MAX:
         return ()
     frequent = distinct[counts >= LEVEL_MIN_ROWS]
     return tuple(map(float, frequent)) if frequent.size >= 2 else ()
