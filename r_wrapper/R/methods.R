@@ -145,6 +145,7 @@ print.neumiss <- function(x, ...) {
   cat(sprintf("Features (%d): %s\n", length(x$feature_names),
               .abbreviate_list(x$feature_names)))
   .log_target_note(x)
+  .integer_levels_note(.integer_levels(x))
   if (x$task == "classification") {
     cat(sprintf("Classes (%d): %s\n", length(x$classes), .abbreviate_list(x$classes)))
   }
@@ -249,7 +250,8 @@ print.neumiss <- function(x, ...) {
 #'   train_loss, val_loss, val_score, lr), `params` (all parameters of the
 #'   Python estimator), `seed`, `missing_rate`, `feature_names`, `xlevels`,
 #'   `target_encoded` (the factors encoded by target statistics),
-#'   `classes`.
+#'   `integer_levels` (the numeric predictors given an indicator per frequent
+#'   integer value, and how many), `classes`.
 #' @export
 summary.neumiss <- function(object, ...) {
   .check_fit(object)
@@ -283,6 +285,7 @@ summary.neumiss <- function(object, ...) {
     feature_names = object$feature_names,
     xlevels = object$xlevels,
     target_encoded = names(object$level_statistics),
+    integer_levels = .integer_levels(object),
     classes = object$classes
   ), class = "summary.neumiss")
 }
@@ -315,6 +318,7 @@ print.summary.neumiss <- function(x, ...) {
               length(x$feature_names), .abbreviate_list(x$feature_names, 6),
               100 * x$missing_rate))
   .log_target_note(x)
+  .integer_levels_note(x$integer_levels)
   if (length(x$xlevels)) {
     encoded_by <- ifelse(names(x$xlevels) %in% x$target_encoded, ", target statistics", "")
     cat(sprintf("Factors: %s\n", paste(sprintf("%s (%d levels%s)", names(x$xlevels),
@@ -589,6 +593,22 @@ model.frame.neumiss <- function(formula, ...) {
 .log_target_note <- function(x) {
   if (isTRUE(x$log_target)) {
     cat("Response: fitted on the log scale (log_target), predictions are exp() of it\n")
+  }
+}
+
+# The numeric predictors given an indicator per frequent integer value (integer_levels):
+# their numbers of indicators, named by predictor.
+.integer_levels <- function(object) {
+  counts <- table(factor(object$encoded_input, levels = object$feature_names))
+  numeric <- vapply(names(counts), function(n) identical(object$column_kinds[[n]], "numeric"),
+                    logical(1))
+  stats::setNames(as.integer(counts) - 1L, names(counts))[counts > 1 & numeric]
+}
+
+.integer_levels_note <- function(levels) {
+  if (length(levels)) {
+    cat(sprintf("Integer codes with an indicator per value (integer_levels): %s\n",
+                paste(sprintf("%s (%d)", names(levels), levels), collapse = ", ")))
   }
 }
 

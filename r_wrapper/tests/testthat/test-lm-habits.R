@@ -153,4 +153,9 @@ test_that("integer codes with indicators: coef() names each one, predict() agree
   design <- cbind(1, new$quarter, outer(new$quarter, 1:4, "=="), new$wave,
                   outer(new$wave, 1:4, "=="), as.matrix(new[paste0("x", 1:6)]))
   expect_equal(unname(predict(fit, new)), unname(drop(design %*% b)), tolerance = 1e-4)
+  expect_output(print(fit), "indicator per value \\(integer_levels\\): quarter \\(4\\), wave \\(4\\)")
+  expect_equal(summary(fit)$integer_levels, c(quarter = 4L, wave = 4L))
+  expect_output(print(summary(fit)), "quarter \\(4\\), wave \\(4\\)")
+  plain <- neumiss(y ~ ., data = df, integer_levels = FALSE, max_epochs = 2, seed = 1)
+  expect_false(any(grepl("indicator per value", capture.output(print(plain)))))
 })
