@@ -211,14 +211,23 @@ def start_linear_parts(networks: list[NeuMissNetwork], data: TrainingData,
                      else case_weight[:, None] * data.member_weight).double()  # (n, K)
     target = data.target.double() if data.target.is_floating_point() else data.target
     penalty = LINEAR_PENALTY / (2.0 * n)
+    # A column constant over the rows (the mask of a feature never missing, a ramp never
+    # reached) has weight 0 at the optimum (the unpenalized bias takes its part): solved
+    # without it, a table of many complete columns halves the size of the problem.
+    varying = (features != features[:1]).any(dim=0)  # (p,)
+    kept = features[:, varying]
+    if initial is not None:
+        initial = (initial[0][..., varying.to(initial[0].device)], initial[1])
     if squared:
-        alpha = ridge_penalty(features, target, case_weight.double())
-        solution = _ridge(features, target, member_weight, alpha)
+        alpha = ridge_penalty(kept, target, case_weight.double())
+        weight, bias = _ridge(kept, target, member_weight, alpha)
     elif logistic and n_outputs == 1:
-        solution = _logistic(features, target, member_weight, penalty, initial)
+        weight, bias = _logistic(kept, target, member_weight, penalty, initial)
     else:
-        solution = _penalized(features, target, member_weight, n_outputs, loss_fn, penalty,
-                              initial)
+        weight, bias = _penalized(kept, target, member_weight, n_outputs, loss_fn, penalty,
+                                  initial)
+    solution = (weight.new_zeros(*weight.shape[:2], features.shape[1]), bias)
+    solution[0][..., varying.to(weight.device)] = weight
     _set_linear_parts(networks, *solution)
     return solution
 
