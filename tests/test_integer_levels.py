@@ -66,6 +66,7 @@ def test_indicators_are_the_frequent_values_of_integer_columns():
     np.testing.assert_array_equal(unseen[:, :6], [[7.0, 0, 0, 0, 0, 0]] * 3)
     # Only the values are numeric columns (compressed when heavy-tailed), not indicators.
     assert encoder.numeric_columns().tolist() == [True] + [False] * 5 + [True] * 4
+    assert encoder.indicator_columns().tolist() == [False] + [True] * 5 + [False] * 4
     assert TableEncoder().fit(frame).output_names() == list(frame.columns)
     assert not TableEncoder().fit(frame).has_levels and encoder.has_levels
     restored = TableEncoder.from_state(encoder.get_state())

@@ -194,12 +194,12 @@ class BaseNeuMiss(BaseEstimator):
         return FitPlan(self, InMemoryRows(X, y, sample_weight, validation_data)).fit()
 
     def _build_network(self, depth: int, weight_sharing: str, mlp_depth: int,
-                       mask_skip: bool, n_ramps: int, mlp_width: int | None = None
-                       ) -> NeuMissNetwork:
-        """A new network of the encoded width; the MLP ``mlp_width`` wide, by default
-        :meth:`_mlp_width` for ``n_ramps``."""
+                       mask_skip: bool, n_ramps: int, mlp_width: int | None = None,
+                       n_features: int | None = None) -> NeuMissNetwork:
+        """A new network of the encoded width (or ``n_features`` columns); the MLP
+        ``mlp_width`` wide, by default :meth:`_mlp_width` for ``n_ramps``."""
         return NeuMissNetwork(
-            self.encoder_.n_features_out_,
+            self.encoder_.n_features_out_ if n_features is None else n_features,
             n_outputs=self._n_outputs(),
             depth=depth,
             weight_sharing=weight_sharing,

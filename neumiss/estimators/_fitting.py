@@ -14,9 +14,9 @@ source supplies only the rows and their statistics:
 A source has ``prepare(estimator, device)`` (validate the data; set ``encoder_``,
 ``preprocessor_`` and the target's encoding) and ``split(seed)`` (the fit's
 :class:`FitRows`). With ``integer_levels="auto"``, a table whose encoding has indicator
-columns is prepared twice, with and without them, and the fit keeps the one whose linear
-start validates clearly better (:meth:`FitPlan.choose_levels`). Training rows held in a
-:class:`~neumiss.network.TrainingData` go through the search
+columns keeps them when its linear start validates clearly better with them than
+without, and is prepared again without them otherwise (:meth:`FitPlan.choose_levels`).
+Training rows held in a :class:`~neumiss.network.TrainingData` go through the search
 (:func:`~neumiss.network.search_depths`); other rows train the one candidate
 without the divergence guard, which needs the training rows in memory.
 """
@@ -227,35 +227,33 @@ class FitPlan:
 
     def choose_levels(self, rows: FitRows, objective: Objective, seed: int,
                       device: torch.device) -> tuple[FitRows, Objective]:
-        """``integer_levels="auto"``: the rows prepared with the indicator columns of
-        ``encoder_`` (``rows``) when their linear start validates clearly better, by
-        :data:`LEVELS_MIN_GAIN` at least, than that of the rows prepared without them
-        (the same split); else the latter, with ``encoder_`` and ``preprocessor_``
-        refitted without indicators."""
+        """``integer_levels="auto"``: ``rows``, prepared with the indicator columns of
+        ``encoder_``, when their linear start validates clearly better, by
+        :data:`LEVELS_MIN_GAIN` at least, than that of their other columns (the
+        columns and split a preparation without indicators gives); else the rows
+        prepared again without them (``encoder_`` and ``preprocessor_`` refitted)."""
         estimator = self.estimator
-        with_levels = self.linear_start_losses(rows, objective, seed)
-        kept = dict(vars(self.source)), estimator.encoder_, estimator.preprocessor_
-        self.source.prepare(estimator, device, integer_levels=False)
-        rows_without, objective_without = self.rows(seed)
-        without = self.linear_start_losses(rows_without, objective_without, seed)
+        other = torch.as_tensor(~estimator.encoder_.indicator_columns(), device=device)
+        with_levels = self.linear_start_losses(rows.train, rows.val, objective, seed)
+        without = self.linear_start_losses(rows.train.columns(other), rows.val.columns(other),
+                                           objective, seed)
         if clearly_lower(with_levels, without, rows.val.weight, LEVELS_MIN_GAIN):
-            vars(self.source).update(kept[0])
-            estimator.encoder_, estimator.preprocessor_ = kept[1:]
             return rows, objective
-        return rows_without, objective_without
+        self.source.prepare(estimator, device, integer_levels=False)
+        return self.rows(seed)
 
-    def linear_start_losses(self, rows: FitRows, objective: Objective,
-                            seed: int) -> torch.Tensor:
-        """Per-row validation losses (n_val,) of the linear start at depth 0 on ``rows``:
-        mean imputation and the members' linear heads fitted in closed form
+    def linear_start_losses(self, train: TrainingData, val: TrainingData,
+                            objective: Objective, seed: int) -> torch.Tensor:
+        """Per-row validation losses (n_val,) of the linear start at depth 0 on ``train``'s
+        columns: mean imputation and the members' linear heads fitted in closed form
         (:meth:`~neumiss.network.DepthSearch.start_losses`)."""
         estimator = self.estimator
+        build = functools.partial(estimator._build_network, n_features=train.x.shape[1])
         # Members trained on their own rows (out of fold) differ; else their start is one.
-        members = 1 if rows.train.member_weight is None else int(estimator.ensemble_size)
-        search = DepthSearch(estimator._build_network, rows.train, rows.val, objective, seed,
-                             n_members=members,
+        members = 1 if train.member_weight is None else int(estimator.ensemble_size)
+        search = DepthSearch(build, train, val, objective, seed, n_members=members,
                              combine=estimator._combine(),
-                             moments=observed_moments(rows.train, seed))
+                             moments=observed_moments(train, seed))
         return search.start_losses(0, "shared")[0]
 
     def learning_rate(self) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -46,6 +47,10 @@ class TrainingData:
         held = None if self.held_out_by is None else self.held_out_by[index]
         return TrainingData(self.x[index], self.mask[index], self.target[index], weight,
                             members, held)
+
+    def columns(self, keep: torch.Tensor) -> TrainingData:
+        """The features ``keep`` (a boolean (d,) tensor on the data's device) of every row."""
+        return dataclasses.replace(self, x=self.x[:, keep], mask=self.mask[:, keep])
 
     def rows(self, start: int, stop: int) -> TrainingData:
         """Rows ``start:stop``, as views (no copy)."""

@@ -398,6 +398,12 @@ class TableEncoder:
         return np.array([c.kind == "numeric" and k == 0 for c in self.columns_
                          for k in range(c.width)], dtype=bool)
 
+    def indicator_columns(self) -> np.ndarray:
+        """Boolean array over the encoded columns: True for the indicators of the integer
+        values of numeric columns (``integer_levels``)."""
+        return np.array([c.kind == "numeric" and k > 0 for c in self.columns_
+                         for k in range(c.width)], dtype=bool)
+
     def input_index(self) -> np.ndarray:
         """For each encoded column, the index of the input column it comes from."""
         return np.repeat(np.arange(len(self.columns_)), [c.width for c in self.columns_])
