@@ -13,6 +13,7 @@ from sklearn.metrics import r2_score
 
 import neumiss
 from neumiss import NeuMissClassifier, NeuMissRegressor
+from neumiss.benchmark.realdata._methods import fitted_info
 from neumiss.estimators import fit_stream
 from neumiss.scoring import score_frame
 from neumiss.tables import LEVEL_MIN_ROWS, LEVELS_MAX, TableEncoder
@@ -115,6 +116,8 @@ def test_auto_keeps_indicators_that_help_and_drops_the_others():
     fits = {levels: NeuMissRegressor(random_state=0, integer_levels=levels)
             .fit(frame[train], y[train]) for levels in (True, False, "auto")}
     assert fits["auto"].encoder_.has_levels
+    assert fitted_info(fits["auto"])["integer_levels"] == 8  # what the benchmark records
+    assert "integer_levels" not in fitted_info(fits[False])
     scores = {k: r2_score(y[test], m.predict(frame[test])) for k, m in fits.items()}
     assert scores[True] > scores[False] + 0.05
     # "auto" then fits exactly as integer_levels=True does (same split, same encoding).
