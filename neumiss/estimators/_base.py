@@ -40,6 +40,7 @@ from ..tables import check_outputs_finite
 from . import _persistence as persistence
 from ._fitting import FitPlan, InMemoryRows
 from ._patterns import pattern_model
+from ._summary import describe
 
 #: Rows per forward pass at prediction time (bounds memory, not results).
 PREDICT_CHUNK = 65536
@@ -340,6 +341,14 @@ class BaseNeuMiss(BaseEstimator):
         return pattern_model(self, missing)
 
     # ------------------------------------------------------------- persistence
+    def summary(self) -> str:
+        """What the fit chose and on which rows it validated, as text (R's ``summary()``
+        says the same): the network's depth, weights, head, members and epochs; the input
+        columns and their encoding (one-hot categories, target statistics, integer
+        codes given indicators); the target's scale; the validation rows, their scheme
+        (``validation_scheme_``) and ``validation_score_``. ``print(model.summary())``."""
+        return describe(self)
+
     def save(self, path) -> None:
         """Write the fitted estimator to ``path`` (no training data, loadable without GPU).
 

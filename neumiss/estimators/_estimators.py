@@ -355,6 +355,8 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
     _y_numeric = True
     #: The loss is the squared error: linear starts are ridge regressions in closed form.
     _squared_loss = True
+    #: ``validation_score_`` as :meth:`summary` tells it: its name and sign.
+    _score_metric = ("R²", 1.0)
 
     _parameter_constraints = {
         **BaseNeuMiss._parameter_constraints,
@@ -466,6 +468,7 @@ class NeuMissClassifier(ClassifierMixin, BaseNeuMiss):
     """
 
     _y_numeric = False
+    _score_metric = ("log loss", -1.0)
 
     def _encode_target(self, y):
         check_class_labels(y)

@@ -92,6 +92,7 @@ class NeuMissQuantileRegressor(NeuMissRegressor):
         return super().fit(X, y, sample_weight=sample_weight, validation_data=validation_data)
 
     _squared_loss = False
+    _score_metric = ("pinball loss (standardized y)", -1.0)
 
     def _n_outputs(self):
         return len(self.quantiles)
