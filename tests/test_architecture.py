@@ -216,11 +216,17 @@ def test_estimators_load_without_onnx_or_matplotlib():
 
 
 @pytest.mark.slow
-def test_file_scoring_loads_neither_torch_nor_scikit_learn_nor_pandas():
+def test_file_scoring_loads_neither_torch_nor_scikit_learn_nor_pandas(tmp_path):
     # `neumiss score` starts in a fraction of a second: scikit-learn and pandas
     # took 2 s to import, more than scoring 1M rows.
     assert _loaded_after("import neumiss.commands._score, neumiss.scoring",
                          ("torch", "sklearn", "pandas", "scipy")) == []
+    # nor does scoring a file into Parquet load them (pa.array would import pandas)
+    fixture = PACKAGE.parent / "export" / "fixtures" / "regressor"
+    scoring = (f"import neumiss.scoring as s; s.score_file({str(fixture / 'model.onnx')!r}, "
+               f"{str(fixture / 'inputs.csv')!r}, {str(tmp_path / 'out.parquet')!r})")
+    assert _loaded_after(scoring, ("torch", "sklearn", "pandas", "scipy")) == []
+    assert (tmp_path / "out.parquet").stat().st_size > 0
     # and the check that the helper sees a loaded module at all
     assert _loaded_after("import neumiss.scoring", ("onnxruntime", "pyarrow")) == [
         "onnxruntime", "pyarrow"]

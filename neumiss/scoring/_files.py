@@ -292,6 +292,17 @@ def score_dask(ddf, model):
 
 
 # ------------------------------------------------------------------ files
+def _arrow_column(values: np.ndarray) -> pa.Array:
+    """An output column (n,) as Arrow: numbers wrapped as they are (``pa.array`` would first
+    import pandas, 0.3-0.4 s of a scoring run, to check for pandas objects), others
+    (class labels of text) by ``pa.array``."""
+    if values.dtype.kind not in "iuf":
+        return pa.array(values)
+    values = np.ascontiguousarray(values)
+    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values),
+                                 [None, pa.py_buffer(values)])
+
+
 def file_format(path: str) -> str:
     """``csv`` or ``parquet`` from the name's ending (``-``, an output: CSV to standard output)."""
     if path == "-":
@@ -410,7 +421,8 @@ def score_file(model, input_path: str, output_path: str, *, keep: list[str] = ()
         outputs = score_batch(model, columns, first, result.unseen, source.place)
         kept = {(k if k not in outputs else f"input_{k}"): batch.column(name)
                 for k, name in source.kept.items()}
-        return pa.RecordBatch.from_pydict({**kept, **outputs})
+        columns = {**kept, **{k: _arrow_column(v) for k, v in outputs.items()}}
+        return pa.RecordBatch.from_arrays(list(columns.values()), names=list(columns))
 
     try:
         for batch in _in_order(scored, numbered(source.batches), workers):
