@@ -18,6 +18,7 @@ from neumiss.simulation import make_regression
 
 X, y, truth = make_regression(4_000, 8, mechanism="MCAR", random_state=0)
 model = NeuMissRegressor(ensemble_size=1, random_state=0).fit(X, y)
+print(model.summary())  # what the fit chose, and on which rows it validated
 print("depth", model.best_depth_, "| weight sharing", model.weight_sharing_,
       "| MLP hidden layers", model.mlp_depth_, "| epochs", model.n_epochs_)
 print(f"validation R2 {model.validation_score_:.4f}")
