@@ -139,10 +139,11 @@ def test_a_stream_and_a_fit_without_validation_get_no_indicators():
     streamed = fit_stream(NeuMissRegressor(depth=1, mlp_depth=0, weight_sharing="shared",
                                            max_epochs=2, random_state=0), chunks)
     assert not streamed.encoder_.has_levels
-    # Without validation rows, "auto" cannot decide: the indicators stay (the parameter
-    # is not False), as integer_levels=True gives them.
+    # Without validation rows "auto" cannot decide: no indicators, as with False.
     model = NeuMissRegressor(**FAST, validation_fraction=0).fit(frame, y)
-    assert model.encoder_.has_levels
+    assert not model.encoder_.has_levels
+    forced = NeuMissRegressor(**FAST, validation_fraction=0, integer_levels=True).fit(frame, y)
+    assert forced.encoder_.has_levels
 
 
 @pytest.mark.parametrize("task", ["regression", "classification"])

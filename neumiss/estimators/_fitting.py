@@ -208,8 +208,7 @@ class FitPlan:
             self.source.prepare(estimator, device)
             seed = draw_seed(estimator.random_state)
             rows, objective = self.rows(seed)
-            if (estimator.integer_levels == "auto" and estimator.encoder_.has_levels
-                    and isinstance(rows.train, TrainingData) and rows.val is not None):
+            if estimator.integer_levels == "auto" and estimator.encoder_.has_levels:
                 rows, objective = self.choose_levels(rows, objective, seed, device)
             estimator.learning_rate_ = self.learning_rate()
             result = self.search(rows, objective, seed)
@@ -230,15 +229,17 @@ class FitPlan:
         """``integer_levels="auto"``: ``rows``, prepared with the indicator columns of
         ``encoder_``, when their linear start validates clearly better, by
         :data:`LEVELS_MIN_GAIN` at least, than that of their other columns (the
-        columns and split a preparation without indicators gives); else the rows
-        prepared again without them (``encoder_`` and ``preprocessor_`` refitted)."""
+        columns and split a preparation without indicators gives); else, and without
+        validation rows to decide on, the rows prepared again without them
+        (``encoder_`` and ``preprocessor_`` refitted)."""
         estimator = self.estimator
-        other = torch.as_tensor(~estimator.encoder_.indicator_columns(), device=device)
-        with_levels = self.linear_start_losses(rows.train, rows.val, objective, seed)
-        without = self.linear_start_losses(rows.train.columns(other), rows.val.columns(other),
-                                           objective, seed)
-        if clearly_lower(with_levels, without, rows.val.weight, LEVELS_MIN_GAIN):
-            return rows, objective
+        if rows.val is not None:
+            other = torch.as_tensor(~estimator.encoder_.indicator_columns(), device=device)
+            with_levels = self.linear_start_losses(rows.train, rows.val, objective, seed)
+            without = self.linear_start_losses(rows.train.columns(other),
+                                               rows.val.columns(other), objective, seed)
+            if clearly_lower(with_levels, without, rows.val.weight, LEVELS_MIN_GAIN):
+                return rows, objective
         self.source.prepare(estimator, device, integer_levels=False)
         return self.rows(seed)
 
