@@ -133,8 +133,8 @@ def _is_number(value) -> bool:
 def integer_levels(values: np.ndarray) -> tuple[float, ...]:
     """The values of a numeric column (float array, NaN = missing) that get indicator
     columns: those seen :data:`LEVEL_MIN_ROWS` times at least, when the observed values
-    are :data:`LEVELS_MIN` to :data:`LEVELS_MAX` distinct integers and two of them at
-    least are that frequent; else none."""
+    are :data:`LEVELS_MIN` to :data:`LEVELS_MAX` distinct integers of at most 2**24 in
+    absolute value and two of them at least are that frequent; else none."""
     head = values[:256]  # most columns are not integers: seen in their first values
     if np.any(np.abs(head - np.round(head)) > 0):  # NaN compares False
         return ()
@@ -142,8 +142,8 @@ def integer_levels(values: np.ndarray) -> tuple[float, ...]:
     if np.any(observed != np.round(observed)):
         return ()
     distinct, counts = np.unique(observed, return_counts=True)
-    if not LEVELS_MIN <= distinct.size <= LEVELS_MAX:
-        return ()
+    if not LEVELS_MIN <= distinct.size <= LEVELS_MAX or np.abs(distinct).max() > 2**24:
+        return ()  # beyond 2**24, float32 scorers could not tell neighbouring integers
     frequent = distinct[counts >= LEVEL_MIN_ROWS]
     return tuple(map(float, frequent)) if frequent.size >= 2 else ()
 
