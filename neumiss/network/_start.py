@@ -212,10 +212,16 @@ def start_linear_parts(networks: list[NeuMissNetwork], data: TrainingData,
     target = data.target.double() if data.target.is_floating_point() else data.target
     penalty = LINEAR_PENALTY / (2.0 * n)
     # A column constant over the rows (the mask of a feature never missing, a ramp never
-    # reached) has weight 0 at the optimum (the unpenalized bias takes its part): solved
-    # without it, a table of many complete columns halves the size of the problem.
+    # reached) has weight 0 at the optimum (the unpenalized bias takes its part): the
+    # exact solvers (ridge, Newton) solve without it, which halves the problem of a table
+    # of many complete columns; an iterative solver keeps every column (fewer columns
+    # would change its iterates, not only its cost).
     varying = (features != features[:1]).any(dim=0)  # (p,)
-    kept = features[:, varying]
+    exact = squared or (logistic and n_outputs == 1
+                        and int(varying.sum()) <= NEWTON_MAX_COLUMNS)
+    if varying.all() or not exact:
+        varying = torch.ones_like(varying)
+    kept = features if varying.all() else features[:, varying]  # a copy only if needed
     if initial is not None:
         initial = (initial[0][..., varying.to(initial[0].device)], initial[1])
     if squared:
