@@ -276,3 +276,17 @@ def test_mda_methods_keep_a_table_with_categorical_columns(tmp_path):
     loaded = neumiss.load(tmp_path / "m.pt")
     assert isinstance(loaded.calibration_rows_["c"].dtype, pd.CategoricalDtype)
     np.testing.assert_array_equal(loaded.predict_interval(test), interval)
+
+
+def test_an_unseeded_base_model_is_seeded_from_random_state():
+    """A given base model without a seed of its own: two fits with the same random_state
+    give the same intervals (its seed drawn from ours); one with a seed keeps it."""
+    X, y, _ = neumiss.simulation.make_regression(600, 4, random_state=0)
+    base = NeuMissRegressor(depth=1, max_epochs=3, ensemble_size=1)
+    first, second = (ConformalRegressor(base, method="split", random_state=3).fit(X, y)
+                     for _ in range(2))
+    np.testing.assert_array_equal(first.predict_interval(X), second.predict_interval(X))
+    assert first.estimator_.random_state is not None and base.random_state is None
+    seeded = ConformalRegressor(base.set_params(random_state=11), method="split",
+                                random_state=3).fit(X, y)
+    assert seeded.estimator_.random_state == 11

@@ -108,7 +108,9 @@ class ConformalRegressor(RegressorMixin, BaseEstimator):
         :class:`~neumiss.estimators.NeuMissQuantileRegressor`. None takes
         ``NeuMissRegressor()`` for ``"split"`` and
         ``NeuMissQuantileRegressor(quantiles=(alpha/2, 0.5, 1 - alpha/2))``
-        otherwise, seeded from ``random_state``.
+        otherwise, seeded from ``random_state``; a given estimator whose
+        ``random_state`` is None is seeded from it too, so that a fit with
+        ``random_state`` set repeats.
     method : {"split", "cqr", "cqr-mda-exact", "cqr-mda-nested", "cqr-mondrian"}, \
 default="cqr-mondrian"
         See the module docstring, and for each method its class
@@ -125,7 +127,7 @@ default="cqr-mondrian"
         rows for the first two) is at least ``1 - alpha``; None: at least
         ``1 - alpha`` on average over draws (module docstring).
     random_state : int, RandomState or None, default=None
-        Seeds the split and the default base model.
+        Seeds the split, and the base model when it has no seed of its own.
 
     Attributes
     ----------
@@ -189,7 +191,8 @@ default="cqr-mondrian"
         return self.calibration_confidence if method.confident else None
 
     def _base_estimator(self, seed: int):
-        """A clone of ``estimator`` (checked for what the method needs), or the default."""
+        """A clone of ``estimator`` (checked for what the method needs; ``seed`` as its
+        ``random_state`` when that is None), or the default seeded with ``seed``."""
         method = self._method()
         if self.estimator is None:
             return method.default_estimator(self.alpha, seed)
@@ -199,7 +202,10 @@ default="cqr-mondrian"
                 f"{method.needs}() method (e.g. NeuMissQuantileRegressor), got "
                 f"{type(self.estimator).__name__}"
             )
-        return clone(self.estimator)
+        base = clone(self.estimator)
+        if base.get_params().get("random_state", 0) is None:  # unseeded: seeded from ours
+            base.set_params(random_state=seed)
+        return base
 
     def fit(self, X, y):
         """Fit the base model on ``1 - calibration_fraction`` of the rows, calibrate on the rest.
