@@ -211,19 +211,10 @@ def start_linear_parts(networks: list[NeuMissNetwork], data: TrainingData,
                      else case_weight[:, None] * data.member_weight).double()  # (n, K)
     target = data.target.double() if data.target.is_floating_point() else data.target
     penalty = LINEAR_PENALTY / (2.0 * n)
-    # A column constant over the rows (the mask of a feature never missing, a ramp never
-    # reached) has weight 0 at the optimum (the unpenalized bias takes its part): the
-    # exact solvers (ridge, Newton) solve without it, which halves the problem of a table
-    # of many complete columns; an iterative solver keeps every column (fewer columns
-    # would change its iterates, not only its cost).
-    varying = (features != features[:1]).any(dim=0)  # (p,)
-    exact = squared or (logistic and n_outputs == 1
-                        and int(varying.sum()) <= NEWTON_MAX_COLUMNS)
-    if varying.all() or not exact:
-        varying = torch.ones_like(varying)
-    kept = features if varying.all() else features[:, varying]  # a copy only if needed
-    if initial is not None:
-        initial = (initial[0][..., varying.to(initial[0].device)], initial[1])
+    keep = _columns_to_solve(features, squared, logistic and n_outputs == 1)
+    kept = features if keep is None else features[:, keep]
+    if keep is not None and initial is not None:
+        initial = (initial[0][..., keep.to(initial[0].device)], initial[1])
     if squared:
         alpha = ridge_penalty(kept, target, case_weight.double())
         weight, bias = _ridge(kept, target, member_weight, alpha)
@@ -232,10 +223,30 @@ def start_linear_parts(networks: list[NeuMissNetwork], data: TrainingData,
     else:
         weight, bias = _penalized(kept, target, member_weight, n_outputs, loss_fn, penalty,
                                   initial)
-    solution = (weight.new_zeros(*weight.shape[:2], features.shape[1]), bias)
-    solution[0][..., varying.to(weight.device)] = weight
+    if keep is not None:  # the columns left out get weight 0
+        full = weight.new_zeros(*weight.shape[:2], features.shape[1])
+        full[..., keep.to(weight.device)] = weight
+        weight = full
+    solution = (weight, bias)
     _set_linear_parts(networks, *solution)
     return solution
+
+
+def _columns_to_solve(features: torch.Tensor, squared: bool, one_logit: bool
+                      ) -> torch.Tensor | None:
+    """The columns of ``features`` (n, p) an exact solver of the linear start solves on,
+    a boolean (p,), or None for all of them. A column constant over the rows (the mask of
+    a feature never missing, a ramp never reached) has weight 0 at the optimum (the
+    unpenalized bias takes its part): the ridge (``squared``) and Newton's logistic fit
+    (``one_logit``, up to :data:`NEWTON_MAX_COLUMNS` columns left) solve without it,
+    which halves the problem of a table of many complete columns. An iterative solver
+    keeps every column: fewer columns would change its iterates, not only its cost."""
+    varying = (features != features[:1]).any(dim=0)
+    if bool(varying.all()):
+        return None
+    if squared or (one_logit and int(varying.sum()) <= NEWTON_MAX_COLUMNS):
+        return varying
+    return None
 
 
 def _penalized(features: torch.Tensor, target: torch.Tensor, row_weight: torch.Tensor,

@@ -401,8 +401,9 @@ def encode_columns(columns: list, model: NeuMissOnnxModel, *, unseen: dict | Non
         start += width
         if column["kind"] == "numeric":  # the value, then its levels' indicators (0/1/NaN)
             block[:, 0] = values
-            block[:, 1:] = block[:, :1] == np.asarray(column.get("levels") or (), dtype)
-            block[np.isnan(block[:, 0]), 1:] = np.nan
+            if width > 1:
+                block[:, 1:] = block[:, :1] == np.asarray(column["levels"], dtype)
+                block[np.isnan(block[:, 0]), 1:] = np.nan
             continue
         codes = _text_codes(np.asarray(values, dtype=object), column, unseen)
         if (codes == -2).any():

@@ -395,14 +395,18 @@ class TableEncoder:
     def numeric_columns(self) -> np.ndarray:
         """Boolean array over the encoded columns: True for the values of numeric input
         columns (not for their indicators)."""
-        return np.array([c.kind == "numeric" and k == 0 for c in self.columns_
-                         for k in range(c.width)], dtype=bool)
+        return self._numeric_places() == 0
 
     def indicator_columns(self) -> np.ndarray:
         """Boolean array over the encoded columns: True for the indicators of the integer
         values of numeric columns (``integer_levels``)."""
-        return np.array([c.kind == "numeric" and k > 0 for c in self.columns_
-                         for k in range(c.width)], dtype=bool)
+        return self._numeric_places() > 0
+
+    def _numeric_places(self) -> np.ndarray:
+        """Per encoded column, its place among those of its numeric input column (0: the
+        value, then its indicators), -1 for the columns of other inputs."""
+        return np.array([k if c.kind == "numeric" else -1 for c in self.columns_
+                         for k in range(c.width)], dtype=np.int64)
 
     def input_index(self) -> np.ndarray:
         """For each encoded column, the index of the input column it comes from."""
