@@ -349,8 +349,7 @@ class NeuMissNetwork(nn.Module):
         """Shapes: (batch, d), (batch, d) -> (batch, n_outputs)."""
         h = self.block(x, mask)
         ramps = None if self.encoding is None else self.encoding(h)
-        # an MLP head (beside its skip) reads the ramps too; then the linear terms, in the
-        # order StackedNetwork.member_outputs adds them
+        # an MLP head (beside its skip) reads the ramps too; then the linear terms
         out = self.head(h if ramps is None or self.skip is None else torch.cat([h, ramps], -1))
         for term, inputs in ((self.skip, h), (self.spline, ramps), (self.mask_skip, mask)):
             if term is not None:

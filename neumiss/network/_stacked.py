@@ -5,9 +5,11 @@ member (the data's moments, :mod:`~neumiss.network._start`); the heads are
 small and hold the members' differences. :class:`StackedNetwork` therefore
 shares one block among the members, in the manner of parameter-efficient
 ensembles (TabM, BatchEnsemble), and holds each weight of the heads as one
-tensor with a leading member axis ``K``, computed in batched products
-(``(K, batch, d) @ (K, d, width)``): one optimizer step trains all members for
-little more than the price of one network. Training sees the members'
+tensor with a leading member axis ``K``. What reads the block's output (every
+member's first layer and linear terms) is one product for all members
+(``(batch, d) @ (d, K * width)``), the deeper layers batched products
+(``(K, batch, width) @ (K, width, width)``): one optimizer step trains all members
+for little more than the price of one network. Training sees the members'
 outputs (:meth:`StackedNetwork.member_outputs`, each member with its own loss);
 everything else (early stopping, the divergence guard, the depth search) sees
 the combined output of :meth:`StackedNetwork.forward`, as
@@ -80,28 +82,42 @@ class StackedNetwork(nn.Module):
         """Every member's output: (batch, d), (batch, d) -> (K, batch, n_outputs).
 
         Each member computes what :meth:`NeuMissNetwork.forward` computes with the shared
-        block and its head.
+        block and its head. Every weight that reads the block's output (and the spline's
+        ramps) is applied in one matrix product for all members, ``(batch, F) @ (F,
+        K * (width + n_outputs))``: the first layer of each MLP head and the linear terms
+        (the skip, or a linear head, and the spline's weights) side by side. One large
+        product (and its gradient) costs less than ``K`` small batched ones and sums the
+        members' gradients of the shared input inside the product.
         """
         block_out = self.block(x, mask)  # (batch, d)
-        imputed = block_out.expand(self.n_members, -1, -1)  # (K, batch, d)
         ramps = None if self.encoding is None else self.encoding(block_out)  # (batch, R)
-        # an MLP head reads the ramps beside the block's output, a linear head only the latter
-        out = imputed if ramps is None or "skip__weight" not in self.heads else torch.cat(
-            [block_out, ramps], dim=-1).expand(self.n_members, -1, -1)
-        for index, key in enumerate(self._layers):
-            out = torch.baddbmm(self.heads[f"{key}__bias"].unsqueeze(1), out,
-                                self.heads[f"{key}__weight"].transpose(1, 2))
-            if index < len(self._layers) - 1:
-                out = torch.relu(out)
-        if "skip__weight" in self.heads:
-            out = torch.baddbmm(out, imputed, self.heads["skip__weight"].transpose(1, 2))
+        # an MLP head's first layer reads the ramps beside the block's output, as the
+        # spline's weights do; a linear head reads the block's output only
+        inputs = block_out if ramps is None else torch.cat([block_out, ramps], dim=-1)
+        n_members, batch = self.n_members, inputs.shape[0]
+        first = self.heads[f"{self._layers[0]}__weight"]  # (K, width or n_outputs, *)
+        mlp = "skip__weight" in self.heads
+        linear = [self.heads["skip__weight"] if mlp else first]  # (K, n_outputs, d)
         if ramps is not None:
-            out = torch.baddbmm(out, ramps.expand(self.n_members, -1, -1),
-                                self.heads["spline__weight"].transpose(1, 2))
+            linear.append(self.heads["spline__weight"])  # (K, n_outputs, R)
+        linear = torch.cat(linear, dim=-1) if len(linear) > 1 else linear[0]  # (K, n_outputs, F)
+        n_outputs = linear.shape[1]
+        weights = torch.cat([first.flatten(0, 1), linear.flatten(0, 1)]) if mlp else (
+            linear.flatten(0, 1))  # (K * width + K * n_outputs, F), or (K * n_outputs, F)
+        product = inputs @ weights.T  # (batch, K * width + K * n_outputs)
+        out = product[:, product.shape[1] - n_members * n_outputs:]  # (batch, K * n_outputs)
         if "mask_skip__weight" in self.heads:
-            out = torch.baddbmm(out, mask.expand(self.n_members, -1, -1),
-                                self.heads["mask_skip__weight"].transpose(1, 2))
-        return out
+            out = torch.addmm(out, mask, self.heads["mask_skip__weight"].flatten(0, 1).T)
+        out = out.reshape(batch, n_members, n_outputs).transpose(0, 1)  # (K, batch, n_outputs)
+        if not mlp:
+            return out + self.heads[f"{self._layers[0]}__bias"].unsqueeze(1)
+        hidden = product[:, :n_members * first.shape[1]].reshape(
+            batch, n_members, first.shape[1]).transpose(0, 1)  # (K, batch, width)
+        hidden = hidden + self.heads[f"{self._layers[0]}__bias"].unsqueeze(1)
+        for key in self._layers[1:]:
+            hidden = torch.baddbmm(self.heads[f"{key}__bias"].unsqueeze(1), torch.relu(hidden),
+                                   self.heads[f"{key}__weight"].transpose(1, 2))
+        return hidden + out
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """The members' outputs combined by ``combine`` (one member: its output),
