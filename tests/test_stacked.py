@@ -20,7 +20,7 @@ from neumiss.network import (
     TrainingData,
     analytic_network,
 )
-from neumiss.network._data import member_weights
+from neumiss.network._data import member_weights, missing_columns
 from neumiss.network._start import (
     LINEAR_PENALTY,
     RIDGE_PENALTIES,
@@ -85,6 +85,48 @@ def test_each_member_computes_what_it_computes_alone(shape, n_members, seed):
             torch.testing.assert_close(outputs[k], member(x, mask), rtol=1e-5, atol=1e-5)
         for k, member in enumerate(stacked.networks()):  # and back, as separate networks
             torch.testing.assert_close(member(x, mask), members[k](x, mask))
+
+
+@settings(max_examples=25, deadline=None)
+@given(shape=SHAPES, n_members=st.integers(1, 3), seed=st.integers(0, 1000),
+       complete=st.lists(st.booleans(), min_size=4, max_size=4))
+def test_the_blocks_shortcut_for_complete_columns_changes_nothing(shape, n_members, seed,
+                                                                  complete):
+    """``missing`` (the only columns that may be missing, as the search passes them):
+    the same outputs and the same gradients as the full block, on every shape, with any
+    set of complete columns (all of them included: W_mix then reaches nothing)."""
+    members = _members(n_members, seed, **shape)
+    x, mask = _rows(33, seed)
+    mask[:, torch.tensor(complete)] = 0.0
+    missing = missing_columns(TrainingData(x[:20], mask[:20], torch.zeros(20)),
+                              TrainingData(x[20:], mask[20:], torch.zeros(13)))
+    assert missing is None or torch.equal(missing, mask.any(dim=0).nonzero().squeeze(1))
+    outputs, grads = [], []
+    for shortcut in (None, mask.any(dim=0).nonzero().squeeze(1)):
+        stacked = StackedNetwork(members, "mean", shortcut)
+        out = stacked.member_outputs(x, mask)
+        out.square().sum().backward()
+        outputs.append(out.detach())
+        grads.append({name: p.grad for name, p in stacked.named_parameters()})
+    torch.testing.assert_close(outputs[1], outputs[0], rtol=1e-5, atol=1e-5)
+    for name, grad in grads[0].items():
+        torch.testing.assert_close(grads[1][name], grad, rtol=1e-4, atol=1e-5)
+    # the members given back compute the full block, whatever the rows
+    assert all(member(x, mask).shape == (33, shape["n_outputs"])
+               for member in StackedNetwork(members, "mean", missing).networks())
+
+
+def test_missing_columns_are_those_missing_in_some_row_of_the_rows_in_memory():
+    x = torch.zeros(4, 3)
+    train = TrainingData(x, torch.tensor([[0, 0, 1], [0, 0, 0]] * 2, dtype=torch.float32),
+                         torch.zeros(4))
+    val = TrainingData(x[:2], torch.tensor([[1, 0, 0], [0, 0, 0]], dtype=torch.float32),
+                       torch.zeros(2))
+    assert torch.equal(missing_columns(train, None), torch.tensor([2]))
+    assert torch.equal(missing_columns(train, val), torch.tensor([0, 2]))
+    full = TrainingData(x[:1], torch.ones(1, 3), torch.zeros(1))
+    assert missing_columns(train, full) is None  # every column: no shortcut
+    assert missing_columns(iter([train]), val) is None  # streamed rows: not known
 
 
 @pytest.mark.parametrize(("combine", "n_outputs"),

@@ -136,7 +136,8 @@ class NeuMissBlock(nn.Module):
             return [self.neumann_layers[0]] * (self.depth - 1)
         return list(self.neumann_layers)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor,
+                missing: torch.Tensor | None = None) -> torch.Tensor:
         """Impute the missing entries of ``x``.
 
         Parameters
@@ -145,6 +146,11 @@ class NeuMissBlock(nn.Module):
             Features with missing entries set to 0.
         mask : Tensor of shape (batch, d)
             1.0 where the entry is missing, 0.0 where observed.
+        missing : Tensor of shape (k,), optional
+            Indices of the only columns of ``mask`` that may be 1 (the others are
+            observed in every row): ``W_mix``, whose output reaches the missing entries
+            only, is applied to those columns alone, a table's complete columns (one-hot
+            categories, say) costing nothing there. Same output; None: every column.
 
         Returns
         -------
@@ -157,7 +163,10 @@ class NeuMissBlock(nn.Module):
             h = (h @ self.S0) * obs
         for weight in self.iteration_weights():
             h = torch.addcmul(centred, h @ weight, obs) if self.residual else (h @ weight) * obs
-        return (h @ self.W_mix) * mask + x * obs + self.mu * mask
+        if missing is None:
+            return (h @ self.W_mix) * mask + x * obs + self.mu * mask
+        imputed = (h @ self.W_mix[:, missing]) * mask[:, missing]  # (batch, k)
+        return torch.index_add(x * obs + self.mu * mask, 1, missing, imputed)
 
     def forward_nan(self, x: torch.Tensor) -> torch.Tensor:
         """Convenience: ``forward`` on a tensor whose missing entries are NaN.

@@ -73,6 +73,17 @@ class TrainingData:
             yield shuffled.rows(start, start + batch_size)
 
 
+def missing_columns(*datasets: TrainingData | None) -> torch.Tensor | None:
+    """The indices (k,) of the columns missing in some row of ``datasets`` (None entries
+    skipped), for :meth:`~neumiss.network.NeuMissBlock.forward`'s ``missing``; None when
+    every column is, or when one of them is not in memory (streamed chunks)."""
+    present = [data for data in datasets if data is not None]
+    if not present or not all(isinstance(data, TrainingData) for data in present):
+        return None
+    seen = torch.stack([data.mask.any(dim=0) for data in present]).any(dim=0)  # (d,)
+    return None if bool(seen.all()) else seen.nonzero().squeeze(1)
+
+
 def member_weights(n_rows: int, n_members: int, seed: int, device=None) -> torch.Tensor:
     """Each row's weight in each member's training loss, (n_rows, n_members): bootstrap
     counts (Poisson with mean 1, drawn with ``seed``), so that members trained together on

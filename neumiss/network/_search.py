@@ -86,7 +86,7 @@ from ._choice import (
     try_identity_chain,
     worth_untying,
 )
-from ._data import TrainingData, member_weights, row_losses, validation_loss
+from ._data import TrainingData, member_weights, missing_columns, row_losses, validation_loss
 from ._divergence import DivergenceWarning
 from ._stacked import StackedNetwork
 from ._start import (
@@ -195,6 +195,8 @@ class DepthSearch:
         self.moments = moments
         self.train_data = train_data
         self.val_data = val_data
+        # the only columns the search's networks will see missing (their block's shortcut)
+        self.missing = missing_columns(train_data, val_data)
         self.objective = objective
         self.seed = seed
         self.verbose = verbose
@@ -237,7 +239,7 @@ class DepthSearch:
             return self.start(networks)
         if refit_linear:
             self.fit_linear_parts(networks)
-        return StackedNetwork(networks, self.combine).to(self.train_data.device)
+        return StackedNetwork(networks, self.combine, self.missing).to(self.train_data.device)
 
     def start(self, networks: list[NeuMissNetwork]) -> StackedNetwork:
         """``networks`` stacked, their block started from :attr:`moments` as
@@ -252,7 +254,7 @@ class DepthSearch:
         key = (block.depth, block.weight_sharing, self.mask_skip, self.spline)
         self._linear_starts[key] = self.fit_linear_parts(networks,
                                                          self._linear_starts.get(key))
-        return StackedNetwork(networks, self.combine).to(self.train_data.device)
+        return StackedNetwork(networks, self.combine, self.missing).to(self.train_data.device)
 
     def fit_linear_parts(self, networks: list[NeuMissNetwork],
                          solution: tuple[torch.Tensor, torch.Tensor] | None = None

@@ -44,6 +44,10 @@ class StackedNetwork(nn.Module):
     combine : {"mean", "binary_probability", "probability"}
         How :meth:`forward` combines the members' outputs (see
         :data:`~neumiss.network.COMBINE`).
+    missing : Tensor of shape (k,), optional
+        The columns that may be missing in the rows this network will see (the others
+        observed in every row), as :meth:`NeuMissBlock.forward` takes them; None: any.
+        A training-time shortcut: :meth:`networks` and :meth:`to_network` do not keep it.
 
     Notes
     -----
@@ -51,7 +55,8 @@ class StackedNetwork(nn.Module):
     (K, batch, n_outputs); :meth:`forward` maps them to (batch, n_outputs).
     """
 
-    def __init__(self, networks: list[NeuMissNetwork], combine: str) -> None:
+    def __init__(self, networks: list[NeuMissNetwork], combine: str,
+                 missing: torch.Tensor | None = None) -> None:
         super().__init__()
         if combine not in COMBINE:
             raise ValueError(f"combine must be one of {COMBINE}, got {combine!r}")
@@ -73,6 +78,7 @@ class StackedNetwork(nn.Module):
         })
         self._layers = [_key(f"head.{i}") for i, layer in enumerate(template.head)
                         if isinstance(layer, nn.Linear)]
+        self.register_buffer("missing", missing, persistent=False)
 
     @property
     def depth(self) -> int:
@@ -89,7 +95,7 @@ class StackedNetwork(nn.Module):
         product (and its gradient) costs less than ``K`` small batched ones and sums the
         members' gradients of the shared input inside the product.
         """
-        block_out = self.block(x, mask)  # (batch, d)
+        block_out = self.block(x, mask, self.missing)  # (batch, d)
         ramps = None if self.encoding is None else self.encoding(block_out)  # (batch, R)
         # an MLP head's first layer reads the ramps beside the block's output, as the
         # spline's weights do; a linear head reads the block's output only
