@@ -28,6 +28,7 @@ from neumiss.network import (
     set_chebyshev_weights,
 )
 from neumiss.network._choice import DepthChoice, try_identity_chain, worth_untying
+from neumiss.network._data import member_weights
 from neumiss.network._search import IDENTITY_STEPS_PER_EPOCH, DepthSearch
 from neumiss.network._start import (
     MIDPOINT_ROWS_PER_FEATURE,
@@ -259,7 +260,6 @@ def test_a_moments_start_is_solved_once_whatever_the_head_depth(monkeypatch):
 def test_at_depth_0_the_linear_head_is_the_ridge_fit_on_the_block_untrained():
     from sklearn.linear_model import Ridge, RidgeCV
 
-    from neumiss.network._data import member_weights
     from neumiss.network._start import RIDGE_PENALTIES
 
     objective = Objective(_mse, lambda loss: -loss, squared=True)
@@ -669,6 +669,8 @@ def test_the_identity_chain_is_tried_when_the_mask_tells_the_target_and_the_bloc
 def test_the_identity_chain_trains_powers_of_two_from_the_identity_on_small_batches(
         monkeypatch, batch_size):
     train, val = _self_masked(1280, 0), _self_masked(200, 1)
+    bootstrap = member_weights(1280, 2, seed=0)
+    train = dataclasses.replace(train, member_weight=bootstrap)
     search = DepthSearch(_build, train, val, OBJECTIVE, seed=0, n_members=2,
                          moments=observed_moments(train), mask_skip=True)
     config = TrainingConfig(max_epochs=2, batch_size=batch_size)
@@ -678,6 +680,9 @@ def test_the_identity_chain_trains_powers_of_two_from_the_identity_on_small_batc
     def fit(self, depth, weight_sharing, mlp_depth, start_from, config, from_data=True):
         fitted = original(self, depth, weight_sharing, mlp_depth, start_from, config, from_data)
         fits.append((depth, from_data, config.batch_size, fitted.result.n_epochs))
+        # the paper's network: no mask term, every member on every row (no bootstrap)
+        assert "mask_skip__weight" not in fitted.network.heads
+        assert self.train_data.member_weight is None
         return fitted
 
     monkeypatch.setattr(DepthSearch, "fit", fit)
@@ -690,16 +695,55 @@ def test_the_identity_chain_trains_powers_of_two_from_the_identity_on_small_batc
     assert all(epochs == 2 for *_, epochs in fits)  # never abandoned for best_loss
     assert list(summaries) == [0, 2, 4, 6]
     assert kept is unbeatable  # kept only when it validates better
+    assert search.mask_skip and search.train_data.member_weight is bootstrap  # as before
 
 
-def test_the_identity_chain_replaces_a_candidate_it_validates_better_than():
-    train, val = _self_masked(400, 0), _self_masked(200, 1)
+def test_out_of_fold_member_weights_stay_in_the_identity_chain(monkeypatch):
+    """Members held out of their validation fold keep out of it in the chain too."""
+    train, val = _self_masked(400, 0), _self_masked(400, 0)
+    held_out_by = torch.arange(400) % 2
+    train = dataclasses.replace(train, member_weight=torch.stack(
+        [held_out_by != 0, held_out_by != 1], dim=1).float())
+    val = dataclasses.replace(val, held_out_by=held_out_by)
     search = DepthSearch(_build, train, val, OBJECTIVE, seed=0, n_members=2,
                          moments=observed_moments(train), mask_skip=True)
-    kept, summaries = search.identity_chain(_candidate(4, val_loss=math.inf), "shared", 0,
-                                            TrainingConfig(max_epochs=2))
+    seen = []
+    original = DepthSearch.fit
+
+    def fit(self, *args, **kwargs):
+        seen.append(self.train_data.member_weight)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(DepthSearch, "fit", fit)
+    search.identity_chain(_candidate(2, val_loss=-1.0), "shared", 0,
+                          TrainingConfig(max_epochs=1))
+    assert len(seen) == 2 and all(w is train.member_weight for w in seen)
+
+
+def test_the_identity_chain_replaces_a_candidate_it_is_clearly_better_than():
+    """The one-standard-error rule: a network that predicts a constant far from the
+    target is clearly worse than the chain's; the chain's own network, a hair worse on
+    the record, is not (the same losses on every row)."""
+    train, val = _self_masked(400, 0), _self_masked(200, 1)
+    config = TrainingConfig(max_epochs=2)
+
+    def search():
+        return DepthSearch(_build, train, val, OBJECTIVE, seed=0, n_members=2,
+                           moments=observed_moments(train), mask_skip=True)
+
+    first = search()
+    constant = first.members(4, "shared", 0, None, from_data=False)
+    constant.set_constant_output(train.target.mean().reshape(1) + 100.0)
+    far = Candidate(4, "shared", 0, constant, TrainingResult(best_val_loss=1e9), 0.0)
+    kept, summaries = first.identity_chain(far, "shared", 0, config)
     assert list(summaries) == [0, 2, 4]
-    assert kept.network is not None and kept.val_loss == summaries[kept.depth]["val_loss"]
+    assert kept is not far and kept.val_loss == summaries[kept.depth]["val_loss"]
+    # the search goes on with the kept network's terms: no mask term
+    assert not first.mask_skip and "mask_skip__weight" not in kept.network.heads
+    again = search()
+    level = kept._replace(result=TrainingResult(best_val_loss=kept.val_loss + 1e-9))
+    assert again.identity_chain(level, "shared", 0, config)[0] is level
+    assert again.mask_skip  # the terms as they were
 
 
 def test_search_depths_reports_the_identity_chain_only_when_it_ran():
@@ -712,6 +756,7 @@ def test_search_depths_reports_the_identity_chain_only_when_it_ran():
     assert plain.identity is None
     if masked.best.depth >= 2 or masked.identity is not None:
         assert list(masked.identity) == [0, 2, 4]
-        best_loss = min(r["val_loss"] for r in (*masked.depth_results.values(),
-                                               *masked.identity.values()))
-        assert masked.best.val_loss <= best_loss + 1e-12
+        # the best is the chain's (no mask term then) or the search's with the term
+        chained = {r["val_loss"] for r in masked.identity.values()}
+        assert (masked.best.val_loss in chained) == (not masked.mask_skip)
+        assert masked.best.val_loss <= min(r["val_loss"] for r in masked.depth_results.values())

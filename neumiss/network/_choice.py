@@ -1,6 +1,6 @@
 """The decision rules of the depth search: its candidates, the one-standard-error rule,
 when to stop deepening, when to untie and when to offer the Chebyshev start
-(:mod:`._search` applies them)."""
+(:mod:`._search` applies them), and what it returns (:class:`SearchResult`)."""
 
 from __future__ import annotations
 
@@ -48,6 +48,33 @@ class Candidate(NamedTuple):
             "epochs": self.result.n_epochs,
             "seconds": self.seconds,
         }
+
+
+class SearchResult(NamedTuple):
+    """The chosen candidate, the summary of every depth trained, and of the fine-tunes.
+
+    ``untied`` is None when ``weight_sharing="auto"`` did not fine-tune an untied copy
+    (other weight modes, depth below 2, or too few rows per parameter).
+    ``heads``: the summary of each head depth fine-tuned after the chain (empty
+    with one head depth). ``mask_skip``: whether the networks have the mask's own
+    linear term. ``chebyshev``: the summary of the Chebyshev-started candidate
+    (:func:`try_chebyshev`), None when it was not tried. ``starts``: per depth
+    screened, ``val_loss`` and ``val_score`` of its data start
+    (:meth:`~neumiss.network.DepthSearch.screen`), None when the depths were not
+    screened. ``spline``: whether the networks have the spline term. ``identity``: per
+    depth, the summary of the chain from the identity start
+    (:meth:`~neumiss.network.DepthSearch.identity_chain`), None when it was not tried.
+    """
+
+    best: Candidate
+    depth_results: dict[int, dict[str, float]]
+    untied: dict[str, float] | None
+    heads: dict[int, dict[str, float]]
+    mask_skip: bool
+    chebyshev: dict[str, float] | None = None
+    starts: dict[int, dict[str, float]] | None = None
+    spline: bool = False
+    identity: dict[int, dict[str, float]] | None = None
 
 
 def clearly_better(

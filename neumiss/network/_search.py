@@ -32,11 +32,10 @@ the same function (the skip receives the linear head, the MLP's last layer
 starts at zero). Last, ``weight_sharing="auto"`` offers an untrained candidate where the
 covariance is well estimated (:func:`try_chebyshev`): linear heads on a block with one
 matrix per iteration at the chain's deepest depth, started at Richardson steps at the
-Chebyshev nodes of the covariance's spectrum (:func:`~neumiss.network.set_chebyshev_weights`),
-kept if it lowers the validation loss: where training could not improve on the data
-start, a better start is the better network. Where the missingness tells the target
-(:func:`try_identity_chain`), the paper's chain from the identity start is trained too
-(:meth:`DepthSearch.identity_chain`), kept if it lowers the validation loss.
+Chebyshev nodes of the covariance's spectrum (:func:`~neumiss.network.set_chebyshev_weights`).
+Where the missingness tells the target (:func:`try_identity_chain`), the paper's chain
+from the identity start is trained too (:meth:`DepthSearch.identity_chain`). Both are
+kept if they lower the validation loss.
 
 With ``mask_skip="auto"``, the heads see the mask itself (a linear term of it beside
 the block's output) when the linear start at depth 0 is clearly better on the
@@ -50,11 +49,9 @@ clearly better in the same way (:meth:`DepthSearch.spline_term_helps`): an addit
 of each feature, fitted in closed form, for targets that bend with a feature.
 
 A candidate started from the data whose training stays far behind the lowest validation
-loss the search has seen (a screened start's or an earlier candidate's:
-:func:`~neumiss.network._stopping.abandon_level`) is abandoned after
-:data:`~neumiss.network._stopping.ABANDON_EPOCHS` epochs: that far behind it does not catch
-up (d = 200, n = 1e5: the depth-16 block validated 56% worse after one epoch and never came
-back in eight, 66 s).
+loss the search has seen (:func:`~neumiss.network._stopping.abandon_level`) is abandoned
+after :data:`~neumiss.network._stopping.ABANDON_EPOCHS` epochs: that far behind it does not
+catch up (d = 200, n = 1e5: a depth-16 block 56% worse after one epoch, and in eight).
 
 Every candidate is an ensemble of ``n_members`` networks trained together as one
 :class:`~neumiss.network.StackedNetwork` (one block; member ``k``'s head initialised
@@ -80,6 +77,7 @@ from ._block import NeuMissNetwork
 from ._choice import (
     Candidate,
     DepthChoice,
+    SearchResult,
     clearly_better,
     clearly_lower,
     try_chebyshev,
@@ -99,9 +97,9 @@ from ._start import (
 from ._training import HISTORY, MIN_AUTO_BATCH_SIZE, TrainingConfig, TrainingResult, train
 
 #: Depths tried by ``depth="auto"``: mean imputation feeding the head, then a deep block
-#: started from the data's moments (:mod:`~neumiss.network._start`), which computes the
-#: Neumann approximation of the conditional expectation before any training, so the
-#: depths between need not be trained on the way (results/README.md, "Depth search").
+#: started from the data's moments (:mod:`~neumiss.network._start`), the Neumann
+#: approximation of the conditional expectation before any training: the depths between
+#: need no training on the way (results/README.md, "Depth search").
 AUTO_DEPTHS = (0, 16)
 
 #: Head depths tried by ``mlp_depth="auto"``: the chain's two-layer MLP head (real
@@ -110,16 +108,13 @@ AUTO_MLP_DEPTHS = (2, 0)
 
 #: The spline term is added only when it lowers the linear start's validation loss by this
 #: fraction at least (:meth:`DepthSearch.spline_term_helps`), beside the one-standard-error
-#: rule: on ten thousand validation rows a standard error is a fraction of a percent, and
-#: starts better by 1.3% did not stay better once trained (simulated grid, d = 10,
-#: n = 2e4: MAR R² - Bayes -0.0043 -> -0.0083, probit self-masking 0.0000 -> -0.0121),
-#: where on real tables the ramps lowered it by up to 80% (txhousing_sales 16-18%,
-#: seatbelt_fatalities 14-24%, growth_dj 5-21%).
+#: rule: starts better by 1.3% on ten thousand rows did not stay better once trained (grid,
+#: d = 10, n = 2e4: MAR R² - Bayes -0.0043 -> -0.0083); the ramps lowered it by up to 80%
+#: on real tables (txhousing_sales 16-18%, seatbelt_fatalities 14-24%, growth_dj 5-21%).
 SPLINE_MIN_GAIN = 0.02
 
 #: Optimizer steps per epoch of the chain from the identity start (the first engine's
-#: batches of n / 64 rows): its blocks move far from their start, in many small steps
-#: (probit self-masking d = 20, n = 1e4: test R² 0.804, on n / 8 rows 0.777).
+#: batches of n / 64 rows; probit self-masking d = 20, n = 1e4: test R² 0.804, 0.777 on n / 8).
 IDENTITY_STEPS_PER_EPOCH = 64
 
 
@@ -136,33 +131,6 @@ class Objective(NamedTuple):
     score: Callable[[float], float]
     squared: bool = False
     logistic: bool = False
-
-
-class SearchResult(NamedTuple):
-    """The chosen candidate, the summary of every depth trained, and of the fine-tunes.
-
-    ``untied`` is None when ``weight_sharing="auto"`` did not fine-tune an untied copy
-    (other weight modes, depth below 2, or too few rows per parameter).
-    ``heads``: the summary of each head depth fine-tuned after the chain (empty
-    with one head depth). ``mask_skip``: whether the networks have the mask's own
-    linear term. ``chebyshev``: the summary of the Chebyshev-started candidate
-    (:func:`try_chebyshev`), None when it was not tried. ``starts``: per depth
-    screened, ``val_loss`` and ``val_score`` of its data start
-    (:meth:`DepthSearch.screen`), None when the depths were not screened. ``spline``:
-    whether the networks have the spline term. ``identity``: per depth, the summary of
-    the chain from the identity start (:meth:`DepthSearch.identity_chain`), None when it
-    was not tried.
-    """
-
-    best: Candidate
-    depth_results: dict[int, dict[str, float]]
-    untied: dict[str, float] | None
-    heads: dict[int, dict[str, float]]
-    mask_skip: bool
-    chebyshev: dict[str, float] | None = None
-    starts: dict[int, dict[str, float]] | None = None
-    spline: bool = False
-    identity: dict[int, dict[str, float]] | None = None
 
 
 class DepthSearch:
@@ -195,8 +163,7 @@ class DepthSearch:
         self.moments = moments
         self.train_data = train_data
         self.val_data = val_data
-        # the only columns the search's networks will see missing (their block's shortcut)
-        self.missing = missing_columns(train_data, val_data)
+        self.missing = missing_columns(train_data, val_data)  # for the blocks' shortcut
         self.objective = objective
         self.seed = seed
         self.verbose = verbose
@@ -404,15 +371,27 @@ class DepthSearch:
                        config: TrainingConfig) -> tuple[Candidate, dict[int, dict]]:
         """The paper's chain: depths 0, 2, 4, ... and ``best``'s, each block warm-started
         from the previous one's, the first near the identity, :data:`IDENTITY_STEPS_PER_EPOCH`
-        batches per epoch (unless ``config`` sets their size). Returns the candidate kept
-        (the chain's choice if it validates better than ``best``) and each depth's summary."""
+        batches per epoch (unless ``config`` sets them), of the paper's network: no mask
+        term, no bootstrap weights (probit self-masking d = 20, n = 2e4: test R² 0.8416 ->
+        0.8456). Returns the chain's candidate if it is clearly better than ``best`` on the
+        validation rows (:func:`clearly_better`, the one-standard-error rule: a few hundred
+        rows often prefer another network by chance), the search's networks then without
+        mask term, else ``best``; and the summaries."""
         powers = (2**k for k in range(1, best.depth.bit_length()) if 2**k < best.depth)
         if config.batch_size is None:
-            rows = len(self.train_data) // IDENTITY_STEPS_PER_EPOCH
-            config = dataclasses.replace(config, batch_size=max(MIN_AUTO_BATCH_SIZE, rows))
+            batch = max(MIN_AUTO_BATCH_SIZE, len(self.train_data) // IDENTITY_STEPS_PER_EPOCH)
+            config = dataclasses.replace(config, batch_size=batch)
+        terms, rows, self.mask_skip = self.mask_skip, self.train_data, False
+        if self.val_data.held_out_by is None:  # bootstrap weights (out-of-fold ones stay)
+            self.train_data = dataclasses.replace(rows, member_weight=None)
         choice, summaries = self.chain([0, *powers, best.depth], weight_sharing, mlp_depth,
                                        config, from_data=False)
-        return (choice.best if choice.best.val_loss < best.val_loss else best), summaries
+        self.train_data = rows
+        kept = choice.best.val_loss < best.val_loss and clearly_better(
+            *(row_losses(c.network, self.val_data, self.objective.loss)
+              for c in (choice.best, best)), self.val_data.weight)
+        self.mask_skip = False if kept else terms
+        return (choice.best if kept else best), summaries
 
     def as_linear_head(self, best: Candidate) -> tuple[Candidate, dict[str, float]]:
         """``best``, an MLP-head candidate whose MLP adds nothing
