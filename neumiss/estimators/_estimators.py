@@ -156,9 +156,10 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         and in :meth:`fit_stream`, ``"auto"`` is False. The choice is ``mask_skip_``.
         With the term kept and a chosen depth of 2 or more, the search also trains the
         paper's chain of depths from the identity start on batches of n / 64 rows, kept
-        when it is clearly better on the validation rows (``identity_results_``): the moments that start the
-        blocks are biased when the missingness tells the target. The chain is the
-        paper's network, without the mask term (``mask_skip_`` is then False).
+        when it is clearly better on the validation rows (``identity_results_``): the
+        moments that start the blocks are biased when the missingness tells the target.
+        The chain is the paper's network, without the mask term (``mask_skip_`` is then
+        False).
     spline : bool or "auto", default="auto"
         A spline term added to the output (see :class:`~neumiss.network.NeuMissNetwork`):
         a linear map of piecewise-linear ramps of each column of the block's output on
