@@ -158,19 +158,21 @@ class DepthChoice:
     ----------
     best : Candidate or None
         The best candidate offered, None before the first.
+    losses : Tensor of shape (n_val,) or None
+        Its per-row validation losses, as offered (None without validation rows).
     """
 
     def __init__(self, weight: torch.Tensor | None = None) -> None:
         self.best: Candidate | None = None
         self._weight = weight
-        self._losses: torch.Tensor | None = None
+        self.losses: torch.Tensor | None = None
         self._worse = 0
 
     def offer(self, candidate: Candidate, losses: torch.Tensor | None) -> bool:
         """Consider ``candidate`` with its per-row validation losses ``losses`` (n,) (None
         without validation rows); whether to go deeper."""
         if self.best is None or self._beats(candidate, losses):
-            self.best, self._losses, self._worse = candidate, losses, 0
+            self.best, self.losses, self._worse = candidate, losses, 0
             return True
         self._worse += 1
         return self._worse < DEPTH_PATIENCE
@@ -178,4 +180,4 @@ class DepthChoice:
     def _beats(self, candidate: Candidate, losses: torch.Tensor | None) -> bool:
         if losses is None:
             return candidate.val_loss < self.best.val_loss
-        return clearly_better(losses, self._losses, self._weight)
+        return clearly_better(losses, self.losses, self._weight)

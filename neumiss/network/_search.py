@@ -387,9 +387,9 @@ class DepthSearch:
         choice, summaries = self.chain([0, *powers, best.depth], weight_sharing, mlp_depth,
                                        config, from_data=False)
         self.train_data = rows
-        kept = choice.best.val_loss < best.val_loss and clearly_better(
-            *(row_losses(c.network, self.val_data, self.objective.loss)
-              for c in (choice.best, best)), self.val_data.weight)
+        kept = choice.best.val_loss < best.val_loss and clearly_better(  # chain's losses kept
+            choice.losses, row_losses(best.network, self.val_data, self.objective.loss),
+            self.val_data.weight)
         self.mask_skip = False if kept else terms
         return (choice.best if kept else best), summaries
 
