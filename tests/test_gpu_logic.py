@@ -1,5 +1,6 @@
-"""The GPU path's logic, checked on the CPU: device standardization, device prediction.
-(The automatic batch size on CUDA: tests/test_training.py.)"""
+"""The GPU path's logic, checked on the CPU: device standardization, device prediction,
+no CUDA graphs for rows on the CPU. (The automatic batch size on CUDA:
+tests/test_training.py; on a GPU itself: tests/test_gpu.py.)"""
 
 from __future__ import annotations
 
@@ -46,3 +47,11 @@ def test_prediction_on_a_device_matches_the_host_path():
     device = apply_on_device(model.network_, model.preprocessor_, encoded, CPU, chunk=1000)
     assert device.dtype == np.float64 and device.shape == host.shape
     np.testing.assert_allclose(device, host, rtol=1e-6, atol=1e-6)
+
+
+def test_rows_on_the_cpu_train_without_cuda_graphs():
+    from neumiss.network import TrainingData
+    from neumiss.network._graphs import graphs_pay
+
+    data = TrainingData(torch.zeros(1000, 3), torch.zeros(1000, 3), torch.zeros(1000))
+    assert not graphs_pay(data, 10)

@@ -20,7 +20,7 @@ from neumiss.network import (
     TrainingData,
     analytic_network,
 )
-from neumiss.network._data import member_weights, missing_columns
+from neumiss.network._data import batch_loss, member_weights, missing_columns
 from neumiss.network._start import (
     LINEAR_PENALTY,
     RIDGE_PENALTIES,
@@ -30,7 +30,6 @@ from neumiss.network._start import (
     start_from_moments,
     start_linear_parts,
 )
-from neumiss.network._training import batch_loss
 
 #: Knots of a spline term on 4 columns: 3 ramps on column 0, 2 on column 2 (shared).
 RAMPS = (np.array([0, 0, 0, 2, 2]), np.array([-1.0, -0.2, 0.5, -0.5, 0.3]),

@@ -111,6 +111,24 @@ def mean_loss(losses: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor
     return losses.mean() if weight is None else (losses * weight).mean()
 
 
+def batch_loss(network: nn.Module, batch: TrainingData, loss_fn: LossFunction) -> torch.Tensor:
+    """The training loss of a batch: the mean (case-weighted) loss of the network's output,
+    or with a :class:`~neumiss.network.StackedNetwork` the mean over its members of each
+    member's own loss (each member learns as if trained alone, not the combined output),
+    each row weighted for each member by ``member_weight`` when given."""
+    member_outputs = getattr(network, "member_outputs", None)
+    if member_outputs is None:
+        return mean_loss(loss_fn(network(batch.x, batch.mask), batch.target), batch.weight)
+    outputs = member_outputs(batch.x, batch.mask)  # (K, batch, n_outputs)
+    n_members = outputs.shape[0]
+    losses = loss_fn(outputs.flatten(0, 1), batch.target.repeat(n_members))
+    weight = None if batch.weight is None else batch.weight.repeat(n_members)
+    if batch.member_weight is not None:  # (batch, K), laid out member by member
+        members = batch.member_weight.T.reshape(-1)
+        weight = members if weight is None else weight * members
+    return mean_loss(losses, weight)
+
+
 def _chunk_losses(
     network: nn.Module,
     data: TrainingData,

@@ -21,8 +21,9 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from ._data import LossFunction, ScoreFunction, TrainingData, evaluate_loss, mean_loss
+from ._data import LossFunction, ScoreFunction, TrainingData, evaluate_loss
 from ._divergence import EXACT_LOSS, DivergenceGuard, DivergenceWarning
+from ._graphs import GraphedSteps, eager_step, graphs_pay
 from ._optimizer import Steps
 from ._stopping import EarlyStopping, abandon_level
 
@@ -279,37 +280,18 @@ class ProgressReport:
         self._bar.close()
 
 
-def _train_epoch(network: nn.Module, data, optimizer: Steps,
-                 loss_fn: LossFunction, batch_size: int, generator: torch.Generator) -> float:
-    """One pass of mini-batch steps over ``data`` (shuffled with ``generator``); returns
-    the mean of the batches' losses, weighted by their number of rows."""
+def _train_epoch(network: nn.Module, data, optimizer: Steps, loss_fn: LossFunction,
+                 batch_size: int, generator: torch.Generator,
+                 graphs: GraphedSteps | None = None) -> float:
+    """One pass of mini-batch steps over ``data`` (shuffled with ``generator``), each
+    replayed from a CUDA graph by ``graphs`` when given; returns the mean of the batches'
+    losses, weighted by their number of rows."""
     network.train()
+    step = eager_step if graphs is None else graphs.step
     running = torch.zeros((), device=data.device)  # summed on the device: no host sync per step
     for batch in data.batches(batch_size, generator):
-        optimizer.zero_grad()
-        loss = batch_loss(network, batch, loss_fn)
-        loss.backward()
-        optimizer.step()
-        running += loss.detach() * len(batch)
+        running += step(network, optimizer, loss_fn, batch) * len(batch)
     return float(running) / len(data)
-
-
-def batch_loss(network: nn.Module, batch: TrainingData, loss_fn: LossFunction) -> torch.Tensor:
-    """The training loss of a batch: the mean (case-weighted) loss of the network's output,
-    or with a :class:`~neumiss.network.StackedNetwork` the mean over its members of each
-    member's own loss (each member learns as if trained alone, not the combined output),
-    each row weighted for each member by ``member_weight`` when given."""
-    member_outputs = getattr(network, "member_outputs", None)
-    if member_outputs is None:
-        return mean_loss(loss_fn(network(batch.x, batch.mask), batch.target), batch.weight)
-    outputs = member_outputs(batch.x, batch.mask)  # (K, batch, n_outputs)
-    n_members = outputs.shape[0]
-    losses = loss_fn(outputs.flatten(0, 1), batch.target.repeat(n_members))
-    weight = None if batch.weight is None else batch.weight.repeat(n_members)
-    if batch.member_weight is not None:  # (batch, K), laid out member by member
-        members = batch.member_weight.T.reshape(-1)
-        weight = members if weight is None else weight * members
-    return mean_loss(losses, weight)
 
 
 def _check_finite(epoch: int, train_loss: float) -> None:
@@ -440,9 +422,10 @@ def train(
     progress = ProgressReport(config.max_epochs, description, verbose)
     result = TrainingResult(history={key: [] for key in HISTORY})
     batch_size = _batch_size(config.batch_size, train_data)
+    graphs = GraphedSteps(batch_size) if graphs_pay(train_data, batch_size) else None
     for epoch in progress:
         train_loss = _train_epoch(network, train_data, schedule.optimizer, loss_fn, batch_size,
-                                  generator)
+                                  generator, graphs)
         val_loss = train_loss if val_data is None else evaluate_loss(network, val_data, loss_fn)
         score = score_fn(val_loss)
         result.record(epoch, train_loss, val_loss, score, schedule.learning_rate)
