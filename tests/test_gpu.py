@@ -161,3 +161,13 @@ def test_replayed_steps_do_not_wait_for_the_gpu():
         network, data.rows(0, rows), optimizer, _squared, 64, generator, graphs))
         for rows in (16 * 64, 64 * 64)}
     assert counts[16 * 64] == counts[64 * 64], counts
+
+
+def test_an_epoch_on_the_gpu_visits_every_row_once_in_a_repeatable_order():
+    n = 1000
+    data = TrainingData(torch.arange(n, dtype=torch.float32, device=CUDA)[:, None],
+                        torch.zeros(n, 1, device=CUDA), torch.zeros(n, device=CUDA))
+    orders = [torch.cat([batch.x[:, 0] for batch in data.batches(
+        64, torch.Generator().manual_seed(seed))]).long().cpu() for seed in (0, 0, 1)]
+    assert torch.equal(orders[0].sort().values, torch.arange(n))
+    assert torch.equal(orders[0], orders[1]) and not torch.equal(orders[0], orders[2])

@@ -66,8 +66,15 @@ class TrainingData:
 
     def batches(self, batch_size: int, generator: torch.Generator) -> Iterator[TrainingData]:
         """One epoch's mini-batches: the rows shuffled with ``generator`` (one gather),
-        then cut into views of ``batch_size`` rows."""
-        order = torch.randperm(len(self), generator=generator).to(self.device)
+        then cut into views of ``batch_size`` rows. On an accelerator the permutation is
+        drawn there, by a generator seeded from ``generator`` (a CPU one): a million rows
+        take 16 ms to permute on the host, an epoch of replayed steps about as long."""
+        if self.device.type == "cpu":
+            order = torch.randperm(len(self), generator=generator)
+        else:
+            seed = int(torch.randint(2**62, (), generator=generator))
+            on_device = torch.Generator(self.device).manual_seed(seed)
+            order = torch.randperm(len(self), generator=on_device, device=self.device)
         shuffled = self.subset(order)
         for start in range(0, len(self), batch_size):
             yield shuffled.rows(start, start + batch_size)

@@ -49,7 +49,15 @@ def mean_scale(values: np.ndarray) -> tuple[float, float]:
     return mean, scale
 
 
-def observed_mean_scale(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def observed_values(X: np.ndarray) -> list[np.ndarray]:
+    """The observed (non-NaN) entries of each column of ``X`` (n_samples, n_features), each
+    a contiguous float64 array (n_observed_j,), in row order."""
+    columns = np.asfortranarray(X, dtype=np.float64)  # one copy: each column contiguous
+    return [column[~np.isnan(column)] for column in columns.T]
+
+
+def observed_mean_scale(X: np.ndarray, values: list[np.ndarray] | None = None
+                        ) -> tuple[np.ndarray, np.ndarray]:
     """Mean and standard deviation of the observed (non-NaN) entries of each column.
 
     Computed column by column by :func:`mean_scale`, in float64 and relative to
@@ -60,6 +68,8 @@ def observed_mean_scale(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     Parameters
     ----------
     X : ndarray of shape (n_samples, n_features), NaN = missing.
+    values : list of ndarray, optional
+        :func:`observed_values` of ``X``, when already computed.
 
     Returns
     -------
@@ -68,11 +78,10 @@ def observed_mean_scale(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         against the column's largest absolute value (constant or empty column) is
         replaced by 1.
     """
-    X = np.asarray(X, dtype=np.float64)
-    mean, scale = np.zeros(X.shape[1]), np.ones(X.shape[1])
-    for j in range(X.shape[1]):
-        column = X[:, j]
-        mean[j], scale[j] = mean_scale(column[~np.isnan(column)])
+    values = observed_values(X) if values is None else values
+    mean, scale = np.zeros(len(values)), np.ones(len(values))
+    for j, column in enumerate(values):
+        mean[j], scale[j] = mean_scale(column)
     return mean, scale
 
 
@@ -122,23 +131,24 @@ HEAVY_TAIL_THRESHOLD = 8.0
 CLIP_BOUND = 3.0
 
 
-def _heavy_tailed(X: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Which of ``columns`` have heavy tails, with their medians and robust scales.
+def _heavy_tailed(values: list[np.ndarray], columns: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which of ``columns`` have heavy tails, with their medians and robust scales, from
+    the observed ``values`` of each column (:func:`observed_values`).
 
     Returns boolean, center and scale arrays of shape (n_features,); center and
     scale are meaningful where the boolean is True.
     """
-    heavy = np.zeros(X.shape[1], dtype=bool)
-    center, scale = np.zeros(X.shape[1]), np.ones(X.shape[1])
+    heavy = np.zeros(len(values), dtype=bool)
+    center, scale = np.zeros(len(values)), np.ones(len(values))
     for j in np.flatnonzero(columns):
-        values = X[:, j][~np.isnan(X[:, j])]
-        if values.size < 2:
+        if values[j].size < 2:
             continue
-        q1, median, q3 = np.percentile(values, [25, 50, 75])
+        q1, median, q3 = np.percentile(values[j], [25, 50, 75])
         spread = (q3 - q1) / 1.349
-        if not spread > RELATIVE_SCALE_THRESHOLD * np.max(np.abs(values)):
+        if not spread > RELATIVE_SCALE_THRESHOLD * np.max(np.abs(values[j])):
             continue  # mostly constant: the standard scaling applies
-        if np.max(np.abs(values - median)) > HEAVY_TAIL_THRESHOLD * spread:
+        if np.max(np.abs(values[j] - median)) > HEAVY_TAIL_THRESHOLD * spread:
             heavy[j], center[j], scale[j] = True, median, spread
     return heavy, center, scale
 
@@ -183,28 +193,31 @@ class Standardizer:
 
     def fit(self, X: np.ndarray) -> Standardizer:
         """Learn the scaling from ``X`` (n_samples, n_features), NaN = missing."""
-        self.mean_, self.scale_ = observed_mean_scale(X)
+        values = observed_values(X)
+        self.mean_, self.scale_ = observed_mean_scale(X, values)
         self.inverse_bound_ = np.zeros(X.shape[1])
         if self.compress_tails:
             numeric = np.ones(X.shape[1], bool) if self.numeric is None else self.numeric
-            heavy, center, scale = _heavy_tailed(X, np.asarray(numeric, dtype=bool))
+            heavy, center, scale = _heavy_tailed(values, np.asarray(numeric, dtype=bool))
             self.mean_[heavy], self.scale_[heavy] = center[heavy], scale[heavy]
             self.inverse_bound_[heavy] = 1.0 / CLIP_BOUND
-        self.lower_ = np.full(X.shape[1], -MAX_STANDARDIZED)
-        self.upper_ = np.full(X.shape[1], MAX_STANDARDIZED)
+        # The range of each column's standardized values (fmin / fmax skip NaN without
+        # copying the rows): NaN for a column never observed, which gets the widest one.
         z = self._scaled(X)
-        observed = ~np.isnan(z).all(axis=0)
-        self.lower_[observed] = np.nanmin(z[:, observed], axis=0)
-        self.upper_[observed] = np.nanmax(z[:, observed], axis=0)
+        lower, upper = np.fmin.reduce(z, axis=0), np.fmax.reduce(z, axis=0)
+        self.lower_ = np.where(np.isnan(lower), -MAX_STANDARDIZED, lower)
+        self.upper_ = np.where(np.isnan(upper), MAX_STANDARDIZED, upper)
         return self
 
     def _scaled(self, X: np.ndarray) -> np.ndarray:
-        """``(X - mean_) / scale_``, compressed where ``inverse_bound_`` says; NaN stays."""
+        """``(X - mean_) / scale_``, compressed where ``inverse_bound_`` says; NaN stays.
+        A new array (the operations after the first are in place)."""
         with np.errstate(over="ignore", invalid="ignore"):
-            z = (X - self.mean_) / self.scale_
+            z = X - self.mean_
+            z /= self.scale_
             if self.inverse_bound_.any():
                 # hypot: no overflow of the square for values far in the tails.
-                z = z / np.hypot(1.0, z * self.inverse_bound_)
+                z /= np.hypot(1.0, z * self.inverse_bound_)
         return z
 
     def transform(
@@ -240,8 +253,9 @@ class Standardizer:
                 f"{describe_cells(too_far, columns, row_offset)}: more than "
                 f"{MAX_STANDARDIZED:g} standard deviations from the column's training mean"
             )
-        x = np.clip(x, self.lower_, self.upper_)
-        x[mask] = 0.0
+        np.maximum(x, self.lower_, out=x)  # np.clip's result, without its copies
+        np.minimum(x, self.upper_, out=x)
+        np.copyto(x, 0.0, where=mask)
         return x.astype(np.float32), mask.astype(np.float32)
 
     def inverse_transform(self, x: np.ndarray) -> np.ndarray:
