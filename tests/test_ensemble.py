@@ -72,6 +72,30 @@ def test_regression_averages_the_members_predictions(data):
     np.testing.assert_allclose(model.predict(X), expected, rtol=1e-5, atol=1e-6)
 
 
+def test_the_shared_block_is_computed_once_and_a_changed_block_on_its_own(data, monkeypatch):
+    X, y = data
+    model = NeuMissRegressor(depth=2, ensemble_size=3, max_epochs=2, random_state=0).fit(X, y)
+    members = _members(model)
+    x, mask = (torch.from_numpy(a) for a in model.preprocessor_.transform(X))
+
+    def by_members():
+        with torch.no_grad():
+            return torch.stack([m(x, mask) for m in members]).mean(dim=0)
+
+    calls = []
+    for member in members:
+        forward = member.block.forward
+        monkeypatch.setattr(member.block, "forward",
+                            lambda *a, forward=forward: calls.append(1) or forward(*a))
+    with torch.no_grad():
+        torch.testing.assert_close(model.network_(x, mask), by_members(), rtol=0, atol=0)
+        assert len(calls) == 1 + 3  # once for the ensemble, then once per member
+        members[1].block.W_mix.add_(0.1)  # the cached comparison sees the change
+        calls.clear()
+        torch.testing.assert_close(model.network_(x, mask), by_members(), rtol=0, atol=0)
+        assert len(calls) == 2 + 3
+
+
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_classification_averages_the_members_probabilities(data, n_classes):
     X, y = data

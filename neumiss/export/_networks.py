@@ -31,7 +31,6 @@ import os
 import numpy as np
 import onnx
 import scipy.linalg
-import torch
 from onnx import TensorProto, helper, numpy_helper
 from sklearn.base import is_classifier, is_regressor
 from sklearn.utils.validation import check_is_fitted
@@ -39,7 +38,7 @@ from torch import nn
 
 from .._version import __version__
 from ..checks import Integer, check_params
-from ..network import EPSILON, EnsembleNetwork
+from ..network import EPSILON, EnsembleNetwork, first_equal_blocks
 
 #: Opset written by default: ONNX 1.12 / ONNX Runtime >= 1.12 support it.
 DEFAULT_OPSET = 17
@@ -217,8 +216,7 @@ def _member_blocks(g: Graph, members, x: str, obs: str, m: str) -> tuple[str, bo
     """The members' block outputs and whether they share one block: members trained
     together do, and their block is computed once, (N, d); otherwise each member's
     block, side by side, (N, K d)."""
-    states = [member.block.state_dict() for member in members]
-    if all(torch.equal(state[name], states[0][name]) for state in states for name in state):
+    if not any(first_equal_blocks(members)):
         return _block(g, members[0].block, x, obs, m, "block"), True
     outputs = [_block(g, member.block, x, obs, m, f"member{k}.block")
                for k, member in enumerate(members)]

@@ -14,7 +14,7 @@ from ._choice import DEPTH_PATIENCE, UNTIE_ROWS_PER_PARAMETER, clearly_better, c
 from ._data import TrainingData, evaluate_loss
 from ._device import apply_on_device, standardize
 from ._divergence import DivergenceWarning, constant_output
-from ._ensemble import COMBINE, EPSILON, EnsembleNetwork, combine_outputs
+from ._ensemble import COMBINE, EPSILON, EnsembleNetwork, combine_outputs, first_equal_blocks
 from ._optimizer import OPTIMIZERS
 from ._search import (
     AUTO_DEPTHS,
@@ -76,6 +76,7 @@ __all__ = [
     "combine_outputs",
     "constant_output",
     "evaluate_loss",
+    "first_equal_blocks",
     "moment_scale",
     "search_depths",
     "observed_moments",

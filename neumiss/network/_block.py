@@ -356,7 +356,11 @@ class NeuMissNetwork(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Shapes: (batch, d), (batch, d) -> (batch, n_outputs)."""
-        h = self.block(x, mask)
+        return self.head_output(self.block(x, mask), mask)
+
+    def head_output(self, h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The network's output from its block's output ``h`` (batch, d) and the ``mask``
+        (batch, d): (batch, n_outputs)."""
         ramps = None if self.encoding is None else self.encoding(h)
         # an MLP head (beside its skip) reads the ramps too; then the linear terms
         out = self.head(h if ramps is None or self.skip is None else torch.cat([h, ramps], -1))

@@ -56,8 +56,39 @@ class EnsembleNetwork(nn.Module):
         return MeanBlock([member.block for member in self.members])
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        return combine_outputs(torch.stack([member(x, mask) for member in self.members]),
-                               self.combine)
+        """Each distinct block computed once (the members trained together share theirs:
+        :class:`~neumiss.network.StackedNetwork`), each member's head on it, combined."""
+        blocks: dict[int, torch.Tensor] = {}
+        outputs = []
+        for member, first in zip(self.members, self._first_equal_block(), strict=True):
+            if first not in blocks:
+                blocks[first] = member.block(x, mask)
+            outputs.append(member.head_output(blocks[first], mask))
+        return combine_outputs(torch.stack(outputs), self.combine)
+
+    def _first_equal_block(self) -> list[int]:
+        """:func:`first_equal_blocks` of the members, compared again only after a weight
+        changed (the tensors' version counters)."""
+        versions = tuple((id(t), t._version) for member in self.members
+                         for t in member.block.state_dict(keep_vars=True).values())
+        cached = self.__dict__.get("_block_groups")
+        if cached is None or cached[0] != versions:
+            cached = self.__dict__["_block_groups"] = (versions,
+                                                       first_equal_blocks(self.members))
+        return cached[1]
+
+
+def first_equal_blocks(members: list[NeuMissNetwork]) -> list[int]:
+    """For each member, the index of the first member whose block has the same weights
+    (its own index when none before it has): all zeros when the members share one block."""
+    states = [member.block.state_dict() for member in members]
+
+    def same(a, b) -> bool:
+        return a.keys() == b.keys() and all(
+            a[name].shape == b[name].shape and torch.equal(a[name], b[name]) for name in a)
+
+    return [next(j for j in range(k + 1) if same(states[j], state))
+            for k, state in enumerate(states)]
 
 
 def combine_outputs(outputs: torch.Tensor, combine: str) -> torch.Tensor:
