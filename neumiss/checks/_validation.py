@@ -49,7 +49,7 @@ def _check_frame(estimator, X: pd.DataFrame, *, reset: bool) -> pd.DataFrame:
     return X
 
 
-def check_features(estimator, X, *, reset: bool, tables: bool = False):
+def check_features(estimator, X, *, reset: bool, tables: bool = False, copy: bool = True):
     """Validate ``X`` for ``estimator``; NaN (None, pd.NA in a DataFrame) marks missing values.
 
     ``reset=True`` (fit) records ``n_features_in_`` and ``feature_names_in_``;
@@ -59,8 +59,10 @@ def check_features(estimator, X, *, reset: bool, tables: bool = False):
     -------
     With ``tables=True`` and a DataFrame: the DataFrame itself, its names and
     size checked (its columns may be of any type; :class:`neumiss.tables.TableEncoder`
-    reads them). Otherwise a new float64 array of shape (n_samples, n_features);
-    infinite values, complex or non-numeric data, 1-D or empty arrays raise ``ValueError``.
+    reads them). Otherwise a new float64 array of shape (n_samples, n_features), or with
+    ``copy=False`` (for a caller that only reads it: prediction) ``X`` itself when it is
+    one already; infinite values, complex or non-numeric data, 1-D or empty arrays raise
+    ``ValueError``.
     """
     if isinstance(X, pd.DataFrame):
         if tables:
@@ -73,7 +75,7 @@ def check_features(estimator, X, *, reset: bool, tables: bool = False):
         dtype=np.float64,
         ensure_all_finite="allow-nan",
         ensure_min_samples=1,
-        copy=True,
+        copy=copy,
     )
 
 

@@ -236,7 +236,9 @@ class BaseNeuMiss(BaseEstimator):
         """
         check_is_fitted(self, "network_")
         self.encoder_.check_input(X)
-        X = self.encoder_.transform(check_features(self, X, reset=False, tables=True))
+        # Read, never written: the user's float64 array is not copied (1e6 x 50: 0.1-0.5 s).
+        X = self.encoder_.transform(check_features(self, X, reset=False, tables=True,
+                                                   copy=False))
         return X, self._apply_encoded(X, block_only=block_only)
 
     def _apply_encoded(self, X: np.ndarray, *, block_only: bool = False) -> np.ndarray:

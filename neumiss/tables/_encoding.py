@@ -417,7 +417,7 @@ class TableEncoder:
 
         ``X`` must have the fitted columns (the estimators check names and
         count first); it is never modified. A DataFrame gives a new array; a
-        float64 array is returned as it is (the estimators pass a copy).
+        float64 array is returned as it is (prediction only reads it; fitting passes a copy).
         """
         if not isinstance(X, pd.DataFrame):
             self.check_input(X)
