@@ -29,7 +29,9 @@ from ._optimizer import Steps
 #: Whether training on a CUDA device replays its steps from a graph (a switch for
 #: measurements: ``benchmarks/gpu_check.py`` times both).
 USE_CUDA_GRAPHS = True
-#: Full batches an epoch needs for a graph to pay for its recording.
+#: Full batches an epoch needs for graphs to be used: recording a step costs about as
+#: much as a few eager steps (and its warm-up steps are eager), so shorter epochs gain
+#: little (chosen, not measured: the fits measured on a GPU had 55 steps an epoch).
 MIN_GRAPH_STEPS = 8
 #: Eager steps on a side stream before each recording (lazy initializations of
 #: cuBLAS and autograd must not happen while a graph records, torch's CUDA-graph notes).
