@@ -181,6 +181,19 @@ def test_impute_averages_the_members_blocks(data):
     assert np.isfinite(imputed).all()
 
 
+def test_the_members_equal_blocks_impute_as_one_block_and_unequal_ones_average(data):
+    X, y = data
+    model = NeuMissRegressor(depth=2, ensemble_size=3, max_epochs=2, random_state=0).fit(X, y)
+    members = _members(model)
+    x, mask = (torch.from_numpy(a) for a in model.preprocessor_.transform(X))
+    with torch.no_grad():
+        torch.testing.assert_close(model.network_.block(x, mask), members[0].block(x, mask),
+                                   rtol=0, atol=0)
+        members[2].block.W_mix.add_(0.1)
+        expected = torch.stack([m.block(x, mask) for m in members]).mean(dim=0)
+        torch.testing.assert_close(model.network_.block(x, mask), expected, rtol=0, atol=0)
+
+
 def test_ensemble_network_needs_two_members_and_a_known_rule():
     from neumiss.network import NeuMissNetwork
 

@@ -216,7 +216,7 @@ def _member_blocks(g: Graph, members, x: str, obs: str, m: str) -> tuple[str, bo
     """The members' block outputs and whether they share one block: members trained
     together do, and their block is computed once, (N, d); otherwise each member's
     block, side by side, (N, K d)."""
-    if not any(first_equal_blocks(members)):
+    if not any(first_equal_blocks([member.block for member in members])):
         return _block(g, members[0].block, x, obs, m, "block"), True
     outputs = [_block(g, member.block, x, obs, m, f"member{k}.block")
                for k, member in enumerate(members)]

@@ -32,7 +32,13 @@ class MeanBlock(nn.Module):
         self.n_features = blocks[0].n_features
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        return torch.stack([block(x, mask) for block in self.blocks]).mean(dim=0)
+        """Each distinct block computed once; equal blocks (members trained together):
+        that block's output."""
+        firsts = first_equal_blocks(list(self.blocks))
+        outputs = {j: self.blocks[j](x, mask) for j in sorted(set(firsts))}
+        if len(outputs) == 1:
+            return outputs[0]
+        return torch.stack([outputs[j] for j in firsts]).mean(dim=0)
 
 
 class EnsembleNetwork(nn.Module):
@@ -73,15 +79,15 @@ class EnsembleNetwork(nn.Module):
                          for t in member.block.state_dict(keep_vars=True).values())
         cached = self.__dict__.get("_block_groups")
         if cached is None or cached[0] != versions:
-            cached = self.__dict__["_block_groups"] = (versions,
-                                                       first_equal_blocks(self.members))
+            cached = self.__dict__["_block_groups"] = (
+                versions, first_equal_blocks([member.block for member in self.members]))
         return cached[1]
 
 
-def first_equal_blocks(members: list[NeuMissNetwork]) -> list[int]:
-    """For each member, the index of the first member whose block has the same weights
-    (its own index when none before it has): all zeros when the members share one block."""
-    states = [member.block.state_dict() for member in members]
+def first_equal_blocks(blocks: list[nn.Module]) -> list[int]:
+    """For each block, the index of the first block with the same weights (its own index
+    when none before it has): all zeros when the members of an ensemble share one."""
+    states = [block.state_dict() for block in blocks]
 
     def same(a, b) -> bool:
         return a.keys() == b.keys() and all(
