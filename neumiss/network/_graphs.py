@@ -115,14 +115,15 @@ class GraphedSteps:
         if self._recording is not None and self._recording.serves(optimizer, batch):
             return self._recording.replay(batch)
         self._recording = None  # its memory goes back before the next recording
-        if self._warm < WARMUP_STEPS:
-            self._warm += 1
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                loss = eager_step(network, optimizer, loss_fn, batch)
-            torch.cuda.current_stream().wait_stream(side)
-            return loss
-        self._warm = 0
-        self._recording = _Recording(network, optimizer, loss_fn, batch)
+        with torch.cuda.device(batch.x.device):  # streams and graphs of the rows' card
+            if self._warm < WARMUP_STEPS:
+                self._warm += 1
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    loss = eager_step(network, optimizer, loss_fn, batch)
+                torch.cuda.current_stream().wait_stream(side)
+                return loss
+            self._warm = 0
+            self._recording = _Recording(network, optimizer, loss_fn, batch)
         return self._recording.replay(batch)
