@@ -35,10 +35,8 @@ class MeanBlock(nn.Module):
         """Each distinct block computed once; equal blocks (members trained together):
         that block's output."""
         firsts = first_equal_blocks(list(self.blocks))
-        outputs = {j: self.blocks[j](x, mask) for j in sorted(set(firsts))}
-        if len(outputs) == 1:
-            return outputs[0]
-        return torch.stack([outputs[j] for j in firsts]).mean(dim=0)
+        outputs = _block_outputs(self.blocks, firsts, x, mask)
+        return outputs[0] if not any(firsts) else torch.stack(outputs).mean(dim=0)
 
 
 class EnsembleNetwork(nn.Module):
@@ -64,12 +62,9 @@ class EnsembleNetwork(nn.Module):
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Each distinct block computed once (the members trained together share theirs:
         :class:`~neumiss.network.StackedNetwork`), each member's head on it, combined."""
-        blocks: dict[int, torch.Tensor] = {}
-        outputs = []
-        for member, first in zip(self.members, self._first_equal_block(), strict=True):
-            if first not in blocks:
-                blocks[first] = member.block(x, mask)
-            outputs.append(member.head_output(blocks[first], mask))
+        blocks = _block_outputs([member.block for member in self.members],
+                                self._first_equal_block(), x, mask)
+        outputs = [member.head_output(h, mask) for member, h in zip(self.members, blocks)]
         return combine_outputs(torch.stack(outputs), self.combine)
 
     def _first_equal_block(self) -> list[int]:
@@ -95,6 +90,14 @@ def first_equal_blocks(blocks: list[nn.Module]) -> list[int]:
 
     return [next(j for j in range(k + 1) if same(states[j], state))
             for k, state in enumerate(states)]
+
+
+def _block_outputs(blocks, firsts: list[int], x: torch.Tensor, mask: torch.Tensor
+                   ) -> list[torch.Tensor]:
+    """Each block's output (batch, d), computed once per group of equal blocks (``firsts``:
+    :func:`first_equal_blocks`); equal blocks get the same tensor."""
+    computed = {j: blocks[j](x, mask) for j in sorted(set(firsts))}
+    return [computed[j] for j in firsts]
 
 
 def combine_outputs(outputs: torch.Tensor, combine: str) -> torch.Tensor:

@@ -57,12 +57,13 @@ def graphs_pay(data, batch_size: int) -> bool:
 
 
 class _Recording:
-    """One step recorded for batches shaped as ``batch``, under ``optimizer`` at its
-    current learning rate. Its static inputs are copies of ``batch``'s tensors."""
+    """One step recorded for batches shaped as ``batch`` (the full batches of
+    :class:`GraphedSteps`), under ``optimizer`` at its current learning rate. Its static
+    inputs are copies of ``batch``'s tensors."""
 
     def __init__(self, network: nn.Module, optimizer: Steps, loss_fn: LossFunction,
                  batch: TrainingData) -> None:
-        self.optimizer, self.lr, self.size = optimizer, optimizer.lr, len(batch)
+        self.optimizer, self.lr = optimizer, optimizer.lr
         self.inputs = dataclasses.replace(batch, **{
             name: value.clone() for name, value in _tensors(batch)})
         self.graph = torch.cuda.CUDAGraph()
@@ -73,10 +74,9 @@ class _Recording:
             optimizer.step()
         self.loss = loss.detach()  # the graph's output: each replay writes the batch's loss
 
-    def serves(self, optimizer: Steps, batch: TrainingData) -> bool:
-        """Whether this recording is the step of ``optimizer`` (at its learning rate now)
-        on ``batch``."""
-        return self.optimizer is optimizer and self.lr == optimizer.lr and self.size == len(batch)
+    def serves(self, optimizer: Steps) -> bool:
+        """Whether this recording is the step of ``optimizer`` at its learning rate now."""
+        return self.optimizer is optimizer and self.lr == optimizer.lr
 
     def replay(self, batch: TrainingData) -> torch.Tensor:
         """The recorded step on ``batch``; returns its loss (a 0-dim tensor that the next
@@ -112,7 +112,7 @@ class GraphedSteps:
         """One optimizer step on ``batch``; returns its loss (a 0-dim tensor)."""
         if len(batch) != self.batch_size:
             return eager_step(network, optimizer, loss_fn, batch)
-        if self._recording is not None and self._recording.serves(optimizer, batch):
+        if self._recording is not None and self._recording.serves(optimizer):
             return self._recording.replay(batch)
         self._recording = None  # its memory goes back before the next recording
         with torch.cuda.device(batch.x.device):  # streams and graphs of the rows' card

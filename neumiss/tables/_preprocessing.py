@@ -56,8 +56,7 @@ def observed_values(X: np.ndarray) -> list[np.ndarray]:
     return [column[~np.isnan(column)] for column in columns.T]
 
 
-def observed_mean_scale(X: np.ndarray, values: list[np.ndarray] | None = None
-                        ) -> tuple[np.ndarray, np.ndarray]:
+def observed_mean_scale(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mean and standard deviation of the observed (non-NaN) entries of each column.
 
     Computed column by column by :func:`mean_scale`, in float64 and relative to
@@ -68,8 +67,6 @@ def observed_mean_scale(X: np.ndarray, values: list[np.ndarray] | None = None
     Parameters
     ----------
     X : ndarray of shape (n_samples, n_features), NaN = missing.
-    values : list of ndarray, optional
-        :func:`observed_values` of ``X``, when already computed.
 
     Returns
     -------
@@ -78,7 +75,12 @@ def observed_mean_scale(X: np.ndarray, values: list[np.ndarray] | None = None
         against the column's largest absolute value (constant or empty column) is
         replaced by 1.
     """
-    values = observed_values(X) if values is None else values
+    return _mean_scales(observed_values(X))
+
+
+def _mean_scales(values: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`mean_scale` of each column's observed ``values`` (:func:`observed_values`),
+    as two arrays of shape (n_features,)."""
     mean, scale = np.zeros(len(values)), np.ones(len(values))
     for j, column in enumerate(values):
         mean[j], scale[j] = mean_scale(column)
@@ -142,13 +144,14 @@ def _heavy_tailed(values: list[np.ndarray], columns: np.ndarray
     heavy = np.zeros(len(values), dtype=bool)
     center, scale = np.zeros(len(values)), np.ones(len(values))
     for j in np.flatnonzero(columns):
-        if values[j].size < 2:
+        column = values[j]
+        if column.size < 2:
             continue
-        q1, median, q3 = np.percentile(values[j], [25, 50, 75])
+        q1, median, q3 = np.percentile(column, [25, 50, 75])
         spread = (q3 - q1) / 1.349
-        if not spread > RELATIVE_SCALE_THRESHOLD * np.max(np.abs(values[j])):
+        if not spread > RELATIVE_SCALE_THRESHOLD * np.max(np.abs(column)):
             continue  # mostly constant: the standard scaling applies
-        if np.max(np.abs(values[j] - median)) > HEAVY_TAIL_THRESHOLD * spread:
+        if np.max(np.abs(column - median)) > HEAVY_TAIL_THRESHOLD * spread:
             heavy[j], center[j], scale[j] = True, median, spread
     return heavy, center, scale
 
@@ -194,7 +197,7 @@ class Standardizer:
     def fit(self, X: np.ndarray) -> Standardizer:
         """Learn the scaling from ``X`` (n_samples, n_features), NaN = missing."""
         values = observed_values(X)
-        self.mean_, self.scale_ = observed_mean_scale(X, values)
+        self.mean_, self.scale_ = _mean_scales(values)
         self.inverse_bound_ = np.zeros(X.shape[1])
         if self.compress_tails:
             numeric = np.ones(X.shape[1], bool) if self.numeric is None else self.numeric
