@@ -21,7 +21,8 @@ from ._version import __version__
 
 #: command name -> (module implementing it, one-line help)
 COMMANDS = {
-    "benchmark": ("neumiss.benchmark._cli", "run the paper's benchmark grid (or a subset)"),
+    "benchmark": ("neumiss.benchmark._cli",
+                  "run the paper's grid, the real-data suite or the interval suite"),
     "export": ("neumiss.commands._export", "export a model saved by save() to ONNX"),
     "score": ("neumiss.commands._score",
               "score a CSV or Parquet file in row batches (ONNX Runtime)"),

@@ -1,5 +1,7 @@
 """NeuMissBlock: the mask trick, gradients, shapes and the depth convention."""
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -86,6 +88,35 @@ def test_observed_entries_pass_through_unchanged():
     x = x * (1 - mask)
     out = block(x, mask)
     torch.testing.assert_close(out[mask == 0], x[mask == 0])
+
+
+def test_a_range_bounds_the_estimates_and_leaves_observed_entries_as_they_are():
+    block = NeuMissBlock(4, depth=3, weight_sharing="shared", residual=True)
+    with torch.no_grad():
+        block.W_mix.mul_(50.0)  # estimates far beyond the range below
+    lower, upper = torch.tensor([-1.0, -2.0, -0.5, -3.0]), torch.tensor([1.0, 2.0, 0.5, 3.0])
+    x = torch.maximum(torch.minimum(torch.randn(64, 4), upper), lower)
+    mask = random_mask(64, 4, 1)
+    x = x * (1 - mask)
+    free = block(x, mask)
+    bounded = block.set_range(lower.numpy(), upper.numpy())(x, mask)
+    assert ((free < lower) | (free > upper))[mask == 1].any()  # the case is tested
+    assert torch.equal(bounded[mask == 0], x[mask == 0])
+    torch.testing.assert_close(bounded, torch.clamp(free, lower, upper), rtol=0, atol=0)
+    # the range follows the block (copies, dtype) but is not one of its weights
+    assert "lower" not in block.state_dict() and "upper" not in block.state_dict()
+    double = copy.deepcopy(block).double()
+    assert double.lower.dtype == torch.float64
+    torch.testing.assert_close(double(x.double(), mask.double()).float(), bounded)
+
+
+@pytest.mark.parametrize("lower, upper, message", [
+    ([0.0, 0.0], [1.0, 1.0, 1.0], "each of shape \\(3,\\), got shapes \\(2,\\) and \\(3,\\)"),
+    ([0.0, 2.0, 0.0], [1.0, 1.0, 1.0], "the range needs lower <= upper"),
+])
+def test_a_bad_range_is_refused(lower, upper, message):
+    with pytest.raises(ValueError, match=message):
+        NeuMissBlock(3).set_range(lower, upper)
 
 
 def test_forward_nan_builds_mask():

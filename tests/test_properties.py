@@ -72,6 +72,40 @@ def test_onnx_matches_predict_for_any_rows(models, sessions, X):
 
 
 @pytest.fixture(scope="module")
+def diverging(tmp_path_factory):
+    """A regressor whose blocks' estimates diverge (``W_mix`` scaled by 1e3, as unrolled
+    iterations can for a pattern rare in training), its training rows, its ONNX session
+    and its copy saved and loaded."""
+    draw, *_ = gaussian_regression(D, 600, np.random.default_rng(4), missing_rate=0.3)
+    X, y = draw(600)
+    model = NeuMissRegressor(depth=3, ensemble_size=2, max_epochs=3, random_state=0).fit(X, y)
+    for module in model.network_.modules():
+        if isinstance(module, neumiss.NeuMissBlock):
+            module.W_mix.data.mul_(1e3)
+    path = tmp_path_factory.mktemp("diverging") / "model.pt"
+    model.save(path)
+    return model, X, _session(model, tmp_path_factory), neumiss.load(path)
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(X=_rows())
+def test_the_blocks_estimates_stay_in_the_training_range_for_any_rows(diverging, X):
+    model, X_train, session, reloaded = diverging
+    imputed = model.impute(X)
+    low, high = np.nanmin(X_train, axis=0), np.nanmax(X_train, axis=0)
+    margin = 1e-5 * (high - low)  # float32 rounding of the bounds in standardized units
+    missing = np.isnan(X)
+    assert np.all((imputed >= low - margin) & (imputed <= high + margin) | ~missing)
+    np.testing.assert_array_equal(imputed[~missing], X[~missing])
+    expected = model.predict(X)
+    np.testing.assert_allclose(session.run(["y"], _feeds(X))[0], expected, rtol=1e-4,
+                               atol=1e-4 * model.y_scale_)
+    np.testing.assert_array_equal(reloaded.predict(X), expected)
+
+
+@pytest.fixture(scope="module")
 def reloaded(models, tmp_path_factory):
     folder = tmp_path_factory.mktemp("saved")
     out = []

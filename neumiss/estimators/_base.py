@@ -196,11 +196,16 @@ class BaseNeuMiss(BaseEstimator):
 
     def _build_network(self, depth: int, weight_sharing: str, mlp_depth: int,
                        mask_skip: bool, n_ramps: int, mlp_width: int | None = None,
-                       n_features: int | None = None) -> NeuMissNetwork:
-        """A new network of the encoded width (or ``n_features`` columns); the MLP
-        ``mlp_width`` wide, by default :meth:`_mlp_width` for ``n_ramps``."""
-        return NeuMissNetwork(
-            self.encoder_.n_features_out_ if n_features is None else n_features,
+                       columns: np.ndarray | None = None) -> NeuMissNetwork:
+        """A new network of the encoded columns (or those of them where the boolean
+        ``columns`` is True), its block's output bounded to their training range
+        (:meth:`NeuMissBlock.set_range`); the MLP ``mlp_width`` wide, by default
+        :meth:`_mlp_width` for ``n_ramps``."""
+        lower, upper = self.preprocessor_.lower_, self.preprocessor_.upper_
+        if columns is not None:
+            lower, upper = lower[columns], upper[columns]
+        network = NeuMissNetwork(
+            lower.shape[0],
             n_outputs=self._n_outputs(),
             depth=depth,
             weight_sharing=weight_sharing,
@@ -210,6 +215,8 @@ class BaseNeuMiss(BaseEstimator):
             mask_skip=mask_skip,
             n_ramps=n_ramps,
         )
+        network.block.set_range(lower, upper)
+        return network
 
     def _mlp_width(self, n_ramps: int) -> int:
         """``mlp_width``, or its automatic value for the columns the MLP reads: the encoded
@@ -290,7 +297,8 @@ class BaseNeuMiss(BaseEstimator):
         Returns
         -------
         ndarray of shape (n_samples, n_encoded): observed values unchanged,
-        missing ones replaced by the learned block's output. The columns are
+        missing ones replaced by the learned block's output, which stays within each
+        column's range in the training data. The columns are
         the encoded ones (``encoder_.output_names()``): the input columns when
         all are numeric, one column per category for categorical ones. With an
         MLP head (or for MNAR data) this is the representation the head uses,

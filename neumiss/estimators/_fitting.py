@@ -234,22 +234,26 @@ class FitPlan:
         (``encoder_`` and ``preprocessor_`` refitted)."""
         estimator = self.estimator
         if rows.val is not None:
-            other = torch.as_tensor(~estimator.encoder_.indicator_columns(), device=device)
+            other = ~estimator.encoder_.indicator_columns()
             with_levels = self.linear_start_losses(rows.train, rows.val, objective, seed)
-            without = self.linear_start_losses(rows.train.columns(other),
-                                               rows.val.columns(other), objective, seed)
+            without = self.linear_start_losses(rows.train, rows.val, objective, seed, other)
             if clearly_lower(with_levels, without, rows.val.weight, LEVELS_MIN_GAIN):
                 return rows, objective
         self.source.prepare(estimator, device, integer_levels=False)
         return self.rows(seed)
 
     def linear_start_losses(self, train: TrainingData, val: TrainingData,
-                            objective: Objective, seed: int) -> torch.Tensor:
-        """Per-row validation losses (n_val,) of the linear start at depth 0 on ``train``'s
-        columns: mean imputation and the members' linear heads fitted in closed form
+                            objective: Objective, seed: int,
+                            columns: np.ndarray | None = None) -> torch.Tensor:
+        """Per-row validation losses (n_val,) of the linear start at depth 0 on the
+        encoded columns (those where the boolean ``columns`` is True): mean imputation
+        and the members' linear heads fitted in closed form
         (:meth:`~neumiss.network.DepthSearch.start_losses`)."""
         estimator = self.estimator
-        build = functools.partial(estimator._build_network, n_features=train.x.shape[1])
+        if columns is not None:
+            keep = torch.as_tensor(columns, device=train.x.device)
+            train, val = train.columns(keep), val.columns(keep)
+        build = functools.partial(estimator._build_network, columns=columns)
         # Members trained on their own rows (out of fold) differ; else their start is one.
         members = 1 if train.member_weight is None else int(estimator.ensemble_size)
         search = DepthSearch(build, train, val, objective, seed, n_members=members,

@@ -156,7 +156,14 @@ def _block(g: Graph, block, x: str, obs: str, m: str, prefix: str) -> str:
     estimate = g.op("Add", [g.op("MatMul", [h, w_mix], f"{prefix}.h_Wmix"), mu],
                     f"{prefix}.estimate")
     missing_part = g.op("Mul", [estimate, m], f"{prefix}.estimate_missing")
-    return g.op("Add", [missing_part, x], f"{prefix}.out")
+    if block.lower is None:
+        return g.op("Add", [missing_part, x], f"{prefix}.out")
+    # the block's range (NeuMissBlock.set_range): Max, Min, as the inputs' clipping
+    out = g.op("Add", [missing_part, x], f"{prefix}.unbounded")
+    raised = g.op("Max", [out, g.constant(f"{prefix}.lower", _array(block.lower))],
+                  f"{prefix}.raised")
+    return g.op("Min", [raised, g.constant(f"{prefix}.upper", _array(block.upper))],
+                f"{prefix}.out")
 
 
 def _head(g: Graph, head, h: str, prefix: str) -> str:

@@ -58,6 +58,7 @@ class NeuMissBlock(nn.Module):
         h   = (c @ S0) * obs                      # if depth >= 1
         h   = (h @ W_k) * obs [+ c if residual]   # k = 1 .. depth-1
         out = (h @ W_mix) * mask + x * obs + mu * mask
+        out = min(max(out, lower), upper)             # if the range is set
 
     With ``S0 = Id``, ``W_k = Id - Sigma``, ``residual=True`` and ``W_mix = Sigma``
     the output on missing entries is exactly the order-``depth - 1`` Neumann
@@ -81,6 +82,15 @@ class NeuMissBlock(nn.Module):
     Shapes: ``x`` (batch, d) float, missing entries set to 0; ``mask`` (batch, d) float,
     1.0 = missing, 0.0 = observed; output (batch, d): ``x`` on observed entries, the
     estimate of ``E[X_mis | X_obs]`` on missing ones.
+
+    The range (:meth:`set_range`; none by default) bounds the estimates as the
+    estimators' standardizer bounds the observed values: to each column's range in the
+    training data. A conditional expectation lies within its column's support, so the
+    bound leaves a good estimate as it is; it stops an estimate that the unrolled
+    iterations make diverge, for a pattern rare or absent in training, from reaching
+    the head (real data, 334 training rows: a platelet count of -73,000 imputed where
+    the training values ran from 62 to 721, and a probability of 1e-7 predicted for an
+    event that happened).
     """
 
     def __init__(
@@ -109,7 +119,25 @@ class NeuMissBlock(nn.Module):
             [nn.Parameter(torch.empty(d, d)) for _ in range(max(n_matrices, 0))]
         )
         self.W_mix = nn.Parameter(torch.empty(d, d))
+        # The range of the output (set_range); derived from the training data by whoever
+        # builds the block, so not part of its weights (state_dict).
+        self.register_buffer("lower", None, persistent=False)
+        self.register_buffer("upper", None, persistent=False)
         self.reset_parameters()
+
+    @torch.no_grad()
+    def set_range(self, lower, upper) -> NeuMissBlock:
+        """Bound the output to ``[lower, upper]`` (array-likes of shape (d,), in the units
+        of ``x``: each column's range in the training data) from now on; returns the
+        block. The observed entries are left as they are when ``x`` lies in that range."""
+        bounds = [torch.as_tensor(b, dtype=torch.float64).to(self.mu) for b in (lower, upper)]
+        if any(b.shape != (self.n_features,) for b in bounds) or bool(
+                (bounds[0] > bounds[1]).any()):
+            raise ValueError(f"the range needs lower <= upper, each of shape "
+                             f"({self.n_features},), got shapes {tuple(bounds[0].shape)} and "
+                             f"{tuple(bounds[1].shape)}")
+        self.lower, self.upper = bounds
+        return self
 
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
         """Initialise ``mu`` at 0 and every matrix as ``Id + N(0, 0.1/d)``.
@@ -164,9 +192,11 @@ class NeuMissBlock(nn.Module):
         for weight in self.iteration_weights():
             h = torch.addcmul(centred, h @ weight, obs) if self.residual else (h @ weight) * obs
         if missing is None:
-            return (h @ self.W_mix) * mask + x * obs + self.mu * mask
-        imputed = (h @ self.W_mix[:, missing]) * mask[:, missing]  # (batch, k)
-        return torch.index_add(x * obs + self.mu * mask, 1, missing, imputed)
+            out = (h @ self.W_mix) * mask + x * obs + self.mu * mask
+        else:
+            imputed = (h @ self.W_mix[:, missing]) * mask[:, missing]  # (batch, k)
+            out = torch.index_add(x * obs + self.mu * mask, 1, missing, imputed)
+        return out if self.lower is None else torch.clamp(out, self.lower, self.upper)
 
     def forward_nan(self, x: torch.Tensor) -> torch.Tensor:
         """Convenience: ``forward`` on a tensor whose missing entries are NaN.
