@@ -73,18 +73,25 @@ def test_onnx_matches_predict_for_any_rows(models, sessions, X):
 
 @pytest.fixture(scope="module")
 def diverging(tmp_path_factory):
-    """A regressor whose blocks' estimates diverge (``W_mix`` scaled by 1e3, as unrolled
-    iterations can for a pattern rare in training), its training rows, its ONNX session
-    and its copy saved and loaded."""
+    """A regressor and a classifier whose blocks' estimates diverge (each member's
+    ``W_mix`` scaled by its own factor, 1e3 or more, as unrolled iterations can for a
+    pattern rare in training: the members' blocks then differ), the training rows, the
+    models' ONNX sessions and their copies saved and loaded."""
     draw, *_ = gaussian_regression(D, 600, np.random.default_rng(4), missing_rate=0.3)
     X, y = draw(600)
-    model = NeuMissRegressor(depth=3, ensemble_size=2, max_epochs=3, random_state=0).fit(X, y)
-    for module in model.network_.modules():
-        if isinstance(module, neumiss.NeuMissBlock):
-            module.W_mix.data.mul_(1e3)
-    path = tmp_path_factory.mktemp("diverging") / "model.pt"
-    model.save(path)
-    return model, X, _session(model, tmp_path_factory), neumiss.load(path)
+    # no spline term: an ensemble of spline networks exports only with one shared block
+    params = dict(depth=3, ensemble_size=2, max_epochs=3, spline=False, random_state=0)
+    models = (NeuMissRegressor(**params).fit(X, y),
+              NeuMissClassifier(**params).fit(X, y > np.median(y)))
+    folder = tmp_path_factory.mktemp("diverging")
+    reloaded = []
+    for i, model in enumerate(models):
+        blocks = [m for m in model.network_.modules() if isinstance(m, neumiss.NeuMissBlock)]
+        for k, block in enumerate(blocks):
+            block.W_mix.data.mul_(1e3 * (k + 1))
+        model.save(folder / f"{i}.pt")
+        reloaded.append(neumiss.load(folder / f"{i}.pt"))
+    return models, X, [_session(m, tmp_path_factory) for m in models], reloaded
 
 
 @settings(
@@ -92,17 +99,22 @@ def diverging(tmp_path_factory):
 )
 @given(X=_rows())
 def test_the_blocks_estimates_stay_in_the_training_range_for_any_rows(diverging, X):
-    model, X_train, session, reloaded = diverging
-    imputed = model.impute(X)
+    (regressor, classifier), X_train, sessions, reloaded = diverging
     low, high = np.nanmin(X_train, axis=0), np.nanmax(X_train, axis=0)
     margin = 1e-5 * (high - low)  # float32 rounding of the bounds in standardized units
     missing = np.isnan(X)
-    assert np.all((imputed >= low - margin) & (imputed <= high + margin) | ~missing)
-    np.testing.assert_array_equal(imputed[~missing], X[~missing])
-    expected = model.predict(X)
-    np.testing.assert_allclose(session.run(["y"], _feeds(X))[0], expected, rtol=1e-4,
-                               atol=1e-4 * model.y_scale_)
-    np.testing.assert_array_equal(reloaded.predict(X), expected)
+    for model in (regressor, classifier):
+        imputed = model.impute(X)
+        assert np.all((imputed >= low - margin) & (imputed <= high + margin) | ~missing)
+        np.testing.assert_array_equal(imputed[~missing], X[~missing])
+    expected = regressor.predict(X)
+    np.testing.assert_allclose(sessions[0].run(["y"], _feeds(X))[0], expected, rtol=1e-4,
+                               atol=1e-4 * regressor.y_scale_)
+    np.testing.assert_array_equal(reloaded[0].predict(X), expected)
+    proba = classifier.predict_proba(X)
+    np.testing.assert_allclose(sessions[1].run(["probabilities"], _feeds(X))[0], proba,
+                               rtol=0, atol=1e-4)
+    np.testing.assert_array_equal(reloaded[1].predict_proba(X), proba)
 
 
 @pytest.fixture(scope="module")
