@@ -10,8 +10,8 @@ holds (an ensemble averaging its members: the mean of their models) without depe
 how the network is built. A few further points check that the map is affine indeed.
 The model holds within the range of the training values, where the inputs are not clipped
 (:class:`~neumiss.tables.Standardizer`): a value beyond it is scored as the value at its
-edge; and where the block's estimates of the missing values stay within their columns'
-ranges too (:meth:`~neumiss.network.NeuMissBlock.set_range`), as they do near the means.
+edge; and where the block's estimates of the missing values stay within their bounds
+(:meth:`~neumiss.network.NeuMissBlock.set_range`), as they do near the means.
 """
 
 from __future__ import annotations

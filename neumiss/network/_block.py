@@ -83,14 +83,15 @@ class NeuMissBlock(nn.Module):
     1.0 = missing, 0.0 = observed; output (batch, d): ``x`` on observed entries, the
     estimate of ``E[X_mis | X_obs]`` on missing ones.
 
-    The range (:meth:`set_range`; none by default) bounds the estimates as the
-    estimators' standardizer bounds the observed values: to each column's range in the
-    training data. A conditional expectation lies within its column's support, so the
-    bound leaves a good estimate as it is; it stops an estimate that the unrolled
-    iterations make diverge, for a pattern rare or absent in training, from reaching
-    the head (real data, 334 training rows: a platelet count of -73,000 imputed where
-    the training values ran from 62 to 721, and a probability of 1e-7 predicted for an
-    event that happened).
+    The range (:meth:`set_range`; none by default) bounds the estimates. A conditional
+    expectation lies within its column's support, so a range around the training values
+    leaves a good estimate as it is; it stops an estimate that the unrolled iterations
+    make diverge, for a pattern rare or absent in training, from reaching the head (real
+    data, 334 training rows: a platelet count of -73,000 imputed where the training
+    values ran from 62 to 721, and a probability of 1e-7 predicted for an event that
+    happened). The estimators set each column's training range widened by its width on
+    each side (``neumiss.estimators._base.ESTIMATE_MARGIN``: under self-masking the
+    missing values lie beyond the observed ones).
     """
 
     def __init__(
@@ -128,7 +129,7 @@ class NeuMissBlock(nn.Module):
     @torch.no_grad()
     def set_range(self, lower, upper) -> NeuMissBlock:
         """Bound the output to ``[lower, upper]`` (array-likes of shape (d,), in the units
-        of ``x``: each column's range in the training data) from now on; returns the
+        of ``x``: a range around each column's training values) from now on; returns the
         block. The observed entries are left as they are when ``x`` lies in that range."""
         bounds = [torch.as_tensor(b, dtype=torch.float64).to(self.mu) for b in (lower, upper)]
         if any(b.shape != (self.n_features,) for b in bounds) or bool(
