@@ -156,10 +156,11 @@ def _block(g: Graph, block, x: str, obs: str, m: str, prefix: str) -> str:
     estimate = g.op("Add", [g.op("MatMul", [h, w_mix], f"{prefix}.h_Wmix"), mu],
                     f"{prefix}.estimate")
     missing_part = g.op("Mul", [estimate, m], f"{prefix}.estimate_missing")
-    if block.lower is None:
-        return g.op("Add", [missing_part, x], f"{prefix}.out")
+    bounded = block.lower is not None
+    out = g.op("Add", [missing_part, x], f"{prefix}.unbounded" if bounded else f"{prefix}.out")
+    if not bounded:
+        return out
     # the block's range (NeuMissBlock.set_range): Max, Min, as the inputs' clipping
-    out = g.op("Add", [missing_part, x], f"{prefix}.unbounded")
     raised = g.op("Max", [out, g.constant(f"{prefix}.lower", _array(block.lower))],
                   f"{prefix}.raised")
     return g.op("Min", [raised, g.constant(f"{prefix}.upper", _array(block.upper))],

@@ -34,7 +34,7 @@ class MeanBlock(nn.Module):
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Each distinct block computed once; equal blocks (members trained together):
         that block's output."""
-        firsts = first_equal_blocks(list(self.blocks))
+        firsts = _equal_block_groups(self, list(self.blocks))
         outputs = _block_outputs(self.blocks, firsts, x, mask)
         return outputs[0] if not any(firsts) else torch.stack(outputs).mean(dim=0)
 
@@ -62,21 +62,23 @@ class EnsembleNetwork(nn.Module):
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Each distinct block computed once (the members trained together share theirs:
         :class:`~neumiss.network.StackedNetwork`), each member's head on it, combined."""
-        blocks = _block_outputs([member.block for member in self.members],
-                                self._first_equal_block(), x, mask)
+        member_blocks = [member.block for member in self.members]
+        blocks = _block_outputs(member_blocks, _equal_block_groups(self, member_blocks), x,
+                                mask)
         outputs = [member.head_output(h, mask) for member, h in zip(self.members, blocks)]
         return combine_outputs(torch.stack(outputs), self.combine)
 
-    def _first_equal_block(self) -> list[int]:
-        """:func:`first_equal_blocks` of the members, compared again only after a weight
-        changed (the tensors' version counters)."""
-        versions = tuple((id(t), t._version) for member in self.members
-                         for t in member.block.state_dict(keep_vars=True).values())
-        cached = self.__dict__.get("_block_groups")
-        if cached is None or cached[0] != versions:
-            cached = self.__dict__["_block_groups"] = (
-                versions, first_equal_blocks([member.block for member in self.members]))
-        return cached[1]
+
+def _equal_block_groups(owner: nn.Module, blocks: list[nn.Module]) -> list[int]:
+    """:func:`first_equal_blocks` of ``blocks``, kept on ``owner`` (the ensemble or mean
+    block holding them) and compared again only after a weight changed (the tensors'
+    version counters): not once per prediction chunk."""
+    versions = tuple((id(t), t._version) for block in blocks
+                     for t in block.state_dict(keep_vars=True).values())
+    cached = owner.__dict__.get("_block_groups")
+    if cached is None or cached[0] != versions:
+        cached = owner.__dict__["_block_groups"] = (versions, first_equal_blocks(blocks))
+    return cached[1]
 
 
 def first_equal_blocks(blocks: list[nn.Module]) -> list[int]:
