@@ -102,3 +102,26 @@ def test_mixed_class_labels_and_duplicate_columns_are_clear_errors():
         paper(NeuMissClassifier, **FAST).fit(X, np.array([1, "a"] * 30, dtype=object))
     with pytest.raises(ValueError, match=r"duplicate column names \['a'\]"):
         paper(NeuMissRegressor, **FAST).fit(pd.DataFrame(X, columns=["a", "a"]), y)
+
+
+@pytest.mark.parametrize("missing", [None, np.nan, pd.NA])
+def test_missing_class_labels_are_a_clear_error(missing):
+    X, y = linear_data(60, 2)
+    labels = np.where(y > 0, "p", "n").astype(object)
+    labels[[4, 9]] = missing
+    with pytest.raises(ValueError, match="y has 2 missing class labels .*first at position 4"):
+        paper(NeuMissClassifier, **FAST).fit(X, labels)
+
+
+def test_an_array_of_text_names_its_column_and_leaves_the_array_alone():
+    X, y = linear_data(60, 2)
+    table = np.column_stack([X, np.array(["u", "v", None] * 20, dtype=object)])
+    before = table.copy()
+    with pytest.raises(ValueError, match=r"column 2 of X holds text .*'u'.*pandas DataFrame"):
+        paper(NeuMissRegressor, **FAST).fit(table, y)
+    model = paper(NeuMissRegressor, **FAST).fit(X, y)
+    with pytest.raises(ValueError, match=r"column 1 of X holds text .*'v'"):
+        model.predict(np.column_stack([X[:, :1], np.array(["v", 1.0] * 30, dtype=object)]))
+    numbers = np.array([[1.0, None], ["2.5", 3]] * 30, dtype=object)  # numbers as objects: read
+    assert np.isfinite(paper(NeuMissRegressor, **FAST).fit(numbers, y).predict(numbers)).all()
+    assert all(a is b or a == b for a, b in zip(table.ravel(), before.ravel()))

@@ -35,6 +35,31 @@ def _numeric_frame(X: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(columns, index=X.index)
 
 
+def _check_text_array(X) -> None:
+    """Refuse an array of objects or strings with text that does not read as a number,
+    naming the first such column and cell: a DataFrame, whose text columns the estimators
+    encode as categories, is what such a table needs."""
+    if not isinstance(X, np.ndarray) or X.dtype.kind not in "OUS" or X.ndim != 2:
+        return
+    try:
+        X.astype(np.float64)
+        return
+    except (TypeError, ValueError):  # a cell is not a number: find it
+        pass
+    for j in range(X.shape[1]):
+        for value in X[:, j]:
+            if not isinstance(value, (str, bytes)):
+                continue  # numbers, missing cells; other objects fail in validate_data
+            try:
+                float(value)
+            except ValueError:
+                raise ValueError(
+                    f"column {j} of X holds text (e.g. {value!r}): pass X as a pandas "
+                    "DataFrame, whose text columns are encoded as categories, or encode "
+                    "that column as numbers"
+                ) from None
+
+
 def _check_frame(estimator, X: pd.DataFrame, *, reset: bool) -> pd.DataFrame:
     """Check a table's column names and size, leaving its values to the encoder."""
     duplicated = X.columns[X.columns.duplicated()].unique().tolist()
@@ -68,6 +93,7 @@ def check_features(estimator, X, *, reset: bool, tables: bool = False, copy: boo
         if tables:
             return _check_frame(estimator, X, reset=reset)
         X = _numeric_frame(X)
+    _check_text_array(X)
     return validate_data(
         estimator,
         X,
@@ -80,13 +106,16 @@ def check_features(estimator, X, *, reset: bool, tables: bool = False, copy: boo
 
 
 def check_training_data(estimator, X, y, *, y_numeric: bool, tables: bool = False):
-    """Validate ``(X, y)`` at fit time; NaN allowed in ``X`` only.
+    """Validate ``(X, y)`` at fit time; NaN allowed in ``X`` only (class labels,
+    ``y_numeric=False``: a missing label is a ``ValueError`` naming how many and where).
 
     Returns ``X`` as :func:`check_features` does and a new array ``y`` of shape (n,).
     """
     if y is None:
         name = type(estimator).__name__
         raise ValueError(f"{name} requires y to be passed, but the target y is None.")
+    if not y_numeric:
+        _check_labels_present(y)
     if tables and isinstance(X, pd.DataFrame):
         # y first: validating y alone forgets feature names, which X then records.
         y = validate_data(estimator, X="no_validation", y=y, y_numeric=y_numeric)
@@ -95,6 +124,7 @@ def check_training_data(estimator, X, y, *, y_numeric: bool, tables: bool = Fals
         return X, np.array(y, copy=True)
     if isinstance(X, pd.DataFrame):
         X = _numeric_frame(X)
+    _check_text_array(X)
     X, y = validate_data(
         estimator,
         X,
@@ -106,6 +136,18 @@ def check_training_data(estimator, X, y, *, y_numeric: bool, tables: bool = Fals
         copy=True,
     )
     return X, np.array(y, copy=True)
+
+
+def _check_labels_present(y) -> None:
+    """Refuse missing class labels (None, NaN, pd.NA): ``ValueError`` with their count and
+    the first's position."""
+    missing = np.flatnonzero(pd.isna(np.asarray(y, dtype=object).ravel()))
+    if missing.size:
+        raise ValueError(
+            f"y has {missing.size} missing class label{'s' if missing.size > 1 else ''} "
+            f"(None, NaN or pd.NA; the first at position {missing[0]}): drop those rows "
+            "or give them a class"
+        )
 
 
 def check_class_labels(y: np.ndarray) -> None:
