@@ -33,7 +33,7 @@ from neumiss.benchmark.realdata import (
     summarize,
 )
 from neumiss.benchmark.realdata._cache import DEFAULT_CACHE, check_task, read_schema
-from neumiss.benchmark.realdata._report import add_utility
+from neumiss.benchmark.realdata._report import add_utility, format_choices, format_summary
 from neumiss.cli import main as cli_main
 
 from .conftest import interrupt_after_first_row
@@ -439,3 +439,32 @@ def test_ctrl_c_stops_the_worker_processes_quietly_and_keeps_finished_folds(tmp_
     finished = read_runs(runs)
     assert 1 <= len(finished) < 20
     assert all(row["method"] in ("hgb", "slow") for row in finished)
+
+
+def test_report_says_what_the_defaults_chose_per_task():
+    runs = _hand_made_runs()
+    chosen = [  # per (task, fold) of method "neumiss": depth, mlp_depth, spline, mask, epochs
+        ("reg", 0, 0, 2, True, False, 12), ("reg", 1, 16, 0, False, False, 0),
+        ("bin", 0, 0, 0, False, True, 3), ("bin", 1, 0, 0, False, True, 5)]
+    rows = []
+    for task, fold, depth, mlp_depth, spline, mask, epochs in chosen:
+        row = runs[(runs["task"] == task) & (runs["method"] == "A")
+                   & (runs["fold"] == fold)].iloc[0].to_dict()
+        params = {"depth": depth, "mlp_depth": mlp_depth, "spline": spline,
+                  "mask_skip": mask, "weight_sharing": "shared", "epochs": epochs}
+        if task == "reg":
+            params["log_target"] = fold == 1
+        rows.append({**row, "method": "neumiss", "params": json.dumps(params)})
+    runs = pd.concat([runs.assign(params="{}"), pd.DataFrame(rows)], ignore_index=True)
+    lines = format_choices(runs)
+    assert lines[1] == "## What `neumiss` chose"
+    table = {line.split(" | ")[0].strip("| "): line.strip("| ").split(" | ")
+             for line in lines if line.startswith("| reg") or line.startswith("| bin")}
+    assert table["reg"] == ["reg", "2", "0 ×1, 16 ×1", "MLP (2 layers) ×1, linear ×1",
+                            "1/2", "0/2", "1/2", "0/2", "shared ×2", "6"]
+    assert table["bin"] == ["bin", "2", "0 ×2", "linear ×2", "0/2", "2/2", "0/2", "0/2",
+                            "shared ×2", "4"]
+    summary = summarize(runs)
+    assert "## What `neumiss` chose" in format_summary(summary, runs)
+    assert "chose" not in format_summary(summary)
+    assert format_choices(_hand_made_runs().assign(params="{}")) == []  # no NeuMiss rows

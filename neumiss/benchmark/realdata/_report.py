@@ -18,6 +18,7 @@ mean and, as error bars, the standard deviation of that difference.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -143,8 +144,63 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines + ["| " + " | ".join(row) + " |" for row in rows]
 
 
-def format_summary(summary: pd.DataFrame) -> str:
-    """``summary.md``: tasks by methods, the methods' ranks, then one table per task."""
+#: The method whose choices :func:`format_choices` tabulates: the defaults.
+CHOSEN_BY = "neumiss"
+#: What a NeuMiss fit chose (keys of the ``params`` column, ``fitted_info``), by title.
+CHOICES = {"depth": "depth", "head": "head", "spline": "spline term", "mask_skip": "mask term",
+           "weight_sharing": "weights", "log_target": "log target",
+           "integer_levels": "value indicators"}
+
+
+def _counts(values: pd.Series) -> str:
+    """``value ×count`` of each distinct value, most frequent first (ties by value)."""
+    counts = values.value_counts()
+    counts = counts.sort_index(key=lambda index: index.astype(str)).sort_values(
+        ascending=False, kind="stable")
+    return ", ".join(f"{value} ×{count}" for value, count in counts.items())
+
+
+def format_choices(runs: pd.DataFrame, method: str = CHOSEN_BY) -> list[str]:
+    """A markdown section: per task, what ``method``'s fits chose over the folds (from
+    the ``params`` column): block depths, heads (linear or an MLP's hidden layers), how
+    many folds kept the spline term, the mask's term, the log of the target and indicator
+    columns for integer values, the weight modes and the median epochs. Empty without
+    rows of ``method`` with those choices."""
+    part = runs[runs["method"] == method]
+    if part.empty or "params" not in part:
+        return []
+    params = part["params"].map(lambda text: json.loads(text) if isinstance(text, str)
+                                else {})
+    if not params.map(lambda p: "depth" in p).all():
+        return []
+    choices = pd.DataFrame(list(params), index=part.index)
+    choices["task"] = part["task"]
+    choices["head"] = choices["mlp_depth"].map(
+        lambda d: "linear" if d == 0 else f"MLP ({int(d)} layers)")
+    rows = []
+    for task, group in choices.groupby("task", sort=False):
+        n = len(group)
+        row = [task, str(n), _counts(group["depth"]), _counts(group["head"])]
+        for key in ("spline", "mask_skip", "log_target", "integer_levels"):
+            kept = group[key].fillna(0).astype(bool).sum() if key in group else 0
+            row.append(f"{kept}/{n}")
+        row += [_counts(group["weight_sharing"]), _fmt(group["epochs"].median(), 0)]
+        rows.append(row)
+    titles = [CHOICES[key] for key in ("spline", "mask_skip", "log_target", "integer_levels")]
+    return [
+        "", f"## What `{method}` chose", "",
+        "Per task, over its folds: the block's depth (0: mean imputation feeding the head), "
+        "the head, in how many folds the heads kept the spline term, the mask's own term, "
+        "the log of the target and indicator columns for integer values, the weight mode "
+        "and the median number of epochs of the network kept (0: kept untrained).",
+        "",
+    ] + _table(["task", "folds", CHOICES["depth"], CHOICES["head"], *titles,
+                CHOICES["weight_sharing"], "epochs"], rows)
+
+
+def format_summary(summary: pd.DataFrame, runs: pd.DataFrame | None = None) -> str:
+    """``summary.md``: tasks by methods, the methods' ranks, what the defaults chose per
+    task (with ``runs``, :func:`format_choices`), then one table per task."""
     methods = _ordered(summary["method"], tuple(METHODS))
     tasks = list(dict.fromkeys(summary["task"]))
     lines = [
@@ -174,6 +230,8 @@ def format_summary(summary: pd.DataFrame) -> str:
                      "fit seconds"], rows)
     lines += ["", "## Ranking metric per task", ""]
     lines += _ranking_table(summary, tasks, methods)
+    if runs is not None:
+        lines += format_choices(runs)
     for task in tasks:
         lines += _task_table(summary[summary["task"] == task], task)
     return "\n".join(lines) + "\n"
@@ -290,6 +348,6 @@ def write_report(out) -> tuple[Path, Path]:
     runs = load_runs(out / RUNS_FILE)
     summary = summarize(runs)
     summary_path, figure_path = out / SUMMARY_FILE, out / FIGURE_FILE
-    summary_path.write_text(format_summary(summary))
+    summary_path.write_text(format_summary(summary, runs))
     plot_figure(runs, summary, figure_path)
     return summary_path, figure_path
