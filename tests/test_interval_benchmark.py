@@ -16,7 +16,7 @@ from neumiss.benchmark.intervals import (
     summarize,
     write_report,
 )
-from neumiss.benchmark.intervals._runner import COLUMNS
+from neumiss.benchmark.intervals._runner import COLUMNS, read_interval_runs, run_intervals
 from neumiss.cli import main as cli_main
 
 SCORER = Path(__file__).resolve().parents[1] / "export" / "score.py"
@@ -68,6 +68,26 @@ def test_a_run_scores_every_method_on_every_test_row(tmp_path):
     assert all(path.exists() for path in paths)
     table = (tmp_path / "summary.md").read_text()
     assert "cqr-mda-exact" in table and "Gaussian self-masking, 30% missing" in table
+
+
+@pytest.mark.slow
+def test_runs_in_worker_processes_give_the_rows_of_one_process_and_resume(tmp_path):
+    runs = [IntervalRun("MCAR", 0.3, 300, 0), IntervalRun("gaussian_sm", 0.3, 300, 0)]
+    timing = ("fit_seconds", "predict_seconds")
+
+    def rows(out):
+        return sorted(tuple(v for k, v in row.items() if k not in timing)
+                      for row in read_interval_runs(out / RUNS_FILE))
+
+    assert run_intervals(runs, tmp_path / "one", n_test=300, progress=False,
+                         threads=1) == (2, 0)
+    assert run_intervals(runs, tmp_path / "two", n_test=300, progress=False, jobs=2,
+                         threads=1) == (2, 0)
+    assert rows(tmp_path / "two") == rows(tmp_path / "one")
+    assert {row["method"] for row in read_interval_runs(tmp_path / "two" / RUNS_FILE)} \
+        == set(METHODS)
+    again = run_intervals(runs, tmp_path / "two", n_test=300, progress=False, jobs=2)
+    assert again == (0, 2)  # both already in runs.csv
 
 
 @pytest.mark.parametrize(("argv", "message"), [

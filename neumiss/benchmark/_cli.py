@@ -45,7 +45,7 @@ SUITE_OPTIONS = {
     "simulated": ("mechanisms", "n_features", "n_train", "n_val", "n_test", "quick",
                   "neumiss_depths", "mlp_widths", "methods", "jobs", "threads"),
     "real": ("tasks", "cache", "neumiss_params", "methods", "jobs", "threads"),
-    "intervals": ("mechanisms", "n_train", "n_test", "missing_rates"),
+    "intervals": ("mechanisms", "n_train", "n_test", "missing_rates", "jobs", "threads"),
 }
 
 #: The ``--quick`` preset: a small grid, to try the command or check a change.
@@ -448,7 +448,7 @@ def _run_intervals(args: argparse.Namespace) -> int:
         try:
             computed, skipped = interval_runner.run_intervals(
                 runs, out, seed=args.seed, n_test=args.n_test or interval_runner.N_TEST,
-                progress=not args.no_progress,
+                progress=not args.no_progress, jobs=args.jobs, threads=args.threads,
             )
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)

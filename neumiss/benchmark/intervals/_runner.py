@@ -12,7 +12,10 @@ and the oracle's intervals (so that groups can be pooled at report time).
 
 from __future__ import annotations
 
+import multiprocessing
 import time
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import NamedTuple
 
@@ -139,21 +142,59 @@ def _rows(run, intervals, y, n_missing, fit_seconds, predict_seconds) -> list[di
     return rows
 
 
+def _execute_with_threads(run: IntervalRun, seed: int, n_test: int,
+                          threads: int | None) -> list[dict]:
+    """:func:`execute_run` with ``threads`` threads for torch and the BLAS/OpenMP pools
+    (None: as the process has them)."""
+    if threads is None:
+        return execute_run(run, seed=seed, n_test=n_test)
+    from threadpoolctl import threadpool_limits
+
+    from ...network import torch_threads
+
+    with torch_threads(threads), threadpool_limits(limits=threads):
+        return execute_run(run, seed=seed, n_test=n_test)
+
+
+def _finished(todo: list[IntervalRun], seed: int, n_test: int, jobs: int,
+              threads: int | None) -> Iterator[tuple[IntervalRun, list[dict]]]:
+    """``(run, its rows)`` as runs finish: in this process, or in ``jobs`` worker
+    processes (``forkserver`` where available, else ``spawn``)."""
+    if jobs == 1:
+        for run in todo:
+            yield run, _execute_with_threads(run, seed, n_test, threads)
+        return
+    start_method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() \
+        else "spawn"
+    executor = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context(start_method))
+    try:
+        pending = {executor.submit(_execute_with_threads, run, seed, n_test, threads): run
+                   for run in todo}
+        for future in as_completed(pending):
+            yield pending[future], future.result()
+    finally:
+        executor.shutdown(wait=False, cancel_futures=True)
+
+
 def run_intervals(runs: list[IntervalRun], out: Path, *, seed: int = 0, n_test: int = N_TEST,
-                  progress: bool = True) -> tuple[int, int]:
-    """Run what ``out/runs.csv`` lacks; return (runs computed, runs skipped)."""
+                  progress: bool = True, jobs: int = 1,
+                  threads: int | None = None) -> tuple[int, int]:
+    """Run what ``out/runs.csv`` lacks, ``jobs`` runs at a time (each in a worker process
+    when more than one), each with ``threads`` threads (None: the process's); return (runs
+    computed, runs skipped). A run's rows are written when it finishes, so an interrupted
+    benchmark resumes where it stopped; the rows do not depend on ``jobs``."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / RUNS_FILE
     done = {tuple(row[c] for c in KEY_COLUMNS) for row in read_interval_runs(path)}
     todo = [run for run in runs if run.key() not in done]
     writer = RunsWriter(path, COLUMNS)
     try:
-        for k, run in enumerate(todo, start=1):
+        for k, (run, rows) in enumerate(_finished(todo, seed, n_test, jobs, threads), start=1):
+            for row in rows:
+                writer.write(row)
             if progress:
                 print(f"[{k}/{len(todo)}] {run.mechanism} {run.missing_rate:.0%} missing, "
-                      f"n_train={run.n_train}, repeat {run.repeat}", flush=True)
-            for row in execute_run(run, seed=seed, n_test=n_test):
-                writer.write(row)
+                      f"n_train={run.n_train}, repeat {run.repeat}: done", flush=True)
     finally:
         writer.close()
     return len(todo), len(runs) - len(todo)
