@@ -89,7 +89,7 @@
 #' @examples
 #' if (is_neumiss_available()) {
 #'   cmp <- compare_methods(Ozone ~ Solar.R + Wind + Temp, data = airquality,
-#'                          folds = 3, repeats = 1, seed = 1,
+#'                          folds = 2, repeats = 1, seed = 1,
 #'                          neumiss_args = list(max_epochs = 10))
 #'   cmp
 #'   plot(cmp)
