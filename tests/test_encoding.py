@@ -166,3 +166,19 @@ def test_date_duration_and_complex_columns_are_refused_by_name(column, kind):
     frame["odd"] = column
     with pytest.raises(ValueError, match=rf"'odd'.*({kind})"):
         paper(NeuMissRegressor, **FAST).fit(frame, y)
+
+
+@pytest.mark.parametrize("column, values, shown", [
+    ("n", ["1.5", "x", None], r"holds 'x': expected a number"),
+    ("b", [True, "maybe", None], r"holds 'maybe': expected True, False, 0, 1"),
+])
+def test_a_cell_of_the_wrong_kind_at_predict_is_named_as_given(column, values, shown):
+    table = pd.DataFrame({"n": [0.5, 1.0, np.nan, 2.0] * 10,
+                          "b": [True, False, None, True] * 10})
+    encoder = TableEncoder().fit(table)
+    bad = pd.DataFrame({"n": [0.5, 1.0, 2.0], "b": [True, False, True]}).astype(object)
+    bad[column] = values
+    with pytest.raises(ValueError, match=rf"column '{column}' .*{shown}"):
+        encoder.transform(bad)
+    bad[column] = [0, 1, None] if column == "b" else ["1.5", "2", None]  # these read
+    assert encoder.transform(bad).shape == (3, 2)

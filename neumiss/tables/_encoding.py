@@ -480,9 +480,10 @@ def _numbers(name, column: pd.Series) -> np.ndarray:
     """A numeric column's values, float64 (n,), NaN = missing; a cell that is not a
     number raises, naming the column."""
     missing = column.isna().to_numpy()
+    numbers = column
     if not pd.api.types.is_numeric_dtype(column.dtype):
-        column = pd.to_numeric(column.astype(object).where(~missing), errors="coerce")
-    values = column.to_numpy(dtype=np.float64, na_value=np.nan)
+        numbers = pd.to_numeric(column.astype(object).where(~missing), errors="coerce")
+    values = numbers.to_numpy(dtype=np.float64, na_value=np.nan)
     unparsed = np.isnan(values) & ~missing
     if unparsed.any():
         raise ValueError(
@@ -507,10 +508,11 @@ def _encode_column(encoding: ColumnEncoding, column: pd.Series, out: np.ndarray)
         return
     if encoding.kind == "boolean":
         present = column[~missing]
-        valid = present.map(lambda v: isinstance(v, (bool, np.bool_)) or v in (0, 1)).all()
-        if not valid:
+        valid = present.map(lambda v: isinstance(v, (bool, np.bool_)) or v in (0, 1))
+        if not valid.all():
             raise ValueError(
-                f"column {name!r} was boolean at fit but holds {present.iloc[0]!r}"
+                f"column {name!r} was boolean at fit but holds {present[~valid].iloc[0]!r}: "
+                "expected True, False, 0, 1 or a missing value"
             )
         out[:, 0] = np.where(missing, np.nan, 0.0)
         out[~missing, 0] = present.astype(bool).to_numpy(dtype=np.float64)
