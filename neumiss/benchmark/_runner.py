@@ -19,7 +19,6 @@ import datetime
 import gc
 import json
 import math
-import multiprocessing
 import signal
 import sys
 import time
@@ -33,6 +32,7 @@ from pathlib import Path
 from ..checks import Integer, check_params
 from ._data import RunSpec, bayes_rate, simulate_run
 from ._methods import METHODS, RunSettings, r2_of
+from ._processes import limited_threads, worker_context
 from ._report import write_report
 from ._store import RUNS_FILE, RunsWriter, read_runs
 
@@ -84,15 +84,11 @@ def execute_run(spec: RunSpec, settings: RunSettings, bayes_r2: float | None = N
     -------
     dict with the keys of :data:`~neumiss.benchmark._store.COLUMNS`.
     """
-    from threadpoolctl import threadpool_limits
-
-    from ..network import torch_threads
-
     method = METHODS[spec.method]
     data = simulate_run(spec)
     if bayes_r2 is None:
         bayes_r2 = bayes_rate(spec, data)
-    with torch_threads(settings.threads), threadpool_limits(limits=settings.threads):
+    with limited_threads(settings.threads):
         if method.warm_up is not None:
             method.warm_up()
         gc.collect()
@@ -154,16 +150,6 @@ def _child_main(spec, settings, bayes_r2, connection) -> None:
         connection.close()
 
 
-def _context():
-    """Start method for the runs' children: a preloaded forkserver where available."""
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        context = multiprocessing.get_context("forkserver")
-        # This module and torch are imported once by the server, not by every run.
-        context.set_forkserver_preload([__name__, "neumiss.network"])
-        return context
-    return multiprocessing.get_context("spawn")
-
-
 def _execute_isolated(
     specs: Iterable[RunSpec],
     settings: RunSettings,
@@ -175,7 +161,8 @@ def _execute_isolated(
     Yields ``(spec, outcome)`` as runs finish. ``bayes_lookup`` is asked when a
     run starts, so a Bayes rate computed by an earlier run is reused.
     """
-    context = _context()
+    # this module and torch imported once, by the server, not by every run
+    context = worker_context(preload=(__name__, "neumiss.network"))
     pending = iter(specs)
     running = {}  # receiving connection -> (process, spec)
     try:

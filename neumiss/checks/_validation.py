@@ -35,29 +35,26 @@ def _numeric_frame(X: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(columns, index=X.index)
 
 
-def _check_text_array(X) -> None:
-    """Refuse an array of objects or strings with text that does not read as a number,
-    naming the first such column and cell: a DataFrame, whose text columns the estimators
-    encode as categories, is what such a table needs."""
+def _text_error(X) -> ValueError | None:
+    """For an array of objects or strings with text that does not read as a number (which
+    ``validate_data`` refused), an error naming the first such column and cell: a
+    DataFrame, whose text columns the estimators encode as categories, is what such a
+    table needs. None for any other input."""
     if not isinstance(X, np.ndarray) or X.dtype.kind not in "OUS" or X.ndim != 2:
-        return
-    try:
-        X.astype(np.float64)
-        return
-    except (TypeError, ValueError):  # a cell is not a number: find it
-        pass
+        return None
     for j in range(X.shape[1]):
         for value in X[:, j]:
             if not isinstance(value, (str, bytes)):
-                continue  # numbers, missing cells; other objects fail in validate_data
+                continue  # numbers, missing cells; other objects have validate_data's error
             try:
                 float(value)
             except ValueError:
-                raise ValueError(
+                return ValueError(
                     f"column {j} of X holds text (e.g. {value!r}): pass X as a pandas "
                     "DataFrame, whose text columns are encoded as categories, or encode "
                     "that column as numbers"
-                ) from None
+                )
+    return None
 
 
 def _check_frame(estimator, X: pd.DataFrame, *, reset: bool) -> pd.DataFrame:
@@ -93,16 +90,18 @@ def check_features(estimator, X, *, reset: bool, tables: bool = False, copy: boo
         if tables:
             return _check_frame(estimator, X, reset=reset)
         X = _numeric_frame(X)
-    _check_text_array(X)
-    return validate_data(
-        estimator,
-        X,
-        reset=reset,
-        dtype=np.float64,
-        ensure_all_finite="allow-nan",
-        ensure_min_samples=1,
-        copy=copy,
-    )
+    try:
+        return validate_data(
+            estimator,
+            X,
+            reset=reset,
+            dtype=np.float64,
+            ensure_all_finite="allow-nan",
+            ensure_min_samples=1,
+            copy=copy,
+        )
+    except ValueError as error:
+        raise (_text_error(X) or error) from None
 
 
 def check_training_data(estimator, X, y, *, y_numeric: bool, tables: bool = False):
@@ -124,17 +123,19 @@ def check_training_data(estimator, X, y, *, y_numeric: bool, tables: bool = Fals
         return X, np.array(y, copy=True)
     if isinstance(X, pd.DataFrame):
         X = _numeric_frame(X)
-    _check_text_array(X)
-    X, y = validate_data(
-        estimator,
-        X,
-        y,
-        reset=True,
-        dtype=np.float64,
-        ensure_all_finite="allow-nan",
-        y_numeric=y_numeric,
-        copy=True,
-    )
+    try:
+        X, y = validate_data(
+            estimator,
+            X,
+            y,
+            reset=True,
+            dtype=np.float64,
+            ensure_all_finite="allow-nan",
+            y_numeric=y_numeric,
+            copy=True,
+        )
+    except ValueError as error:
+        raise (_text_error(X) or error) from None
     return X, np.array(y, copy=True)
 
 

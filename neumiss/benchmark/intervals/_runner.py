@@ -12,15 +12,15 @@ and the oracle's intervals (so that groups can be pooled at report time).
 
 from __future__ import annotations
 
-import multiprocessing
+import contextlib
 import time
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
+from .._processes import finished_futures, limited_threads
 from .._store import RUNS_FILE, RunsWriter, read_rows
 
 #: Methods compared: ConformalRegressor methods, and the oracle itself.
@@ -146,34 +146,21 @@ def _execute_with_threads(run: IntervalRun, seed: int, n_test: int,
                           threads: int | None) -> list[dict]:
     """:func:`execute_run` with ``threads`` threads for torch and the BLAS/OpenMP pools
     (None: as the process has them)."""
-    if threads is None:
-        return execute_run(run, seed=seed, n_test=n_test)
-    from threadpoolctl import threadpool_limits
-
-    from ...network import torch_threads
-
-    with torch_threads(threads), threadpool_limits(limits=threads):
+    with contextlib.nullcontext() if threads is None else limited_threads(threads):
         return execute_run(run, seed=seed, n_test=n_test)
 
 
 def _finished(todo: list[IntervalRun], seed: int, n_test: int, jobs: int,
               threads: int | None) -> Iterator[tuple[IntervalRun, list[dict]]]:
     """``(run, its rows)`` as runs finish: in this process, or in ``jobs`` worker
-    processes (``forkserver`` where available, else ``spawn``)."""
+    processes (:func:`~neumiss.benchmark._processes.finished_futures`)."""
     if jobs == 1:
         for run in todo:
             yield run, _execute_with_threads(run, seed, n_test, threads)
         return
-    start_method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() \
-        else "spawn"
-    executor = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context(start_method))
-    try:
-        pending = {executor.submit(_execute_with_threads, run, seed, n_test, threads): run
-                   for run in todo}
-        for future in as_completed(pending):
-            yield pending[future], future.result()
-    finally:
-        executor.shutdown(wait=False, cancel_futures=True)
+    calls = {run: (run, seed, n_test, threads) for run in todo}
+    for run, future in finished_futures(_execute_with_threads, calls, jobs):
+        yield run, future.result()
 
 
 def run_intervals(runs: list[IntervalRun], out: Path, *, seed: int = 0, n_test: int = N_TEST,

@@ -12,19 +12,18 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
-import multiprocessing
 import sys
 import time
 import traceback
 import warnings
 from collections.abc import Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ...checks import Integer, check_params
+from .._processes import finished_futures, limited_threads
 from .._store import RunsWriter
 from ._cache import DEFAULT_CACHE, load_task
 from ._methods import RealMethod, fitted_info, predict
@@ -83,13 +82,9 @@ def execute_run(
     -------
     dict with the keys of :data:`COLUMNS`.
     """
-    from threadpoolctl import threadpool_limits
-
-    from ...network import torch_threads
-
     X, y = _load(task, cache)
     train, test = fold_indices(y, task.kind, run.repeat, run.seed)[run.fold]
-    with torch_threads(threads), threadpool_limits(limits=threads):
+    with limited_threads(threads):
         if method.torch:
             _warm_up_torch()
         estimator = method.build(task.kind, method_seed(run.seed, run.repeat, run.fold))
@@ -140,22 +135,12 @@ def _outcomes(
         for run in runs:
             yield run, _execute_catching_errors(*arguments(run))
         return
-    start_method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() \
-        else "spawn"
-    executor = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context(start_method))
-    try:
-        pending = {executor.submit(_execute_catching_errors, *arguments(run)): run
-                   for run in runs}
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                run = pending.pop(future)
-                try:
-                    yield run, future.result()
-                except Exception as error:  # the worker process died
-                    yield run, ("error", f"the worker process failed: {error!r}")
-    finally:
-        executor.shutdown(wait=False, cancel_futures=True)
+    calls = {run: arguments(run) for run in runs}
+    for run, future in finished_futures(_execute_catching_errors, calls, jobs):
+        try:
+            yield run, future.result()
+        except Exception as error:  # the worker process died
+            yield run, ("error", f"the worker process failed: {error!r}")
 
 
 @dataclass
