@@ -459,18 +459,77 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
 class NeuMissClassifier(ClassifierMixin, BaseNeuMiss):
     """NeuMiss network classifier (binary or multiclass) with missing values in X.
 
-    Same network and parameters as :class:`NeuMissRegressor`; the head outputs
-    one logit (binary, logistic loss) or one per class (softmax cross-entropy).
-    ``history_["val_score"]`` is minus the validation log-loss.
+    Same network and parameters as :class:`NeuMissRegressor` (but ``log_target``); the
+    head outputs one logit (binary, logistic loss) or one per class (softmax
+    cross-entropy). ``history_["val_score"]`` is minus the validation log-loss.
+
+    Parameters
+    ----------
+    calibration : {"temperature", "none"}, default="temperature"
+        ``"temperature"``: after the search, the logits of every member are divided by
+        one temperature ``T`` fitted by minimising the log loss on the validation rows
+        (temperature scaling, Guo et al. 2017: out of fold on small tables, each row
+        scored by the member that held it out; else the held-out rows or
+        ``validation_data``), so that the probabilities are not overconfident where the
+        training rows are few. It changes no ranking (ROC AUC) nor any predicted class.
+        ``1 / T`` is folded into the heads' output layers: ``predict_proba``, the ONNX
+        graph and the R package compute the calibrated probabilities alike. Without
+        validation rows (``validation_fraction=0``) ``T`` is 1. ``"none"`` keeps the
+        trained logits.
+    other parameters
+        As :class:`NeuMissRegressor`.
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-    plus those of :class:`NeuMissRegressor` except ``y_mean_`` and ``y_scale_``.
+    temperature_ : float
+        The temperature ``T`` the logits were divided by (1: not calibrated); with
+        ``calibration="none"`` the attribute is absent.
+    calibration_result_ : dict or None
+        ``temperature``, and the validation log loss before (``val_loss_before``) and
+        after (``val_loss``) it; None without validation rows or calibration.
+    plus those of :class:`NeuMissRegressor` except ``y_mean_``, ``y_scale_`` and
+    ``log_target_``.
     """
 
     _y_numeric = False
     _score_metric = ("log loss", -1.0)
+
+    _parameter_constraints = {
+        **BaseNeuMiss._parameter_constraints,
+        "calibration": Options("temperature", "none"),
+    }
+
+    def __init__(
+        self,
+        depth=_DEFAULTS["depth"],
+        *,
+        mlp_depth=_DEFAULTS["mlp_depth"],
+        mlp_width=_DEFAULTS["mlp_width"],
+        weight_sharing=_DEFAULTS["weight_sharing"],
+        residual=_DEFAULTS["residual"],
+        mask_skip=_DEFAULTS["mask_skip"],
+        spline=_DEFAULTS["spline"],
+        compress_tails=_DEFAULTS["compress_tails"],
+        integer_levels=_DEFAULTS["integer_levels"],
+        ensemble_size=_DEFAULTS["ensemble_size"],
+        optimizer=_DEFAULTS["optimizer"],
+        learning_rate=_DEFAULTS["learning_rate"],
+        batch_size=_DEFAULTS["batch_size"],
+        max_epochs=_DEFAULTS["max_epochs"],
+        validation_fraction=_DEFAULTS["validation_fraction"],
+        patience=_DEFAULTS["patience"],
+        lr_patience=_DEFAULTS["lr_patience"],
+        tol=_DEFAULTS["tol"],
+        weight_decay=_DEFAULTS["weight_decay"],
+        random_state=_DEFAULTS["random_state"],
+        device=_DEFAULTS["device"],
+        n_jobs=_DEFAULTS["n_jobs"],
+        verbose=_DEFAULTS["verbose"],
+        calibration="temperature",
+    ):
+        super().__init__(**parameters_of(BaseNeuMiss, locals()))
+        self.calibration = calibration
 
     def _encode_target(self, y):
         check_class_labels(y)

@@ -48,6 +48,7 @@ from ..network import (
     auto_learning_rate,
     clearly_lower,
     evaluate_loss,
+    fit_temperature,
     observed_moments,
     search_depths,
     torch_threads,
@@ -213,6 +214,7 @@ class FitPlan:
             estimator.learning_rate_ = self.learning_rate()
             result = self.search(rows, objective, seed)
             self.set_results(result, rows, objective)
+            self.calibrate(result, rows, objective, seed)
         return estimator
 
     def rows(self, seed: int) -> tuple[FitRows, Objective]:
@@ -296,6 +298,27 @@ class FitPlan:
             return search_depths(*arguments, **options,
                                  screen_depths=isinstance(estimator.depth, str))
         return train_one_candidate(*arguments, **options)
+
+    def calibrate(self, result: SearchResult, rows: FitRows, objective: Objective,
+                  seed: int) -> None:
+        """With ``calibration="temperature"`` (classifiers) and validation rows: the
+        temperature fitted on them (:func:`~neumiss.network.fit_temperature`), folded into
+        the heads of ``network_`` (``temperature_``; ``calibration_result_`` says the
+        validation log loss before and after). Otherwise the temperature is 1 and
+        ``calibration_result_`` None. Run after :meth:`set_results`: the search's
+        validation losses and ``members_`` are those of the uncalibrated network."""
+        estimator = self.estimator
+        if getattr(estimator, "calibration", "none") == "none":
+            return
+        estimator.temperature_, estimator.calibration_result_ = 1.0, None
+        if rows.val is None:
+            return
+        fitted = fit_temperature(result.best.network, rows.val, objective.loss, seed)
+        estimator.temperature_ = fitted.temperature
+        estimator.calibration_result_ = fitted.summary()
+        if fitted.temperature != 1.0:
+            result.best.network.scale_outputs(1.0 / fitted.temperature)
+            estimator.network_ = result.best.network.to_network()
 
     def set_results(self, result: SearchResult, rows: FitRows, objective: Objective) -> None:
         """The estimator's fitted attributes from the search ``result`` on ``rows``."""

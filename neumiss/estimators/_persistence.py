@@ -47,7 +47,8 @@ FORMAT_VERSION = 6
 
 #: Parameters added within :data:`FORMAT_VERSION`, and the value for which a file written
 #: before them (without them) holds the model it held.
-LATER_PARAMETERS = {"spline": False, "log_target": False, "integer_levels": False}
+LATER_PARAMETERS = {"spline": False, "log_target": False, "integer_levels": False,
+                    "calibration": "none"}
 
 #: Names a saved fitted attribute may have: public, ending with ``_``.
 _ATTRIBUTE_NAME = re.compile(r"[a-z][a-z0-9_]*_")

@@ -10,6 +10,7 @@ estimators. May import :mod:`neumiss.checks`, :mod:`neumiss.simulation` and
 
 from ._analytic import analytic_network, set_analytic_weights, set_chebyshev_weights
 from ._block import NeuMissBlock, NeuMissNetwork
+from ._calibration import TEMPERATURE_BOUNDS, Temperature, fit_temperature
 from ._choice import DEPTH_PATIENCE, UNTIE_ROWS_PER_PARAMETER, clearly_better, clearly_lower
 from ._data import TrainingData, evaluate_loss
 from ._device import apply_on_device, standardize
@@ -62,6 +63,8 @@ __all__ = [
     "SPLINE_BINS",
     "SPLINE_MAX_RAMPS",
     "SearchResult",
+    "TEMPERATURE_BOUNDS",
+    "Temperature",
     "StackedNetwork",
     "TrainingConfig",
     "TrainingData",
@@ -77,6 +80,7 @@ __all__ = [
     "constant_output",
     "evaluate_loss",
     "first_equal_blocks",
+    "fit_temperature",
     "moment_scale",
     "search_depths",
     "observed_moments",

@@ -131,17 +131,29 @@ class StackedNetwork(nn.Module):
         outputs = self.member_outputs(x, mask)
         return outputs[0] if self.n_members == 1 else combine_outputs(outputs, self.combine)
 
+    def _output_weights(self) -> list[nn.Parameter]:
+        """The stacked weights (no bias) of every term summed into the output: the head's
+        last layer, and the skip, mask and spline terms that are present."""
+        names = (f"{self._layers[-1]}__weight", "skip__weight", "mask_skip__weight",
+                 "spline__weight")
+        return [self.heads[name] for name in names if name in self.heads]
+
     @torch.no_grad()
     def set_constant_output(self, value: torch.Tensor) -> None:
         """Every member predicts ``value`` (n_outputs,) for every row (see
         :meth:`NeuMissNetwork.set_constant_output`)."""
-        last = self._layers[-1]
-        self.heads[f"{last}__weight"].zero_()
-        for name in ("skip__weight", "mask_skip__weight", "spline__weight"):
-            if name in self.heads:
-                self.heads[name].zero_()
-        bias = self.heads[f"{last}__bias"]
+        for weight in self._output_weights():
+            weight.zero_()
+        bias = self.heads[f"{self._layers[-1]}__bias"]
         bias.copy_(torch.as_tensor(value, dtype=bias.dtype).to(bias.device).expand_as(bias))
+
+    @torch.no_grad()
+    def scale_outputs(self, factor: float) -> None:
+        """Every member's output multiplied by ``factor``: the output terms' weights and
+        the last bias scaled (a temperature ``T`` is ``factor = 1 / T``,
+        :func:`~neumiss.network.fit_temperature`). The block is untouched."""
+        for weight in (*self._output_weights(), self.heads[f"{self._layers[-1]}__bias"]):
+            weight.mul_(factor)
 
     def mlp_is_zero(self) -> bool:
         """Whether every member's MLP head (beside its skip) has its last layer at zero, as
