@@ -36,7 +36,8 @@ class Task:
     drop : tuple of str
         Columns removed from the features (identifiers, leakage, constants).
     keep : mapping str -> tuple of str
-        Row filter: only rows whose column (as text) is one of the values are kept.
+        Row filter: only rows whose column is one of the values are kept (compared as
+        text, or as numbers in a numeric column: ``"2"`` keeps 2.0).
     numeric : tuple of str
         Factor columns whose labels are numbers, turned into those numbers.
     note : str
@@ -177,5 +178,144 @@ TASKS = {task.name: task for task in (
         "state-years), from state, year, miles driven, seat belt usage (not surveyed in "
         "209 state-years), speed limits, drinking age, alcohol law, income, age and "
         "enforcement. Nothing dropped: no column is computed from fatalities.",
+    ),
+    Task(
+        "slid_wages", "carData", "SLID", "wages", "regression",
+        note="Hourly wages of the 4147 Ontario respondents (1994 Survey of Labour and Income "
+        "Dynamics) with a wage, from education (missing for 3%), age, sex and language "
+        "(missing for 1%). Nothing dropped.",
+    ),
+    Task(
+        "spi_age", "psychTools", "spi", "age", "regression",
+        note="Age of 4000 SAPA respondents from the 135 personality items and the "
+        "demographics (sex, health, parents' and own education, wellness, exercise, smoking, "
+        "emergency-room visits), which are missing for 1-28% of them (skipped questions); "
+        "the items are complete. Nothing dropped: no column is computed from age.",
+    ),
+    Task(
+        "gapminder_lifeexp", "dslabs", "gapminder", "life_expectancy", "regression",
+        note="Life expectancy of 185 countries x 57 years (1960-2016, 10545 country-years) "
+        "from country (185 levels), year, continent, region, infant mortality (missing for "
+        "14%), fertility, population and GDP (missing for 28%, mostly early years and poor "
+        "countries). Infant mortality is a different measure, kept; nothing dropped. Rows of "
+        "one country fall in different folds.",
+    ),
+    Task(
+        "star_read3", "AER", "STAR", "read3", "regression", drop=("math3",),
+        note="Third-grade reading score of the 6000 Tennessee STAR pupils who took it, from "
+        "gender, ethnicity, birth quarter, and per grade (K-3) the class type, reading and "
+        "math scores of the earlier grades, lunch status, school, teacher's degree, ladder, "
+        "experience and ethnicity, school system and id (80 levels). Earlier grades are "
+        "missing for pupils who joined the study later (MNAR-looking). The third-grade math "
+        "score, taken with the target, is dropped.",
+    ),
+    Task(
+        "polls_clinton", "dslabs", "polls_us_election_2016", "rawpoll_clinton", "regression",
+        drop=("adjpoll_clinton", "adjpoll_trump", "adjpoll_johnson", "adjpoll_mcmullin"),
+        note="Clinton's share in 4208 polls of the 2016 US election from state (57 levels), "
+        "dates (days since 1970), pollster (196 levels), its grade (missing for 10%), sample "
+        "size, population, and the raw shares of Trump, Johnson (missing for 33%) and "
+        "McMullin (polled in few states: missing for 99%). The adjusted shares are "
+        "FiveThirtyEight's corrections of the raw ones, the target's included: dropped.",
+    ),
+    Task(
+        "nafld_death", "survival", "nafld1", "status", "binary", positive="1",
+        drop=("id", "case.id", "futime"),
+        note="Death during follow-up of 17549 Olmsted County residents (NAFLD cases and "
+        "matched controls) from age, sex, weight (missing for 27%), height (18%) and BMI "
+        "(28%). The follow-up time is an outcome and the ids (of the subject and of the "
+        "case matched) are identifiers: dropped.",
+    ),
+    Task(
+        "pima_diabetes", "mlbench", "PimaIndiansDiabetes2", "diabetes", "binary", positive="pos",
+        note="Diabetes of 768 Pima women from 8 clinical measurements; the zeros of the "
+        "original data, impossible values, are NA here: insulin missing for 49%, triceps for "
+        "30%. Nothing dropped.",
+    ),
+    Task(
+        "colic_lived", "VIM", "colic", "outcome", "binary", positive="lived",
+        drop=("hospitalID", "surgical_lesion", "lesion_type1", "lesion_type2", "lesion_type3",
+              "cp_data", "temp_extreme_ordered", "temp_extreme_num"),
+        note="Survival (lived, against died or euthanized) of 299 horses with colic from the "
+        "admission examination; 98% of the rows have a missing value. Dropped: the hospital "
+        "id, whether the lesion was surgical and its type (decided at surgery or autopsy, "
+        "retrospectively), whether pathology data exist (after the outcome), and two copies "
+        "of temp_extreme. age is adult or missing (missing = young in the source: kept as "
+        "such).",
+    ),
+    Task(
+        "pbc_death", "survival", "pbc", "status", "binary", positive="2",
+        drop=("id", "time"),
+        note="Death (status 2; censored 0 and transplant 1 are class 0) of 418 Mayo Clinic "
+        "PBC patients from treatment, age, sex and lab values; the 106 patients outside the "
+        "randomized trial miss treatment and most lab values (MNAR-looking). The follow-up "
+        "time and the id are dropped.",
+    ),
+    Task(
+        "lung_death", "survival", "lung", "status", "binary", positive="2",
+        drop=("inst", "time"),
+        note="Death (status 2) during follow-up of 228 advanced lung cancer patients from "
+        "age, sex, performance scores and weight loss (meal calories missing for 21%). The "
+        "follow-up time and the institution code (an identifier) are dropped.",
+    ),
+    Task(
+        "colon_death", "survival", "colon", "status", "binary", positive="1",
+        keep={"etype": ("2",)}, drop=("id", "study", "time", "etype"),
+        note="Death of 929 colon cancer trial patients (the rows of the death event, etype 2; "
+        "those of recurrence are another outcome) from treatment, sex, age, tumour features "
+        "and nodes (missing for 2%, differentiation for 2%). Follow-up time, ids and the "
+        "constant study and etype are dropped.",
+    ),
+    Task(
+        "bfi_female", "psychTools", "bfi", "gender", "binary", positive="2",
+        note="Gender (2 = female) of 2800 SAPA respondents from 25 Big Five items (each "
+        "missing for 0.3-1.3%), education (missing for 8%) and age. Nothing dropped.",
+    ),
+    Task(
+        "survey_male", "MASS", "survey", "Sex", "binary", positive="Male",
+        note="Sex of 236 Adelaide statistics students from hand spans, writing hand, arm "
+        "folding, pulse (missing for 19%), clapping hand, exercise, smoking, height (missing "
+        "for 12%), its unit and age. Nothing dropped.",
+    ),
+    Task(
+        "soybean_phytophthora", "mlbench", "Soybean", "Class", "binary",
+        positive="phytophthora-rot",
+        note="Phytophthora rot (88 of 683 plants) against the 18 other diseases from 35 "
+        "categorical observations. The class is the one with the most incomplete rows (68 "
+        "of 88); four other classes are incomplete too, and every other class complete, "
+        "so the missingness pattern carries information (MNAR-looking). Nothing dropped.",
+    ),
+    Task(
+        "brandsma_lpo", "mice", "brandsma", "lpo", "regression", drop=("sch", "pup", "apo"),
+        note="Language post-test of 3902 Dutch pupils from IQ, sex, SES (missing for 3%), "
+        "minority status, repeated group, language and arithmetic pre-tests (8% missing), "
+        "school denomination and school SES index (15% missing). The arithmetic post-test "
+        "(another outcome) and the school and pupil ids are dropped.",
+    ),
+    Task(
+        "boys_wgt", "mice", "boys", "wgt", "regression", drop=("bmi",),
+        note="Weight of 744 Dutch boys aged 0-21 from age, height, head circumference, "
+        "genital and pubic hair stages and testicular volume (the puberty measures missing "
+        "for 67-70%, mostly the young boys: MNAR-looking) and region. BMI, computed from "
+        "weight, is dropped.",
+    ),
+    Task(
+        "ozone_max", "mlbench", "Ozone", "V4", "regression", numeric=("V1", "V2"),
+        note="Daily maximum one-hour ozone at Upland, CA in 1976 (361 days) from month and "
+        "day (as numbers), weekday and 9 weather measurements (inversion base temperature "
+        "missing for 38%). Nothing dropped.",
+    ),
+    Task(
+        "tao_airtemp", "VIM", "tao", "Air.Temp", "regression",
+        note="Air temperature of 655 TAO buoy readings (1993 and 1997) from year, position, "
+        "sea surface temperature, humidity (missing for 14%, sensor outages) and winds. "
+        "Nothing dropped.",
+    ),
+    Task(
+        "pulp_kappa", "VIM", "pulplignin", "Y.Kappa", "regression", drop=("Observation",),
+        note="Kappa number of the pulp at 301 hours of a continuous digester from 21 process "
+        "measurements; two lab measurements (AAWhiteSt.4, SulphidityL.4) are taken every "
+        "other hour (missing for 47%). The observation time stamp, an identifier, is "
+        "dropped.",
     ),
 )}
