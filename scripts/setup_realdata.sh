@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 CACHE="${1:-benchmark_results/realdata_cache}"
 VENV="${2:-.venv}"
 DEB_PACKAGES=(r-base-core r-cran-cardata r-cran-survival r-cran-mice r-cran-mlbench
-              r-cran-psychtools r-cran-modeldata r-cran-ggplot2 r-cran-aer)
+              r-cran-psychtools r-cran-modeldata r-cran-ggplot2 r-cran-aer r-cran-mass
+              r-cran-dslabs r-cran-vim)
 
 source scripts/debian_packages.sh
 install_debian_packages setup_realdata.sh "${DEB_PACKAGES[@]}"

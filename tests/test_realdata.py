@@ -12,10 +12,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from neumiss.baselines import make_baseline
 from neumiss.benchmark.realdata import (
     COLUMNS,
+    HALVES,
     METHODS,
     N_FOLDS,
     TASKS,
@@ -30,10 +33,13 @@ from neumiss.benchmark.realdata import (
     read_dataset,
     read_runs,
     run_suite,
+    select_tasks,
+    split_halves,
     summarize,
 )
 from neumiss.benchmark.realdata._cache import DEFAULT_CACHE, check_task, read_schema
 from neumiss.benchmark.realdata._report import add_utility, format_choices, format_summary
+from neumiss.benchmark.realdata._tasks import LARGE_ROWS
 from neumiss.cli import main as cli_main
 
 from .conftest import interrupt_after_first_row
@@ -78,6 +84,70 @@ def test_task_records_are_valid():
         Task("t", "p", "d", "y", "binary")
     with pytest.raises(ValueError, match="target 'y' is also dropped"):
         Task("t", "p", "d", "y", "regression", drop=("y",))
+    with pytest.raises(ValueError, match="half must be one of"):
+        Task("t", "p", "d", "y", "regression", half="test")
+    with pytest.raises(ValueError, match="rows must be a positive integer"):
+        Task("t", "p", "d", "y", "regression", rows=0)
+
+
+def test_the_suite_is_split_by_its_rule_into_balanced_halves():
+    written = {name: task.half for name, task in TASKS.items()}
+    assert written == split_halves(TASKS.values())
+    assert len(TASKS) >= 32
+    assert sum(task.rows >= LARGE_ROWS for task in TASKS.values()) >= 10
+    assert sum(task.kind == "binary" for task in TASKS.values()) >= 12
+    for half in HALVES:
+        part = [task for task in TASKS.values() if task.half == half]
+        assert len(part) >= len(TASKS) // 2
+        assert sum(task.kind == "binary" for task in part) >= 6
+        assert sum(task.rows >= LARGE_ROWS for task in part) >= 5
+
+
+_TASK_SIZES = st.lists(
+    st.tuples(st.sampled_from(("regression", "binary")), st.integers(1, 2 * LARGE_ROWS)),
+    min_size=1, max_size=30,
+)
+
+
+@given(sizes=_TASK_SIZES, seed=st.integers(0, 10**6))
+def test_split_halves_balances_every_stratum_whatever_the_tasks(sizes, seed):
+    tasks = [Task(f"t{i}", "p", "d", "y", kind, positive="1" if kind == "binary" else None,
+                  rows=rows) for i, (kind, rows) in enumerate(sizes)]
+    halves = split_halves(tasks, seed)
+    assert set(halves) == {task.name for task in tasks} and set(halves.values()) <= set(HALVES)
+    assert split_halves(tasks[::-1], seed) == halves  # the input order does not matter
+
+    def gap(part):
+        counts = [sum(halves[task.name] == half for task in part) for half in HALVES]
+        return abs(counts[0] - counts[1])
+
+    assert gap(tasks) <= 1
+    for kind in ("regression", "binary"):
+        for large in (False, True):
+            assert gap([t for t in tasks if t.kind == kind and (t.rows >= LARGE_ROWS) == large]) <= 1
+
+
+def test_split_halves_needs_the_row_counts():
+    with pytest.raises(ValueError, match=r"tasks \['t'\] have no `rows`"):
+        split_halves([Task("t", "p", "d", "y", "regression")])
+
+
+def test_select_tasks_by_name_and_half():
+    assert select_tasks() == list(TASKS.values())
+    tuning = select_tasks(half="tuning")
+    assert tuning == [task for task in TASKS.values() if task.half == "tuning"]
+    assert {task.name for task in tuning} | {task.name for task in select_tasks(
+        half="confirmation")} == set(TASKS)
+    named = ["gss_vocab", "titanic", "gss_vocab"]  # confirmation, tuning
+    assert [task.name for task in select_tasks(named)] == ["gss_vocab", "titanic"]
+    assert [task.name for task in select_tasks(named, "tuning")] == ["titanic"]
+    with pytest.raises(ValueError, match=r"none of the tasks \['titanic'\] is in the "
+                                         "confirmation half"):
+        select_tasks(["titanic"], "confirmation")
+    with pytest.raises(ValueError, match="unknown tasks"):
+        select_tasks(["nope"])
+    with pytest.raises(ValueError, match="half must be one of"):
+        select_tasks(half="both")
 
 
 def _exported(task: Task) -> None:
@@ -101,7 +171,8 @@ def test_task_records_match_the_exported_data_sets(task):
         assert set(values) <= set(types[column].get("levels", values))
     X, y = load_task(task, REPO_CACHE)
     assert X.isna().to_numpy().any(), f"{task.name}: no missing feature value"
-    assert len(X) == len(y) >= 100 and not set(X.columns) & {task.target, *task.drop}
+    assert len(X) == len(y) == task.rows >= 100
+    assert not set(X.columns) & {task.target, *task.drop}
 
 
 #: The tasks added for nonlinear targets: rows, features, (categorical features), the
@@ -181,6 +252,12 @@ def test_load_task_filters_rows_drops_columns_and_encodes_the_target(tmp_path):
         load_task(Task("r2", "pkg", "tiny", "x", "regression", drop=("nope",)), tmp_path)
     with pytest.raises(ValueError, match="task 'b': positive class 'Y' leaves one class"):
         load_task(Task("b", "pkg", "tiny", "outcome", "binary", positive="Y"), tmp_path)
+    # A row filter on a numeric column compares numbers ("4" keeps 4; missing is dropped).
+    numeric_keep = Task("k", "pkg", "tiny", "x", "regression", keep={"n": ("1", "4.0")},
+                        drop=("id", "outcome"))
+    assert load_task(numeric_keep, tmp_path)[1].tolist() == [0.1 + 0.2, 2.0]
+    with pytest.raises(ValueError, match="`keep` of the numeric column 'n' must be numbers"):
+        load_task(Task("k2", "pkg", "tiny", "x", "regression", keep={"n": ("one",)}), tmp_path)
 
 
 def test_folds_partition_the_rows_and_repeat_exactly():
@@ -295,6 +372,39 @@ def test_report_ranks_and_counts_methods_within_one_std_of_the_best():
     assert ranks["fit_seconds"].to_dict() == {"A": 1.0, "B": 2.0, "C": 3.0}
 
 
+def _section(text: str, title: str) -> str:
+    """The part of a markdown ``text`` from the heading ``title`` to the next heading."""
+    start = text.index(f"\n## {title}")
+    end = text.find("\n## ", start + 1)
+    return text[start:] if end < 0 else text[start:end]
+
+
+def test_report_gives_the_methods_and_tasks_of_each_half():
+    summary = summarize(_hand_made_runs())
+    text = format_summary(summary, halves={"reg": "tuning", "bin": "confirmation"})
+    tuning = _section(text, "The tuning half (1 of 2 tasks)")
+    # reg alone: A first, B second (within one std), C third; mean fit seconds per method.
+    assert "| A | 1.00 | 1.00 |  | 1/1 | 1.00 |" in tuning
+    assert "| B | 2.00 | 2.00 |  | 1/1 | 2.00 |" in tuning
+    assert "| C | 3.00 | 3.00 |  | 0/1 | 3.00 |" in tuning
+    assert "| reg | R² | 100 | **0.850 ± 0.071** | 0.840 ± 0.000 | 0.550 ± 0.071 |" in tuning
+    assert "| bin |" not in tuning
+    confirmation = _section(text, "The confirmation half (1 of 2 tasks)")
+    assert "| A | 3.00 |  | 3.00 | 0/1 | 1.00 |" in confirmation
+    assert "| B | 1.50 |  | 1.50 | 1/1 | 2.00 |" in confirmation
+    assert "| bin | log loss |" in confirmation and "| reg |" not in confirmation
+    overall = _section(text, "Methods over tasks")
+    assert "| B | 1.75 | 2.00 | 1.50 | 2/2 | 2.00 |" in overall
+    assert "## Ranking metric per task" not in text and "neither half" not in text
+    # A task in no half gets a table of its own; without halves, one table of all tasks.
+    partial = format_summary(summary, halves={"reg": "tuning"})
+    assert "| bin | log loss |" in _section(partial, "Tasks in neither half (1 of 2 tasks)")
+    assert "confirmation half" not in partial
+    unsplit = format_summary(summary, halves={})
+    assert "| reg | R² |" in _section(unsplit, "Ranking metric per task")
+    assert "half" not in unsplit
+
+
 @pytest.mark.slow
 def test_tiny_suite_end_to_end_with_resume(tmp_path):
     cache, out = tmp_path / "cache", tmp_path / "out"
@@ -364,6 +474,20 @@ def test_missing_cache_says_how_to_build_it(capsys, tmp_path):
     error = capsys.readouterr().err
     assert "carData::TitanicSurvival is not in" in error and "scripts/setup_realdata.sh" in error
     assert not (tmp_path / "out").exists()
+
+
+def test_half_selects_the_tasks_of_the_command(capsys, tmp_path):
+    status = cli_main(["benchmark", "--suite", "real", "--tasks", "titanic", "--half",
+                       "confirmation", "--methods", "hgb", "--out", str(tmp_path / "out")])
+    assert status == 2
+    assert "none of the tasks ['titanic'] is in the confirmation half" in capsys.readouterr().err
+    # The tuning tasks are selected: the first one's data set is looked for in the cache.
+    status = cli_main(["benchmark", "--suite", "real", "--half", "tuning", "--methods", "hgb",
+                       "--cache", str(tmp_path / "nowhere"), "--out", str(tmp_path / "out")])
+    assert status == 1
+    assert f"{select_tasks(half='tuning')[0].source} is not in" in capsys.readouterr().err
+    assert cli_main(["benchmark", "--half", "tuning", "--out", str(tmp_path)]) == 2
+    assert "--half: not an option of --suite simulated" in capsys.readouterr().err
 
 
 def test_an_anchor_whose_package_is_missing_is_skipped_with_the_reason(

@@ -34,7 +34,7 @@ from .intervals import _runner as interval_runner
 from .realdata import _methods as real_methods
 from .realdata._cache import DEFAULT_CACHE
 from .realdata._protocol import DEFAULT_REPEATS as REAL_REPEATS
-from .realdata._tasks import TASKS
+from .realdata._tasks import HALVES, TASKS, select_tasks
 
 SUITES = ("simulated", "real", "intervals")
 #: Default output folders of the suites.
@@ -44,7 +44,7 @@ OUT = {"simulated": Path("benchmark_results"), "real": Path("benchmark_results")
 SUITE_OPTIONS = {
     "simulated": ("mechanisms", "n_features", "n_train", "n_val", "n_test", "quick",
                   "neumiss_depths", "mlp_widths", "methods", "jobs", "threads"),
-    "real": ("tasks", "cache", "neumiss_params", "methods", "jobs", "threads"),
+    "real": ("tasks", "half", "cache", "neumiss_params", "methods", "jobs", "threads"),
     "intervals": ("mechanisms", "n_train", "n_test", "missing_rates", "jobs", "threads"),
 }
 
@@ -216,6 +216,10 @@ def _add_real_options(real) -> None:
     real.add_argument(
         "--tasks", nargs="+", choices=tuple(TASKS), metavar="TASK",
         help=f"tasks, among {', '.join(TASKS)} (default: all)",
+    )
+    real.add_argument(
+        "--half", choices=HALVES,
+        help="only the tasks (of --tasks, or all) in this half of the suite's split",
     )
     real.add_argument(
         "--cache", type=Path,
@@ -393,7 +397,7 @@ def _run_real(args: argparse.Namespace) -> int:
             real_methods.check_neumiss_params(method)
             methods.append(method)
         result = run_suite(
-            [TASKS[name] for name in dict.fromkeys(args.tasks or TASKS)], methods, out,
+            select_tasks(args.tasks, args.half), methods, out,
             cache=args.cache or DEFAULT_CACHE, repeats=args.repeats or REAL_REPEATS,
             seed=args.seed, jobs=args.jobs, threads=args.threads,
             progress=not args.no_progress,

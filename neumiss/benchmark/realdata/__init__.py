@@ -19,7 +19,7 @@ from ._protocol import DEFAULT_REPEATS, N_FOLDS, fold_indices, score
 from ._report import format_summary, load_runs, plot_figure, rank_methods, summarize, write_report
 from ._runner import SuiteResult, execute_run, plan, run_suite
 from ._store import COLUMNS, RealRun, read_runs
-from ._tasks import TASKS, Task
+from ._tasks import HALVES, TASKS, Task, select_tasks, split_halves
 
 __all__ = [
     "COLUMNS",
@@ -27,6 +27,7 @@ __all__ = [
     "DEFAULT_CACHE",
     "DEFAULT_METHODS",
     "DEFAULT_REPEATS",
+    "HALVES",
     "METHODS",
     "NEUMISS_MLP",
     "N_FOLDS",
@@ -49,6 +50,8 @@ __all__ = [
     "read_runs",
     "run_suite",
     "score",
+    "select_tasks",
+    "split_halves",
     "summarize",
     "write_report",
 ]

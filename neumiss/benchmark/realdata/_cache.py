@@ -139,7 +139,7 @@ def load_task(task: Task, cache=DEFAULT_CACHE) -> tuple[pd.DataFrame, np.ndarray
     data = read_dataset(cache, task.package, task.dataset)
     check_task(task, {c: str(data[c].dtype) for c in data.columns})
     for column, values in task.keep.items():
-        data = data[data[column].astype(str).isin(values)]
+        data = data[_is_one_of(data[column], values, task, column)]
     data = data[data[task.target].notna()].reset_index(drop=True)
     target = data[task.target]
     X = data.drop(columns=[task.target, *task.drop])
@@ -167,6 +167,19 @@ def load_task(task: Task, cache=DEFAULT_CACHE) -> tuple[pd.DataFrame, np.ndarray
         raise ValueError(f"task {task.name!r}: positive class {task.positive!r} leaves one "
                          f"class in {task.target!r} (values: {values})")
     return X, y.to_numpy(dtype=np.int64)
+
+
+def _is_one_of(column: pd.Series, values, task: Task, name: str) -> pd.Series:
+    """Whether each cell of ``column`` is one of the text ``values``: as numbers in a
+    numeric column (``"2"`` keeps 2.0), as text otherwise."""
+    if not pd.api.types.is_numeric_dtype(column):
+        return column.astype(str).isin(values)
+    try:
+        numbers = [float(value) for value in values]
+    except ValueError:
+        raise ValueError(f"task {task.name!r}: `keep` of the numeric column {name!r} must be "
+                         f"numbers written as text, got {list(values)}") from None
+    return column.isin(numbers).fillna(False).astype(bool)
 
 
 def check_task(task: Task, column_types: dict) -> None:

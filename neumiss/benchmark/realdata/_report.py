@@ -11,6 +11,9 @@ binary tasks (lower is better). Over tasks, for each method:
   deviation of the best method's folds of the best mean;
 * **fit seconds**: the mean over all its fits.
 
+The same table, and the tasks by methods, follow for each half of the suite's split
+(tuning and confirmation: each task's ``half``).
+
 ``figure.png`` shows, per task, each method's score minus the best method's,
 fold by fold (paired on the folds, which are the same for every method): the
 mean and, as error bars, the standard deviation of that difference.
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +32,7 @@ import pandas as pd
 from ._methods import METHODS
 from ._protocol import RANKING_METRIC
 from ._store import RUNS_FILE, read_runs
-from ._tasks import KINDS, TASKS
+from ._tasks import HALVES, KINDS, TASKS
 
 SUMMARY_FILE = "summary.md"
 FIGURE_FILE = "figure.png"
@@ -198,10 +201,15 @@ def format_choices(runs: pd.DataFrame, method: str = CHOSEN_BY) -> list[str]:
                 CHOICES["weight_sharing"], "epochs"], rows)
 
 
-def format_summary(summary: pd.DataFrame, runs: pd.DataFrame | None = None) -> str:
-    """``summary.md``: tasks by methods, the methods' ranks, what the defaults chose per
+def format_summary(summary: pd.DataFrame, runs: pd.DataFrame | None = None,
+                   halves: Mapping[str, str] | None = None) -> str:
+    """``summary.md``: the methods' ranks over all tasks, then per half of the suite's split
+    (``halves``: task -> "tuning" or "confirmation"; default: the ``half`` of each task of
+    :data:`TASKS`) the methods' ranks over its tasks and its tasks by methods (tasks in
+    neither half last; without halves, all tasks in one table), what the defaults chose per
     task (with ``runs``, :func:`format_choices`), then one table per task."""
-    methods = _ordered(summary["method"], tuple(METHODS))
+    if halves is None:
+        halves = {name: task.half for name, task in TASKS.items() if task.half is not None}
     tasks = list(dict.fromkeys(summary["task"]))
     lines = [
         "# neumiss benchmark: real data",
@@ -217,19 +225,25 @@ def format_summary(summary: pd.DataFrame, runs: pd.DataFrame | None = None) -> s
         "of the best mean; fit seconds: mean per fit.",
         "",
     ]
-    ranks = rank_methods(summary).set_index("method")
-    rows = []
-    for method in methods:
-        r = ranks.loc[method]
-        rows.append([
-            method, _fmt(r["mean_rank"], 2), _fmt(r["mean_rank_regression"], 2),
-            _fmt(r["mean_rank_binary"], 2), f"{int(r['n_within_std'])}/{int(r['n_tasks'])}",
-            _fmt(r["fit_seconds"], 2),
-        ])
-    lines += _table(["method", "mean rank", "regression", "binary", "within 1 std",
-                     "fit seconds"], rows)
-    lines += ["", "## Ranking metric per task", ""]
-    lines += _ranking_table(summary, tasks, methods)
+    lines += _methods_table(summary)
+    split = [half for half in HALVES if any(halves.get(task) == half for task in tasks)]
+    if not split:
+        lines += ["", "## Ranking metric per task", ""]
+        lines += _ranking_table(summary, tasks)
+    for half in split:
+        part_tasks = [task for task in tasks if halves.get(task) == half]
+        part = summary[summary["task"].isin(part_tasks)]
+        lines += [
+            "", f"## The {half} half ({len(part_tasks)} of {len(tasks)} tasks)", "",
+            f"The methods over the tasks of the {half} half (as above), then the ranking "
+            "metric per task.",
+            "",
+        ]
+        lines += _methods_table(part) + [""] + _ranking_table(part, part_tasks)
+    rest = [task for task in tasks if halves.get(task) not in HALVES]
+    if split and rest:
+        lines += ["", f"## Tasks in neither half ({len(rest)} of {len(tasks)} tasks)", ""]
+        lines += _ranking_table(summary[summary["task"].isin(rest)], rest)
     if runs is not None:
         lines += format_choices(runs)
     for task in tasks:
@@ -237,8 +251,26 @@ def format_summary(summary: pd.DataFrame, runs: pd.DataFrame | None = None) -> s
     return "\n".join(lines) + "\n"
 
 
-def _ranking_table(summary: pd.DataFrame, tasks: list[str], methods: list[str]) -> list[str]:
-    """The markdown table of each task's ranking metric by method, the best in bold."""
+def _methods_table(summary: pd.DataFrame) -> list[str]:
+    """The markdown table of :func:`rank_methods` of ``summary``: each method's mean rank
+    (over all tasks and per kind), tasks within one std of the best, mean fit seconds."""
+    ranks = rank_methods(summary).set_index("method")
+    rows = []
+    for method in _ordered(summary["method"], tuple(METHODS)):
+        r = ranks.loc[method]
+        rows.append([
+            method, _fmt(r["mean_rank"], 2), _fmt(r["mean_rank_regression"], 2),
+            _fmt(r["mean_rank_binary"], 2), f"{int(r['n_within_std'])}/{int(r['n_tasks'])}",
+            _fmt(r["fit_seconds"], 2),
+        ])
+    return _table(["method", "mean rank", "regression", "binary", "within 1 std",
+                   "fit seconds"], rows)
+
+
+def _ranking_table(summary: pd.DataFrame, tasks: list[str]) -> list[str]:
+    """The markdown table of each task's ranking metric by method (those of ``summary``),
+    the best in bold."""
+    methods = _ordered(summary["method"], tuple(METHODS))
     rows = []
     for task in tasks:
         part = summary[summary["task"] == task].set_index("method")

@@ -6,7 +6,8 @@
 # an empty field = NA; doubles with enough digits to read back exactly) and
 # CACHE_DIR/PACKAGE.DATASET.json: its source (package and R versions) and, per column, its
 # type: "numeric", "integer", "logical", "character", or "factor" with its levels in
-# order and whether it is ordered. Row names are not written. A data set whose two files
+# order and whether it is ordered. Dates (class Date) are written as numbers: days since
+# 1970-01-01. Row names are not written. A data set whose two files
 # already exist is skipped (delete them to export it again).
 
 args <- commandArgs(trailingOnly = TRUE)
@@ -79,6 +80,8 @@ for (spec in args[-1]) {
     next
   }
   data <- as.data.frame(load_dataset(package, name))
+  dates <- vapply(data, function(x) inherits(x, "Date"), TRUE)
+  data[dates] <- lapply(data[dates], as.numeric)
   schema <- vapply(names(data), function(n) column_schema(n, data[[n]]), "")
   quoted <- which(vapply(data, function(x) is.factor(x) || is.character(x), TRUE))
   out <- data
