@@ -146,8 +146,11 @@ def test_ensemble_exports_saves_and_pickles_as_one_model(data, task, mask_skip, 
 @pytest.mark.parametrize("shared_block", [True, False])
 def test_the_ensembles_graph_is_one_member_wide_and_row_by_row(data, tmp_path, shared_block):
     X, y = data
+    # a shared block, held-out rows: the MLP network trained, not an untrained candidate
     model = NeuMissRegressor(depth=2, ensemble_size=3, mlp_depth=2, max_epochs=2,
+                             weight_sharing="shared", validation_fraction=0.2,
                              random_state=0).fit(X, y)
+    assert model.best_epoch_ > 0
     if not shared_block:  # a model file from before members shared their block
         with torch.no_grad():
             model.network_.members[1].block.W_mix.add_(0.1)

@@ -52,7 +52,8 @@ def _columns(encoder) -> str:
 def describe(estimator) -> str:
     """A few lines on a fitted NeuMiss estimator: its network (depth, weights, head,
     members, epochs), its input columns and their encoding, the target's scale
-    (regressors) and its validation rows, scheme and score."""
+    (regressors), its validation rows, scheme and score, and the temperature its
+    probabilities were calibrated with (classifiers)."""
     check_is_fitted(estimator, "network_")
     name = type(estimator).__name__
     members = int(estimator.ensemble_size)
@@ -73,4 +74,9 @@ def describe(estimator) -> str:
         metric, sign = estimator._score_metric
         lines.append(f"Validation: {n_val} rows {SCHEMES[scheme]}; {metric} "
                      f"{sign * estimator.validation_score_:.4f}")
+    calibration = getattr(estimator, "calibration_result_", None)
+    if calibration is not None:
+        lines.append(f"Calibration: logits divided by the temperature "
+                     f"{calibration['temperature']:.3g} (validation log loss "
+                     f"{calibration['val_loss_before']:.4f} -> {calibration['val_loss']:.4f})")
     return "\n".join(lines)
