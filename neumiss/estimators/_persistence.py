@@ -440,6 +440,7 @@ MODEL_CLASSES = {
     "NeuMissQuantileRegressor": "neumiss.estimators",
     "NeuMissClassifier": "neumiss.estimators",
     "ConformalRegressor": "neumiss.intervals",
+    "ConformalClassifier": "neumiss.intervals",
 }
 
 

@@ -72,6 +72,8 @@ class IntervalMethod(ABC):
     name = ""
     #: The base model's method the bounds come from.
     needs = "predict_quantiles"
+    #: A base model that has it, named in the error when a given one has not.
+    example = "NeuMissQuantileRegressor"
     #: Whether the method needs the calibration rows themselves (a fit then keeps them).
     keeps_rows = False
     #: Whether ``calibration_confidence`` sets the rank of the margin (else the usual
