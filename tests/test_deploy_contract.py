@@ -59,7 +59,7 @@ def deployed(tmp_path_factory):
         "classifier": NeuMissClassifier(**small).fit(frame, y > np.median(y)),
         "mondrian": ConformalRegressor(
             estimator=NeuMissQuantileRegressor(quantiles=(0.05, 0.5, 0.95), **small),
-            random_state=0).fit(frame, y),
+            cv=None, random_state=0).fit(frame, y),
     }
     folder = tmp_path_factory.mktemp("contract")
     for name, model in models.items():

@@ -38,8 +38,10 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import RegressorMixin
+from sklearn.utils.validation import check_is_fitted
 
-from ..checks import Options
+from ..checks import AnyOf, Integer, NoneValue, Options
+from ._cross import CROSS_ROWS, FOLDS, CrossCalibration, cross_intervals
 from ._mda import MDAExactMethod, MDANestedMethod
 from ._methods import (
     CQRMethod,
@@ -49,7 +51,8 @@ from ._methods import (
     cell_margins,
     conformal_quantile,
 )
-from ._split import PARAMETER_CONSTRAINTS, SplitConformal
+from ._ranks import required_calibration_rows
+from ._split import PARAMETER_CONSTRAINTS, SplitConformal, check_alpha
 
 #: The methods of :class:`ConformalRegressor`, by name.
 METHODS: dict[str, IntervalMethod] = {
@@ -89,14 +92,23 @@ default="cqr-mondrian"
         the draw of the calibration rows, that the coverage of a cell (of all
         rows for the first two) is at least ``1 - alpha``; None: at least
         ``1 - alpha`` on average over draws (module docstring).
+    cv : "auto", int >= 2 or None, default="auto"
+        Cross-conformal calibration (CV+, :mod:`._cross`) with this many folds, every
+        row calibrating, for ``"split"``, ``"cqr"`` and ``"cqr-mondrian"``: for small
+        tables, where a split leaves too few calibration rows and wide intervals.
+        ``"auto"``: 10 folds below ``CROSS_ROWS`` (500) rows, a split otherwise. None:
+        always a split. It fits ``cv + 1`` base models (one on all rows).
     random_state : int, RandomState or None, default=None
-        Seeds the split, and the base model when it has no seed of its own.
+        Seeds the split (or the folds), and the base model when it has no seed of its own.
 
     Attributes
     ----------
     estimator_ : the fitted base model.
     calibration_scores_ : ndarray of shape (n_calibration,)
-        Conformity scores of the calibration rows (without augmentation).
+        Conformity scores of the calibration rows (without augmentation); of every
+        row, out of fold, for a cross-conformal fit.
+    fold_estimators_, calibration_folds_ : for a cross-conformal fit only
+        The base models fitted without each fold, and the fold of each row.
     calibration_rows_, calibration_targets_ : for the ``"cqr-mda-*"`` methods only
         The calibration rows (as given: an array, NaN = missing, or a DataFrame)
         and their targets.
@@ -120,18 +132,40 @@ default="cqr-mondrian"
 
     _methods = METHODS
     _y_numeric = True
-    _parameter_constraints = PARAMETER_CONSTRAINTS | {"method": Options(*METHODS)}
+    _parameter_constraints = PARAMETER_CONSTRAINTS | {
+        "method": Options(*METHODS),
+        "cv": AnyOf(NoneValue(), Options("auto"), Integer(2)),
+    }
 
     def __init__(
         self, estimator=None, *, method="cqr-mondrian", alpha=0.1, calibration_fraction=0.25,
-        calibration_confidence=0.75, random_state=None,
+        calibration_confidence=0.75, cv="auto", random_state=None,
     ):
         self.estimator = estimator
         self.method = method
         self.alpha = alpha
         self.calibration_fraction = calibration_fraction
         self.calibration_confidence = calibration_confidence
+        self.cv = cv
         self.random_state = random_state
+
+    def _folds(self, n, method):
+        if self.cv is None or (self.cv == "auto" and (n >= CROSS_ROWS or method.keeps_rows)):
+            return None
+        if method.keeps_rows:
+            raise ValueError(f"ConformalRegressor: method={method.name!r} has no cross-conformal "
+                             "mode (cv): give cv=None or another method")
+        folds = FOLDS if self.cv == "auto" else int(self.cv)
+        if folds > n:
+            raise ValueError(f"ConformalRegressor: cv={self.cv} folds need at least as many "
+                             f"rows, got {n}")
+        return folds
+
+    @property
+    def cross_conformal_(self) -> bool:
+        """Whether the fit calibrated by CV+ (every row) rather than a split."""
+        check_is_fitted(self, "estimator_")
+        return hasattr(self, "fold_estimators_")
 
     # ----------------------------------------------------------------- predict
     def predict_interval(self, X, alpha=None) -> np.ndarray:
@@ -152,8 +186,55 @@ default="cqr-mondrian"
         midway, which covers a continuous ``y`` no more often than the empty
         set does (never).
         """
+        if self.cross_conformal_:
+            method, calibration, alpha = self._cross_calibrated(alpha)
+            return cross_intervals(method, calibration, self._features(X), alpha)
         method, calibration, alpha, confidence = self._calibrated(alpha)
         return method.intervals(calibration, self._features(X), alpha, confidence)
+
+    def _cross_calibrated(self, alpha=None) -> tuple[IntervalMethod, CrossCalibration, float]:
+        """The method, the cross-conformal calibration and the checked ``alpha``."""
+        method = self._method()
+        if method.keeps_rows:
+            raise ValueError(f"ConformalRegressor: method={method.name!r} has no "
+                             "cross-conformal mode: refit with cv=None")
+        alpha = check_alpha(self.alpha if alpha is None else alpha,
+                            self.calibration_scores_.shape[0])
+        return method, CrossCalibration(
+            self.fold_estimators_, self.calibration_scores_, self.calibration_folds_,
+            self.calibration_cells_, self.cell_patterns_, self.cell_of_count_), alpha
+
+    def _calibrated(self, alpha=None):
+        if self.cross_conformal_:
+            raise ValueError("ConformalRegressor: a cross-conformal fit (cv) has no single "
+                             "margin; predict_interval gives its intervals")
+        return super()._calibrated(alpha)
+
+    def summary(self) -> str:
+        """How the intervals are calibrated, in a few lines (R's ``print`` and
+        ``summary``): the method, a split or cross-conformal calibration, and the mask
+        cells calibrated on their own rows (the others on all rows: marginal)."""
+        method = self._method()
+        n = self.calibration_scores_.shape[0]
+        lines = [f"ConformalRegressor, method {method.name!r}, alpha {self.alpha:g}"]
+        if self.cross_conformal_:
+            lines.append(f"calibration: cross-conformal (CV+, {len(self.fold_estimators_)} "
+                         f"folds), every one of the {n} rows calibrating")
+        else:
+            lines.append(f"calibration: split, {n} held-out rows")
+        if isinstance(method, MondrianMethod):
+            sizes = np.bincount(self.calibration_cells_, minlength=len(self.cell_of_count_))
+            sizes = sizes[:int(max(self.cell_patterns_.shape[0], self.cell_of_count_.max() + 1))]
+            needed = required_calibration_rows(
+                self.alpha, None if self.cross_conformal_ else self._confidence(method))
+            own = int((sizes >= needed).sum())
+            lines.append(
+                f"validity: per missingness pattern cell for {own} of {sizes.size} cells "
+                f"({int(sizes[sizes >= needed].sum())} rows), marginal for the others"
+                if own else "validity: marginal (no mask cell holds enough rows)")
+        else:
+            lines.append("validity: marginal (on average over rows)")
+        return "\n".join(lines)
 
     def calibration_quantile(self, alpha=None) -> float:
         """``Q``: the margin ``"split"`` and ``"cqr"`` add to their bounds, the

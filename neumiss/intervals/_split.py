@@ -30,6 +30,7 @@ from ..checks import (
 )
 from ..estimators import save_estimator
 from ._cells import assign_cells, mask_cells
+from ._cross import cross_fit
 from ._methods import Calibration, input_mask, take_rows
 from ._ranks import required_calibration_rows
 
@@ -107,6 +108,10 @@ class SplitConformal(BaseEstimator):
     def _check_base(self, base, y_train) -> None:
         """Refuse a base model fitted on ``y_train`` that the method cannot use."""
 
+    def _folds(self, n: int, method) -> int | None:
+        """The number of folds of a cross-conformal fit of ``n`` rows, or None for a split."""
+        return None
+
     def fit(self, X, y):
         """Fit the base model on ``1 - calibration_fraction`` of the rows, calibrate on the rest.
 
@@ -124,6 +129,14 @@ class SplitConformal(BaseEstimator):
         y = self._targets(y)
         method = self._method()
         n = y.shape[0]
+        rng = check_random_state(self.random_state)
+        n_folds = self._folds(n, method)
+        for name in ("fold_estimators_", "calibration_folds_", "calibration_rows_",
+                     "calibration_targets_"):  # of an earlier fit
+            self.__dict__.pop(name, None)
+        if n_folds is not None:
+            self._fit_cross(X, y, method, n_folds, rng)
+            return self
         n_cal = int(math.ceil(self.calibration_fraction * n))
         check_alpha(self.alpha, n_cal, self._confidence(method))
         if n - n_cal < 2:
@@ -131,7 +144,6 @@ class SplitConformal(BaseEstimator):
                 f"{type(self).__name__}: {n} rows leave {n - n_cal} to train the base model "
                 f"with calibration_fraction={self.calibration_fraction}; give more rows"
             )
-        rng = check_random_state(self.random_state)
         order = rng.permutation(n)
         train, cal = np.sort(order[n_cal:]), np.sort(order[:n_cal])
         base = self._base_estimator(int(rng.randint(np.iinfo(np.int32).max)))
@@ -148,6 +160,19 @@ class SplitConformal(BaseEstimator):
             self.calibration_rows_ = X_cal
             self.calibration_targets_ = y_cal
         return self
+
+    def _fit_cross(self, X, y, method, n_folds: int, rng) -> None:
+        """Cross-conformal fit (:mod:`._cross`): ``n_folds`` base models each scoring the
+        fold it did not see, every row calibrating; ``estimator_`` is fitted on all rows
+        (``predict``, and the model whose residuals the intervals stand for)."""
+        check_alpha(self.alpha, y.shape[0])
+        models, self.calibration_scores_, self.calibration_folds_ = cross_fit(
+            method, self._base_estimator, X, y, n_folds, rng)
+        self.fold_estimators_ = models
+        self.estimator_ = self._base_estimator(int(rng.randint(np.iinfo(np.int32).max))).fit(X, y)
+        mask = input_mask(self.estimator_, X)
+        self.cell_patterns_, self.cell_of_count_ = mask_cells(mask, 1.0)
+        self.calibration_cells_ = assign_cells(mask, self.cell_patterns_, self.cell_of_count_)
 
     def _calibrated(self, alpha=None) -> tuple[object, Calibration, float, float | None]:
         """The method, the fitted calibration, ``alpha`` (the fit-time one for None)
