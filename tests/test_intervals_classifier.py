@@ -16,7 +16,7 @@ from sklearn.linear_model import LinearRegression
 import neumiss
 from neumiss.estimators import NeuMissClassifier
 from neumiss.intervals import SET_METHODS, ConformalClassifier, assign_cells
-from neumiss.intervals._sets import mass_before
+from neumiss.intervals._sets import mass_below
 
 from ._interval_helpers import (
     ALPHA,
@@ -49,16 +49,15 @@ def test_lac_keeps_the_classes_within_the_conformal_quantile():
     assert sets.dtype == bool and sets.shape == (50, 3)
 
 
-def test_aps_keeps_the_classes_whose_cumulated_mass_is_within_the_quantile():
+def test_aps_keeps_the_classes_whose_mass_down_to_them_is_within_the_quantile():
     model, X_test = _fitted("aps")
     scores = model.calibration_scores_
     q = kth(scores, conformal_rank(scores.size, ALPHA, 0.75))
     sets, _ = model.predict_set(X_test)
     for p, kept in zip(model.predict_proba(X_test), sets):
-        order = np.argsort(-p)
-        within = np.cumsum(p[order]) <= q
-        within[0] = True  # the most probable class is always kept
-        assert set(order[within]) == set(np.flatnonzero(kept))
+        at_least_as_probable = np.array([1 - p[p < value].sum() for value in p])
+        expected = (at_least_as_probable <= q) | (p == p.max())  # the most probable: kept
+        np.testing.assert_array_equal(kept, expected)
 
 
 def test_the_calibration_scores_are_those_of_the_own_class():
@@ -66,7 +65,7 @@ def test_the_calibration_scores_are_those_of_the_own_class():
     model = ConformalClassifier(imputed_logistic(), method="aps", random_state=0).fit(X, labels)
     cal = np.sort(np.random.RandomState(0).permutation(400)[:100])  # ceil(0.25 n), the split
     proba = model.predict_proba(X[cal])
-    expected = [p[p > p[y]].sum() + p[y] for p, y in zip(proba, labels[cal])]
+    expected = [1 - p[p < p[y]].sum() for p, y in zip(proba, labels[cal])]
     np.testing.assert_allclose(model.calibration_scores_, expected)
 
 
@@ -88,9 +87,9 @@ def test_mondrian_calibrates_each_cell_on_its_own_rows():
 @settings(max_examples=30, deadline=None)
 @given(proba=arrays(np.float64, st.tuples(st.integers(1, 6), st.integers(2, 5)),
                     elements=st.sampled_from([0.0, 0.1, 0.25, 0.3, 0.5, 0.7, 1.0])))
-def test_mass_before_sums_the_strictly_more_probable_classes(proba):
-    expected = np.array([[row[row > value].sum() for value in row] for row in proba])
-    np.testing.assert_allclose(mass_before(proba), expected)
+def test_mass_below_sums_the_strictly_less_probable_classes(proba):
+    expected = np.array([[row[row < value].sum() for value in row] for row in proba])
+    np.testing.assert_allclose(mass_below(proba), expected)
 
 
 # -------------------------------------------------------------------- coverage

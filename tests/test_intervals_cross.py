@@ -116,10 +116,13 @@ def test_coverage_and_width_on_small_tables():
 def test_cv_plus_intervals_are_nested_in_alpha(cross_models, alpha_low, alpha_high, method):
     alpha_low, alpha_high = sorted((alpha_low, alpha_high))
     model, X_test = cross_models[method]
+    # Where the narrower CV+ interval would be empty, its midpoint is returned, which
+    # the wider one need not hold (its ranks are not symmetric, unlike a split's margin).
     wide = model.predict_interval(X_test, alpha=alpha_low)
     narrow = model.predict_interval(X_test, alpha=alpha_high)
     assert (narrow[:, 0] <= narrow[:, 1]).all()
-    assert (wide[:, 0] <= narrow[:, 0]).all() and (wide[:, 1] >= narrow[:, 1]).all()
+    kept = narrow[:, 0] < narrow[:, 1]
+    assert (wide[kept, 0] <= narrow[kept, 0]).all() and (wide[kept, 1] >= narrow[kept, 1]).all()
 
 
 @pytest.fixture(scope="module")

@@ -145,3 +145,10 @@ class ConformalClassifier(ClassifierMixin, SplitConformal):
         ``ConformalRegressor.cell_margins``."""
         _, calibration, alpha, confidence = self._calibrated(alpha)
         return cell_margins(calibration, alpha, confidence)
+
+    def to_onnx(self, path=None, **kwargs):
+        """Export to ONNX with outputs ``label``, ``probabilities``, ``set`` and
+        ``set_size`` (at the fit-time ``alpha``); see :func:`~._onnx.export_set_onnx`."""
+        from ._onnx import export_set_onnx  # onnx is loaded only when exporting
+
+        return export_set_onnx(self, path, **kwargs)

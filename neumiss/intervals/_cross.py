@@ -21,7 +21,9 @@ trains and calibrates); a test row whose cell holds enough rows for ``alpha``
 rows only (valid within the cell), the others on all rows (marginal): which cells are
 which is :func:`own_cells`. A cell switching from its own rows to all rows as
 ``alpha`` decreases may give a narrower interval: nesting in ``alpha`` holds within
-either regime, not across it.
+either regime, not across it. An empty interval (CQR bounds wider than needed, large
+``alpha``) is returned as its midpoint, as for a split; the CV+ ranks are not
+symmetric, so that midpoint need not lie in the interval of a smaller ``alpha``.
 """
 
 from __future__ import annotations

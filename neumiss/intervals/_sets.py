@@ -16,7 +16,9 @@ covered, so ``P(y in set) >= 1 - alpha``.
   no class is plausible enough at this level: such a row is unlike the calibration
   rows, and it counts as a miss in the coverage guarantee.
 * APS (adaptive prediction sets, Romano, Sesia and Candès, 2020): ``s_k`` is the
-  probability mass of the classes more probable than ``k``, plus ``p_k``; the set is
+  probability mass of the classes at least as probable as ``k``, computed as one minus
+  the mass of the classes less probable than ``k`` (so that the least probable class
+  scores exactly 1 whatever the rounding of the probabilities); the set is
   ``{k : s_k <= Q}`` (MAPIE's ``include_last_label=False``, not randomized), to which
   the most probable class is added when it is not there: the set is then
   deterministic (the same in Python, ONNX and R) and **never empty**. Adding the class
@@ -27,8 +29,8 @@ covered, so ``P(y in set) >= 1 - alpha``.
   soon as the model errs on more than ``alpha`` of the calibration rows (the score of
   a misclassified row is 1): prefer LAC there.
 
-Ties between probabilities: a class counts the mass of the classes strictly more
-probable than it, so tied classes are kept or dropped together.
+Ties between probabilities: tied classes score the same, so they are kept or dropped
+together.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ import numpy as np
 
 from ..estimators import NeuMissClassifier
 from ._cells import assign_cells
-from ._methods import Calibration, cell_margins, conformal_quantile, input_mask
+from ._methods import Calibration, cell_margins, conformal_quantile, input_mask, onnx_cells
 
 #: Largest number of (row, class, class) triples APS holds at once.
 _TRIPLES_PER_CHUNK = 2**22
@@ -56,6 +58,11 @@ class SetScore(ABC):
     def kept(self, proba: np.ndarray, margin) -> np.ndarray:
         """The sets (bool (n, n_classes)) at margin ``Q`` (a float or one per row, (n,))."""
 
+    @abstractmethod
+    def onnx_kept(self, g, proba: str, margin: str) -> str:
+        """Add :meth:`kept` to graph ``g``: ``proba`` float64 (N, n_classes), ``margin``
+        float64 (N, 1); returns the name of the sets, bool (N, n_classes)."""
+
 
 class LACScore(SetScore):
     """``s_k = 1 - p_k``, set ``{k : s_k <= Q}`` (module docstring: it may be empty)."""
@@ -66,28 +73,59 @@ class LACScore(SetScore):
     def kept(self, proba, margin):
         return self.class_scores(proba) <= np.reshape(margin, (-1, 1))
 
+    def onnx_kept(self, g, proba, margin):
+        scores = g.op("Sub", [g.constant("one_double", 1.0, np.float64), proba], "class_scores")
+        return g.op("LessOrEqual", [scores, margin], "set")
+
 
 class APSScore(SetScore):
-    """``s_k`` = mass of the classes more probable than ``k``, plus ``p_k``; the set keeps
-    the classes with ``s_k <= Q`` and the most probable (module docstring: never empty)."""
+    """``s_k = 1 -`` the mass of the classes less probable than ``k``; the set keeps the
+    classes with ``s_k <= Q`` and the most probable (module docstring: never empty)."""
 
     def class_scores(self, proba):
-        return mass_before(proba) + proba
+        return 1.0 - mass_below(proba)
 
     def kept(self, proba, margin):
-        before = mass_before(proba)
-        return (before + proba <= np.reshape(margin, (-1, 1))) | (before == 0)
+        most = proba >= proba.max(axis=1, keepdims=True)
+        return (self.class_scores(proba) <= np.reshape(margin, (-1, 1))) | most
+
+    def onnx_kept(self, g, proba, margin):
+        """``below[n, k] = sum_j p[n, j] [p[n, j] < p[n, k]]`` from an (N, k, k)
+        comparison, as :func:`mass_below`."""
+        from . import _onnx  # loads onnx: only when exporting
+
+        axis1 = g.constant("axis_1", [1], np.int64)
+        p_j = g.op("Unsqueeze", [proba, g.constant("axis_2", [2], np.int64)], "p_j")
+        p_k = g.op("Unsqueeze", [proba, axis1], "p_k")
+        less = _onnx.cast(g, g.op("Less", [p_j, p_k], "less_probable"), "less_double",
+                          np.float64)
+        below = g.op("ReduceSum", [g.op("Mul", [less, p_j], "mass_terms"), axis1],
+                     "mass_below", keepdims=0)
+        scores = g.op("Sub", [g.constant("one_double", 1.0, np.float64), below],
+                      "class_scores")
+        within = g.op("LessOrEqual", [scores, margin], "within_margin")
+        more = _onnx.cast(g, g.op("Greater", [p_j, p_k], "more_probable"), "more_double",
+                          np.float64)  # no class more probable (ReduceMax changes at opset 18)
+        most = g.op("Equal", [g.op("ReduceSum", [more, axis1], "n_more_probable", keepdims=0),
+                              g.constant("zero_double", 0.0, np.float64)], "most_probable")
+        return g.op("Or", [within, most], "set")
 
 
-def mass_before(proba: np.ndarray) -> np.ndarray:
-    """For each class of each row, the summed probability of the classes strictly more
+def probabilities(estimator, X) -> np.ndarray:
+    """The class probabilities of a fitted classifier, float64 (n, n_classes): the sets
+    and scores are computed in float64, as the ONNX graph computes them."""
+    return np.asarray(estimator.predict_proba(X), dtype=np.float64)
+
+
+def mass_below(proba: np.ndarray) -> np.ndarray:
+    """For each class of each row, the summed probability of the classes strictly less
     probable than it, (n, n_classes); by rows in chunks, holding (rows, k, k) at once."""
     n, k = proba.shape
     out = np.empty_like(proba)
     step = max(1, _TRIPLES_PER_CHUNK // (k * k))
     for start in range(0, n, step):
         p = proba[start:start + step]
-        out[start:start + step] = np.einsum("nj,njk->nk", p, p[:, :, None] > p[:, None, :])
+        out[start:start + step] = np.einsum("nj,njk->nk", p, p[:, :, None] < p[:, None, :])
     return out
 
 
@@ -115,7 +153,7 @@ class SetMethod:
     def scores(self, estimator, X, y) -> np.ndarray:
         """The score of each row's own class ``y`` (labels of ``estimator.classes_``), (n,)."""
         index = np.searchsorted(estimator.classes_, y)
-        scores = self.score.class_scores(estimator.predict_proba(X))
+        scores = self.score.class_scores(probabilities(estimator, X))
         return scores[np.arange(index.shape[0]), index]
 
     def margin(self, calibration: Calibration, X, alpha: float, confidence: float | None):
@@ -130,8 +168,24 @@ class SetMethod:
              confidence: float | None) -> np.ndarray:
         """The prediction sets of the rows of ``X`` at level ``1 - alpha``: bool
         (n, n_classes), columns in the order of ``classes_``."""
-        proba = calibration.estimator.predict_proba(X)
+        proba = probabilities(calibration.estimator, X)
         return self.score.kept(proba, self.margin(calibration, X, alpha, confidence))
+
+    def onnx_sets(self, g, calibration: Calibration, alpha: float, confidence: float | None,
+                  proba: str) -> str:
+        """Add :meth:`sets` to graph ``g`` (inputs ``X``, ``M``), from the probabilities
+        ``proba`` float64 (N, n_classes); the margin, of all rows or of each row's cell,
+        is an initializer. Returns the name of the sets, bool (N, n_classes)."""
+        if self.mondrian:
+            cell = onnx_cells(g, calibration.estimator, calibration.cell_patterns,
+                              calibration.cell_of_count)
+            margin = g.op("Gather", [g.constant("cell_margins", cell_margins(
+                calibration, alpha, confidence), np.float64), cell], "cell_margin", axis=0)
+            margin = g.op("Unsqueeze", [margin, g.constant("axis_1", [1], np.int64)], "margin")
+        else:
+            margin = g.constant("calibration_quantile", [[conformal_quantile(
+                calibration.scores, alpha, confidence)]], np.float64)
+        return self.score.onnx_kept(g, proba, margin)
 
 
 #: The methods of :class:`~neumiss.intervals.ConformalClassifier`, by name.
