@@ -79,3 +79,47 @@ def test_cross_conformal_mondrian_graph_falls_back_to_all_rows_in_small_cells():
     out, _ = _outputs(model.to_onnx(), X_test)
     np.testing.assert_allclose(np.column_stack([out["lower"], out["upper"]]),
                                model.predict_interval(X_test), rtol=1e-5, atol=1e-5)
+
+
+def test_the_scorers_write_the_sets_and_the_cross_conformal_bounds(tmp_path, classes):
+    # neumiss score (from a saved model file), export/score.py (from the ONNX file) and
+    # score_frame give the sets of predict_set and the bounds of predict_interval.
+    import pandas as pd
+
+    from neumiss import cli
+    from neumiss.scoring import score_frame, spark_schema
+
+    from .test_score_cli import SCORER, _import
+
+    X, labels, X_test = classes
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    test = pd.DataFrame(X_test, columns=["a", "b", "c"])
+    test.to_csv(tmp_path / "in.csv", index=False)
+    sets_model = ConformalClassifier(NeuMissClassifier(**TINY), method="aps-mondrian",
+                                     random_state=0).fit(frame, labels)
+    y = np.nan_to_num(X[:, 0]) * 2 + np.nan_to_num(X[:, 1])
+    cross_model = ConformalRegressor(NeuMissQuantileRegressor(**TINY), random_state=0).fit(
+        frame.iloc[:300], y[:300])
+    assert cross_model.cross_conformal_  # cv="auto" on 300 rows
+    sets, sizes = sets_model.predict_set(test)
+    interval = cross_model.predict_interval(test)
+    script = _import(SCORER, "score_sets")
+    for name, model in (("sets", sets_model), ("cross", cross_model)):
+        model.save(tmp_path / f"{name}.pt")
+        model.to_onnx(tmp_path / f"{name}.onnx")
+        assert cli.main(["score", str(tmp_path / f"{name}.pt"), str(tmp_path / "in.csv"),
+                         str(tmp_path / f"{name}_cli.csv"), "--quiet"]) == 0
+        assert script.main([str(tmp_path / f"{name}.onnx"), str(tmp_path / "in.csv"), "-o",
+                            str(tmp_path / f"{name}_script.csv")]) == 0
+        written = [pd.read_csv(tmp_path / f"{name}_{kind}.csv") for kind in ("cli", "script")]
+        written.append(score_frame(test, str(tmp_path / f"{name}.onnx")))
+        for scored in written:
+            if name == "sets":
+                np.testing.assert_array_equal(
+                    scored[["set_a", "set_b", "set_c"]].to_numpy(dtype=bool), sets)
+                np.testing.assert_array_equal(scored["set_size"], sizes)
+            else:
+                np.testing.assert_allclose(scored[["lower", "upper"]], interval, rtol=1e-5,
+                                           atol=1e-5)
+    schema = spark_schema(str(tmp_path / "sets.onnx"))
+    assert "`set_a` boolean" in schema and "`set_size` bigint" in schema
