@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import RegressorMixin
-from sklearn.utils.validation import check_is_fitted
 
 from ..checks import AnyOf, Integer, NoneValue, Options
 from ._cross import CROSS_ROWS, FOLDS, CrossCalibration, cross_intervals
@@ -51,7 +50,6 @@ from ._methods import (
     cell_margins,
     conformal_quantile,
 )
-from ._ranks import required_calibration_rows
 from ._split import PARAMETER_CONSTRAINTS, SplitConformal, check_alpha
 
 #: The methods of :class:`ConformalRegressor`, by name.
@@ -161,12 +159,6 @@ default="cqr-mondrian"
                              f"rows, got {n}")
         return folds
 
-    @property
-    def cross_conformal_(self) -> bool:
-        """Whether the fit calibrated by CV+ (every row) rather than a split."""
-        check_is_fitted(self, "estimator_")
-        return hasattr(self, "fold_estimators_")
-
     # ----------------------------------------------------------------- predict
     def predict_interval(self, X, alpha=None) -> np.ndarray:
         """Prediction intervals at level ``1 - alpha``.
@@ -209,32 +201,6 @@ default="cqr-mondrian"
             raise ValueError("ConformalRegressor: a cross-conformal fit (cv) has no single "
                              "margin; predict_interval gives its intervals")
         return super()._calibrated(alpha)
-
-    def summary(self) -> str:
-        """How the intervals are calibrated, in a few lines (R's ``print`` and
-        ``summary``): the method, a split or cross-conformal calibration, and the mask
-        cells calibrated on their own rows (the others on all rows: marginal)."""
-        method = self._method()
-        n = self.calibration_scores_.shape[0]
-        lines = [f"ConformalRegressor, method {method.name!r}, alpha {self.alpha:g}"]
-        if self.cross_conformal_:
-            lines.append(f"calibration: cross-conformal (CV+, {len(self.fold_estimators_)} "
-                         f"folds), every one of the {n} rows calibrating")
-        else:
-            lines.append(f"calibration: split, {n} held-out rows")
-        if isinstance(method, MondrianMethod):
-            sizes = np.bincount(self.calibration_cells_, minlength=len(self.cell_of_count_))
-            sizes = sizes[:int(max(self.cell_patterns_.shape[0], self.cell_of_count_.max() + 1))]
-            needed = required_calibration_rows(
-                self.alpha, None if self.cross_conformal_ else self._confidence(method))
-            own = int((sizes >= needed).sum())
-            lines.append(
-                f"validity: per missingness pattern cell for {own} of {sizes.size} cells "
-                f"({int(sizes[sizes >= needed].sum())} rows), marginal for the others"
-                if own else "validity: marginal (no mask cell holds enough rows)")
-        else:
-            lines.append("validity: marginal (on average over rows)")
-        return "\n".join(lines)
 
     def calibration_quantile(self, alpha=None) -> float:
         """``Q``: the margin ``"split"`` and ``"cqr"`` add to their bounds, the

@@ -76,6 +76,8 @@ class IntervalMethod(ABC):
     example = "NeuMissQuantileRegressor"
     #: Whether the method needs the calibration rows themselves (a fit then keeps them).
     keeps_rows = False
+    #: Whether the margin is calibrated within each mask cell (else on all rows).
+    mondrian = False
     #: Whether ``calibration_confidence`` sets the rank of the margin (else the usual
     #: rank ``ceil((1 - alpha)(n + 1))``, :func:`~neumiss.intervals.confident_rank`).
     confident = True
@@ -190,6 +192,7 @@ class MondrianMethod(CQRMethod):
     """
 
     name = "cqr-mondrian"
+    mondrian = True
 
     def margin(self, calibration, X, alpha, confidence):
         cells = assign_cells(input_mask(calibration.estimator, X), calibration.cell_patterns,

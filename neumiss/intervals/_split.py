@@ -189,6 +189,39 @@ class SplitConformal(BaseEstimator):
         )
         return method, calibration, alpha, confidence
 
+    @property
+    def cross_conformal_(self) -> bool:
+        """Whether the fit calibrated by CV+ (every row) rather than a split."""
+        check_is_fitted(self, "estimator_")
+        return hasattr(self, "fold_estimators_")
+
+    def summary(self) -> str:
+        """How the intervals or sets are calibrated, in a few lines (R's ``print`` and
+        ``summary``): the method, a split or cross-conformal calibration, and the mask
+        cells calibrated on their own rows (the others on all rows: marginal)."""
+        check_is_fitted(self, "estimator_")
+        method = self._method()
+        n = self.calibration_scores_.shape[0]
+        lines = [f"{type(self).__name__}, method {method.name!r}, alpha {self.alpha:g}"]
+        if self.cross_conformal_:
+            lines.append(f"calibration: cross-conformal (CV+, {len(self.fold_estimators_)} "
+                         f"folds), every one of the {n} rows calibrating")
+        else:
+            lines.append(f"calibration: split, {n} held-out rows")
+        if method.mondrian:
+            sizes = np.bincount(self.calibration_cells_, minlength=len(self.cell_of_count_))
+            sizes = sizes[:int(max(self.cell_patterns_.shape[0], self.cell_of_count_.max() + 1))]
+            needed = required_calibration_rows(
+                self.alpha, None if self.cross_conformal_ else self._confidence(method))
+            own = int((sizes >= needed).sum())
+            lines.append(
+                f"validity: per missingness pattern cell for {own} of {sizes.size} cells "
+                f"({int(sizes[sizes >= needed].sum())} rows), marginal for the others"
+                if own else "validity: marginal (no mask cell holds enough rows)")
+        else:
+            lines.append("validity: marginal (on average over rows)")
+        return "\n".join(lines)
+
     def _features(self, X):
         """``X`` checked against the fit's columns."""
         check_is_fitted(self, "estimator_")
