@@ -142,41 +142,55 @@ def _rows(run, intervals, y, n_missing, fit_seconds, predict_seconds) -> list[di
     return rows
 
 
+def _task(task: str):
+    """``(execute, runs file, columns, reader)`` of the suite's ``task``: intervals
+    (``"regression"``) or prediction sets (``"classification"``, :mod:`._classes`)."""
+    if task == "regression":
+        return execute_run, RUNS_FILE, COLUMNS, read_interval_runs
+    from . import _classes
+
+    return (_classes.execute_classes_run, _classes.RUNS_FILE, _classes.COLUMNS,
+            _classes.read_classes_runs)
+
+
 def _execute_with_threads(run: IntervalRun, seed: int, n_test: int,
-                          threads: int | None) -> list[dict]:
-    """:func:`execute_run` with ``threads`` threads for torch and the BLAS/OpenMP pools
-    (None: as the process has them)."""
+                          threads: int | None, task: str = "regression") -> list[dict]:
+    """The run's rows (:func:`execute_run`, or its classification twin) with ``threads``
+    threads for torch and the BLAS/OpenMP pools (None: as the process has them)."""
     with contextlib.nullcontext() if threads is None else limited_threads(threads):
-        return execute_run(run, seed=seed, n_test=n_test)
+        return _task(task)[0](run, seed=seed, n_test=n_test)
 
 
 def _finished(todo: list[IntervalRun], seed: int, n_test: int, jobs: int,
-              threads: int | None) -> Iterator[tuple[IntervalRun, list[dict]]]:
+              threads: int | None, task: str) -> Iterator[tuple[IntervalRun, list[dict]]]:
     """``(run, its rows)`` as runs finish: in this process, or in ``jobs`` worker
     processes (:func:`~neumiss.benchmark._processes.finished_futures`)."""
     if jobs == 1:
         for run in todo:
-            yield run, _execute_with_threads(run, seed, n_test, threads)
+            yield run, _execute_with_threads(run, seed, n_test, threads, task)
         return
-    calls = {run: (run, seed, n_test, threads) for run in todo}
+    calls = {run: (run, seed, n_test, threads, task) for run in todo}
     for run, future in finished_futures(_execute_with_threads, calls, jobs):
         yield run, future.result()
 
 
 def run_intervals(runs: list[IntervalRun], out: Path, *, seed: int = 0, n_test: int = N_TEST,
-                  progress: bool = True, jobs: int = 1,
-                  threads: int | None = None) -> tuple[int, int]:
-    """Run what ``out/runs.csv`` lacks, ``jobs`` runs at a time (each in a worker process
-    when more than one), each with ``threads`` threads (None: the process's); return (runs
-    computed, runs skipped). A run's rows are written when it finishes, so an interrupted
-    benchmark resumes where it stopped; the rows do not depend on ``jobs``."""
+                  progress: bool = True, jobs: int = 1, threads: int | None = None,
+                  task: str = "regression") -> tuple[int, int]:
+    """Run what ``out/runs.csv`` (``classes_runs.csv`` for ``task="classification"``)
+    lacks, ``jobs`` runs at a time (each in a worker process when more than one), each
+    with ``threads`` threads (None: the process's); return (runs computed, runs
+    skipped). A run's rows are written when it finishes, so an interrupted benchmark
+    resumes where it stopped; the rows do not depend on ``jobs``."""
+    _, runs_file, columns, reader = _task(task)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / RUNS_FILE
-    done = {tuple(row[c] for c in KEY_COLUMNS) for row in read_interval_runs(path)}
+    path = out / runs_file
+    done = {tuple(row[c] for c in KEY_COLUMNS) for row in reader(path)}
     todo = [run for run in runs if run.key() not in done]
-    writer = RunsWriter(path, COLUMNS)
+    writer = RunsWriter(path, columns)
     try:
-        for k, (run, rows) in enumerate(_finished(todo, seed, n_test, jobs, threads), start=1):
+        for k, (run, rows) in enumerate(_finished(todo, seed, n_test, jobs, threads, task),
+                                        start=1):
             for row in rows:
                 writer.write(row)
             if progress:
