@@ -1,5 +1,10 @@
 """Running the interval benchmark: one simulated data set per cell and repeat.
 
+Below :data:`~neumiss.intervals._cross.CROSS_ROWS` training rows (the small-table
+regime, e.g. ``--n-train 100 200 500``), ``"cqr-mondrian"`` is fitted as its default
+``cv="auto"`` fits it, by CV+ (every row calibrating); the other methods keep a split
+(``"split"`` with ``cv=None``: the baseline as published).
+
 A run draws ``n_train`` rows of the paper's simulation (d features, linear
 response, SNR 10) under one mechanism and missing rate, fits the conformal
 methods (:data:`METHODS`) at ``alpha``, and scores them on ``n_test`` fresh
@@ -87,6 +92,7 @@ def execute_run(run: IntervalRun, seed: int = 0, n_test: int = N_TEST,
     """Simulate, fit and score one run; its ``runs.csv`` rows."""
     from ...estimators import NeuMissQuantileRegressor, NeuMissRegressor
     from ...intervals import ConformalRegressor
+    from ...intervals._cross import CROSS_ROWS
     from ...simulation import make_regression
 
     params = dict(BASE_PARAMS if base_params is None else base_params)
@@ -100,7 +106,8 @@ def execute_run(run: IntervalRun, seed: int = 0, n_test: int = N_TEST,
 
     start = time.perf_counter()
     split = ConformalRegressor(NeuMissRegressor(**params), method="split", alpha=alpha,
-                               calibration_confidence=None, random_state=model_seed).fit(X, y)
+                               calibration_confidence=None, cv=None,
+                               random_state=model_seed).fit(X, y)
     fit_seconds["split"] = time.perf_counter() - start
     # One quantile head serves the CQR methods: they share the split, the base
     # model, the calibration scores and rows, and differ only in predict_interval.
@@ -110,9 +117,16 @@ def execute_run(run: IntervalRun, seed: int = 0, n_test: int = N_TEST,
                              alpha=alpha, random_state=model_seed).fit(X, y)
     seconds = time.perf_counter() - start
     confidence = cqr.calibration_confidence
+    if run.n_train < CROSS_ROWS:  # small tables: "cqr-mondrian" as cv="auto" fits it (CV+)
+        start = time.perf_counter()
+        cross = ConformalRegressor(NeuMissQuantileRegressor(levels, **params), alpha=alpha,
+                                   random_state=model_seed).fit(X, y)
+        fit_seconds["cqr-mondrian"] = time.perf_counter() - start
     for method in METHODS[:-1]:
         model = split if method == "split" else cqr.set_params(
             method=method, calibration_confidence=None if method in USUAL_RANK else confidence)
+        if method == "cqr-mondrian" and run.n_train < CROSS_ROWS:
+            model = cross
         fit_seconds.setdefault(method, seconds)
         start = time.perf_counter()
         intervals[method] = model.predict_interval(X_test)
