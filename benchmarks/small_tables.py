@@ -11,7 +11,7 @@ widened by the margin that covers exactly ``1 - alpha`` of the test rows.
         --out results/intervals/small_tables.csv
 
 Writes one CSV row per (n, repeat, method, calibration) and prints the means per
-(n, method, calibration). This is what set ``CROSS_ROWS`` (results/intervals/README.md).
+(n, method, calibration). This is what set ``CROSS_ROWS`` (results/intervals/small_tables.md).
 """
 
 from __future__ import annotations
