@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 import neumiss
 from neumiss.estimators import NeuMissQuantileRegressor
-from neumiss.intervals import ConformalRegressor, assign_cells
-from neumiss.intervals._cross import CROSS_ROWS, own_cells
+from neumiss.intervals import CROSS_ROWS, ConformalRegressor, assign_cells
+from neumiss.intervals._cells import own_cells
 
 from ._interval_helpers import ALPHA, TINY, LinearQuantiles, kth, simulated
 

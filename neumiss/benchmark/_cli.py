@@ -444,7 +444,7 @@ def _run_intervals(args: argparse.Namespace) -> int:
 
     out = args.out or OUT["intervals"]
     grid = interval_classes if args.classification else interval_runner
-    task = "classification" if args.classification else "regression"
+    task = interval_classes.CLASSIFICATION if args.classification else interval_runner.REGRESSION
     if not args.report_only:
         rates = args.missing_rates or grid.MISSING_RATES
         if not all(0 < rate < 1 for rate in rates):
@@ -470,9 +470,7 @@ def _run_intervals(args: argparse.Namespace) -> int:
         except KeyboardInterrupt as error:
             return _interrupted(error, out, "runs")
         print(f"{computed} runs computed, {skipped} already in {out / grid.RUNS_FILE}")
-    reader = (interval_classes.read_classes_runs if args.classification
-              else interval_runner.read_interval_runs)
-    if not reader(out / grid.RUNS_FILE):
+    if not task.read(out / grid.RUNS_FILE):
         print(f"error: no runs in {out / grid.RUNS_FILE}", file=sys.stderr)
         return 1
     report = (interval_classes.write_classes_report if args.classification

@@ -10,12 +10,14 @@ layer below it, up to :mod:`neumiss.baselines`; loads ``onnx`` only when exporti
 from ._cells import assign_cells, mask_cells
 from ._classifier import ConformalClassifier
 from ._conformal import METHODS, ConformalRegressor
+from ._cross import CROSS_ROWS
 from ._mda import MDAExactMethod, MDANestedMethod
 from ._methods import Calibration, CQRMethod, IntervalMethod, MondrianMethod, SplitMethod
 from ._ranks import confident_rank, required_calibration_rows, upper_rank
 from ._sets import SET_METHODS, APSScore, LACScore, SetMethod
 
 __all__ = [
+    "CROSS_ROWS",
     "METHODS",
     "SET_METHODS",
     "APSScore",

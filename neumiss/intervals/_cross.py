@@ -19,7 +19,7 @@ smallest upper end. The coverage is at least ``1 - 2 alpha`` in theory and close
 trains and calibrates); a test row whose cell holds enough rows for ``alpha``
 (:func:`~neumiss.intervals.required_calibration_rows`) is calibrated on that cell's
 rows only (valid within the cell), the others on all rows (marginal): which cells are
-which is :func:`own_cells`. A cell switching from its own rows to all rows as
+which is :func:`~._cells.own_cells`. A cell switching from its own rows to all rows as
 ``alpha`` decreases may give a narrower interval: nesting in ``alpha`` holds within
 either regime, not across it. An empty interval (CQR bounds wider than needed, large
 ``alpha``) is returned as its midpoint, as for a split; the CV+ ranks are not
@@ -33,9 +33,9 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.model_selection import KFold
 
-from ._cells import assign_cells
-from ._methods import MondrianMethod, input_mask, ordered, take_rows
-from ._ranks import lower_rank, required_calibration_rows, upper_rank
+from ._cells import assign_cells, own_cells
+from ._methods import input_mask, ordered, take_rows
+from ._ranks import lower_rank, upper_rank
 
 #: Below this many rows, ``cv="auto"`` calibrates by CV+ rather than a split
 #: (measured: ``results/intervals/small_tables.md``).
@@ -85,20 +85,12 @@ def cross_fit(method, make_base, X, y, n_folds: int, rng) -> tuple[list, np.ndar
     return models, scores, folds
 
 
-def own_cells(calibration: CrossCalibration, alpha: float) -> np.ndarray:
-    """Whether each mask cell holds enough rows to be calibrated on its own at
-    ``alpha``, bool (n_cells,) (the others are calibrated on all rows)."""
-    n_cells = int(max(calibration.cell_patterns.shape[0], calibration.cell_of_count.max() + 1))
-    sizes = np.bincount(calibration.cells, minlength=n_cells)
-    return sizes >= required_calibration_rows(alpha)
-
-
 def cross_intervals(method, calibration: CrossCalibration, X, alpha: float) -> np.ndarray:
     """The CV+ intervals (n, 2) of the rows of ``X`` (module docstring), an empty one
     made its midpoint (:func:`~._methods.ordered`)."""
     bounds = np.stack([method.bounds(model, X) for model in calibration.estimators])  # (K, N, 2)
     groups = np.full(bounds.shape[1], -1)  # -1: calibrated on all rows; c: on cell c's
-    if isinstance(method, MondrianMethod):
+    if method.mondrian:
         cells = assign_cells(input_mask(calibration.estimators[0], X), calibration.cell_patterns,
                              calibration.cell_of_count)
         groups = np.where(own_cells(calibration, alpha)[cells], cells, -1)

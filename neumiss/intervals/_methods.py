@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ..estimators import NeuMissQuantileRegressor, NeuMissRegressor
-from ._cells import assign_cells
+from ._cells import assign_cells, group_starts
 from ._ranks import confident_rank, required_calibration_rows
 
 
@@ -200,42 +200,14 @@ class MondrianMethod(CQRMethod):
         return cell_margins(calibration, alpha, confidence)[cells]
 
     def onnx_margin(self, g, calibration, alpha, confidence):
-        """The margin (N,) of each input row's cell (:func:`onnx_cells`)."""
-        cell = onnx_cells(g, calibration.estimator, calibration.cell_patterns,
-                          calibration.cell_of_count)
+        """The margin (N,) of each input row's cell (:func:`~._onnx.onnx_cells`)."""
+        from . import _onnx  # loads onnx: only when exporting
+
+        cell = _onnx.onnx_cells(g, calibration.estimator, calibration.cell_patterns,
+                                calibration.cell_of_count)
         margins = cell_margins(calibration, alpha, confidence)
         return g.op("Gather", [g.constant("cell_margins", margins, np.float64), cell],
                     "cell_margin", axis=0)
-
-
-def onnx_cells(g, estimator, cell_patterns: np.ndarray, cell_of_count: np.ndarray) -> str:
-    """Add to graph ``g`` the cell (int64 (N,)) of each input row, as :func:`assign_cells`:
-    the index of its mask among the frequent patterns, else the cell of its number of
-    missing entries (the mask of the input columns of the fitted base ``estimator``)."""
-    from . import _onnx  # loads onnx: only when exporting
-
-    axis1 = g.constant("axis_1", [1], np.int64)
-    mask = g.op("Gather", ["M", g.constant("group_starts", group_starts(estimator), np.int64)],
-                "M_columns", axis=1)
-    count = _onnx.cast(g, g.op("ReduceSum", [mask, axis1], "n_missing_float", keepdims=0),
-                       "n_missing", np.int64)
-    cell = g.op("Gather", [g.constant("cell_of_count", cell_of_count, np.int64), count],
-                "count_cell", axis=0)
-    if cell_patterns.shape[0]:
-        axis0, axis2 = g.constant("axis_0", [0], np.int64), g.constant("axis_2", [2], np.int64)
-        difference = g.op("Abs", [g.op("Sub", [
-            g.op("Unsqueeze", [mask, axis1], "M_3d"),
-            g.op("Unsqueeze", [g.constant("cell_patterns", cell_patterns.astype(np.float32)),
-                               axis0], "cell_patterns_3d")], "pattern_difference")],
-            "pattern_distance")
-        same = _onnx.cast(g, g.op("Equal", [
-            g.op("ReduceSum", [difference, axis2], "n_different", keepdims=0),
-            g.constant("zero", 0.0)], "same_pattern"), "same_pattern_float", np.float32)
-        frequent = g.op("Greater", [g.op("ReduceSum", [same, axis1], "n_same", keepdims=0),
-                                    g.constant("zero", 0.0)], "frequent")
-        index = g.op("ArgMax", [same], "pattern_cell", axis=1, keepdims=0)
-        cell = g.op("Where", [frequent, index, cell], "cell")
-    return cell
 
 
 def conformal_quantile(scores: np.ndarray, alpha: float, confidence: float | None = None) -> float:
@@ -290,12 +262,6 @@ def missing(X) -> np.ndarray:
     if isinstance(X, pd.DataFrame):
         return X.isna().to_numpy()
     return np.isnan(np.asarray(X, dtype=np.float64))
-
-
-def group_starts(estimator) -> np.ndarray:
-    """The first encoded column of each input column of a fitted base model, int (p,)."""
-    widths = [column.width for column in estimator.encoder_.columns_]
-    return np.concatenate([[0], np.cumsum(widths)[:-1]]).astype(np.int64)
 
 
 def input_mask(estimator, X) -> np.ndarray:

@@ -34,8 +34,7 @@ from ..export import (
     smallest,
     target_units,
 )
-from ._cross import own_cells
-from ._methods import MondrianMethod, onnx_cells
+from ._cells import group_starts, own_cells
 from ._ranks import lower_rank, upper_rank
 
 
@@ -158,7 +157,7 @@ def cross_interval(g: Graph, method, calibration, alpha: float, base) -> tuple[s
     high_ends = g.op("Add", [g.op("Gather", [g.op("Concat", highs, "fold_highs", axis=1), folds],
                                   "row_highs", axis=1), scores], "high_ends")
     n = calibration.scores.shape[0]
-    if not isinstance(method, MondrianMethod):
+    if not method.mondrian:
         return (kth_smallest(g, low_ends, lower_rank(n, alpha), "raw_lower"),
                 kth_smallest(g, high_ends, upper_rank(n, alpha), "raw_upper"))
     # Group 0: all rows; then one group per cell calibrated on its own rows.
@@ -253,3 +252,31 @@ def split_rows(g: Graph, values: str, counts: str, names: list[str]) -> list[str
     """``values`` cut along its rows into parts of ``counts`` (int64 (len(names),)) rows."""
     g.nodes.append(helper.make_node("Split", [values, counts], names, name="split_parts", axis=0))
     return names
+
+
+def onnx_cells(g, estimator, cell_patterns: np.ndarray, cell_of_count: np.ndarray) -> str:
+    """Add to graph ``g`` the cell (int64 (N,)) of each input row, as :func:`assign_cells`:
+    the index of its mask among the frequent patterns, else the cell of its number of
+    missing entries (the mask of the input columns of the fitted base ``estimator``)."""
+    axis1 = g.constant("axis_1", [1], np.int64)
+    mask = g.op("Gather", ["M", g.constant("group_starts", group_starts(estimator), np.int64)],
+                "M_columns", axis=1)
+    count = cast(g, g.op("ReduceSum", [mask, axis1], "n_missing_float", keepdims=0),
+                       "n_missing", np.int64)
+    cell = g.op("Gather", [g.constant("cell_of_count", cell_of_count, np.int64), count],
+                "count_cell", axis=0)
+    if cell_patterns.shape[0]:
+        axis0, axis2 = g.constant("axis_0", [0], np.int64), g.constant("axis_2", [2], np.int64)
+        difference = g.op("Abs", [g.op("Sub", [
+            g.op("Unsqueeze", [mask, axis1], "M_3d"),
+            g.op("Unsqueeze", [g.constant("cell_patterns", cell_patterns.astype(np.float32)),
+                               axis0], "cell_patterns_3d")], "pattern_difference")],
+            "pattern_distance")
+        same = cast(g, g.op("Equal", [
+            g.op("ReduceSum", [difference, axis2], "n_different", keepdims=0),
+            g.constant("zero", 0.0)], "same_pattern"), "same_pattern_float", np.float32)
+        frequent = g.op("Greater", [g.op("ReduceSum", [same, axis1], "n_same", keepdims=0),
+                                    g.constant("zero", 0.0)], "frequent")
+        index = g.op("ArgMax", [same], "pattern_cell", axis=1, keepdims=0)
+        cell = g.op("Where", [frequent, index, cell], "cell")
+    return cell

@@ -41,7 +41,7 @@ import numpy as np
 
 from ..estimators import NeuMissClassifier
 from ._cells import assign_cells
-from ._methods import Calibration, cell_margins, conformal_quantile, input_mask, onnx_cells
+from ._methods import Calibration, cell_margins, conformal_quantile, input_mask
 
 #: Largest number of (row, class, class) triples APS holds at once.
 _TRIPLES_PER_CHUNK = 2**22
@@ -176,8 +176,10 @@ class SetMethod:
         """Add :meth:`sets` to graph ``g`` (inputs ``X``, ``M``), from the probabilities
         ``proba`` float64 (N, n_classes); the margin, of all rows or of each row's cell,
         is an initializer. Returns the name of the sets, bool (N, n_classes)."""
+        from . import _onnx  # loads onnx: only when exporting
+
         if self.mondrian:
-            cell = onnx_cells(g, calibration.estimator, calibration.cell_patterns,
+            cell = _onnx.onnx_cells(g, calibration.estimator, calibration.cell_patterns,
                               calibration.cell_of_count)
             margin = g.op("Gather", [g.constant("cell_margins", cell_margins(
                 calibration, alpha, confidence), np.float64), cell], "cell_margin", axis=0)

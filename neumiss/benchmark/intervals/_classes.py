@@ -24,7 +24,7 @@ import numpy as np
 from scipy.stats import norm
 
 from .._store import read_rows
-from ._runner import ALPHA, BASE_PARAMS, KEY_COLUMNS, N_FEATURES, IntervalRun
+from ._runner import ALPHA, BASE_PARAMS, KEY_COLUMNS, N_FEATURES, IntervalRun, Task
 
 #: Methods compared: ConformalClassifier methods, and the oracle set.
 METHODS = ("lac", "aps", "lac-mondrian", "aps-mondrian", "oracle")
@@ -115,6 +115,10 @@ def read_classes_runs(path) -> list[dict]:
         int(row["n_rows"]), int(row["n_covered"]), int(row["size_sum"])
 
     return read_rows(path, COLUMNS, check, "interval benchmark (classification)")
+
+
+#: The suite's prediction sets, for :func:`~._runner.run_intervals`.
+CLASSIFICATION = Task(execute_classes_run, RUNS_FILE, COLUMNS, read_classes_runs)
 
 
 def summarize_classes(rows: list[dict]) -> dict:

@@ -1,6 +1,6 @@
 """Running the interval benchmark: one simulated data set per cell and repeat.
 
-Below :data:`~neumiss.intervals._cross.CROSS_ROWS` training rows (the small-table
+Below :data:`~neumiss.intervals.CROSS_ROWS` training rows (the small-table
 regime, e.g. ``--n-train 100 200 500``), ``"cqr-mondrian"`` is fitted as its default
 ``cv="auto"`` fits it, by CV+ (every row calibrating); the other methods keep a split
 (``"split"`` with ``cv=None``: the baseline as published).
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -91,8 +91,7 @@ def execute_run(run: IntervalRun, seed: int = 0, n_test: int = N_TEST,
                 base_params: dict | None = None) -> list[dict]:
     """Simulate, fit and score one run; its ``runs.csv`` rows."""
     from ...estimators import NeuMissQuantileRegressor, NeuMissRegressor
-    from ...intervals import ConformalRegressor
-    from ...intervals._cross import CROSS_ROWS
+    from ...intervals import CROSS_ROWS, ConformalRegressor
     from ...simulation import make_regression
 
     params = dict(BASE_PARAMS if base_params is None else base_params)
@@ -156,52 +155,54 @@ def _rows(run, intervals, y, n_missing, fit_seconds, predict_seconds) -> list[di
     return rows
 
 
-def _task(task: str):
-    """``(execute, runs file, columns, reader)`` of the suite's ``task``: intervals
-    (``"regression"``) or prediction sets (``"classification"``, :mod:`._classes`)."""
-    if task == "regression":
-        return execute_run, RUNS_FILE, COLUMNS, read_interval_runs
-    from . import _classes
+class Task(NamedTuple):
+    """What the suite runs: intervals (:data:`REGRESSION`) or prediction sets
+    (:data:`~._classes.CLASSIFICATION`): one run's rows, and where they are kept."""
 
-    return (_classes.execute_classes_run, _classes.RUNS_FILE, _classes.COLUMNS,
-            _classes.read_classes_runs)
+    execute: Callable[..., list[dict]]
+    runs_file: str
+    columns: tuple[str, ...]
+    read: Callable[[Path], list[dict]]
 
 
-def _execute_with_threads(run: IntervalRun, seed: int, n_test: int,
-                          threads: int | None, task: str = "regression") -> list[dict]:
-    """The run's rows (:func:`execute_run`, or its classification twin) with ``threads``
-    threads for torch and the BLAS/OpenMP pools (None: as the process has them)."""
+REGRESSION = Task(execute_run, RUNS_FILE, COLUMNS, read_interval_runs)
+
+
+def _execute_with_threads(run: IntervalRun, seed: int, n_test: int, threads: int | None,
+                          execute: Callable[..., list[dict]] = execute_run) -> list[dict]:
+    """The run's rows (``execute``: :func:`execute_run` or its classification twin) with
+    ``threads`` threads for torch and the BLAS/OpenMP pools (None: as the process has
+    them)."""
     with contextlib.nullcontext() if threads is None else limited_threads(threads):
-        return _task(task)[0](run, seed=seed, n_test=n_test)
+        return execute(run, seed=seed, n_test=n_test)
 
 
 def _finished(todo: list[IntervalRun], seed: int, n_test: int, jobs: int,
-              threads: int | None, task: str) -> Iterator[tuple[IntervalRun, list[dict]]]:
+              threads: int | None, task: Task) -> Iterator[tuple[IntervalRun, list[dict]]]:
     """``(run, its rows)`` as runs finish: in this process, or in ``jobs`` worker
     processes (:func:`~neumiss.benchmark._processes.finished_futures`)."""
     if jobs == 1:
         for run in todo:
-            yield run, _execute_with_threads(run, seed, n_test, threads, task)
+            yield run, _execute_with_threads(run, seed, n_test, threads, task.execute)
         return
-    calls = {run: (run, seed, n_test, threads, task) for run in todo}
+    calls = {run: (run, seed, n_test, threads, task.execute) for run in todo}
     for run, future in finished_futures(_execute_with_threads, calls, jobs):
         yield run, future.result()
 
 
 def run_intervals(runs: list[IntervalRun], out: Path, *, seed: int = 0, n_test: int = N_TEST,
                   progress: bool = True, jobs: int = 1, threads: int | None = None,
-                  task: str = "regression") -> tuple[int, int]:
-    """Run what ``out/runs.csv`` (``classes_runs.csv`` for ``task="classification"``)
-    lacks, ``jobs`` runs at a time (each in a worker process when more than one), each
+                  task: Task = REGRESSION) -> tuple[int, int]:
+    """Run what ``out/runs.csv`` (``task.runs_file``: ``classes_runs.csv`` for prediction
+    sets) lacks, ``jobs`` runs at a time (each in a worker process when more than one), each
     with ``threads`` threads (None: the process's); return (runs computed, runs
     skipped). A run's rows are written when it finishes, so an interrupted benchmark
     resumes where it stopped; the rows do not depend on ``jobs``."""
-    _, runs_file, columns, reader = _task(task)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / runs_file
-    done = {tuple(row[c] for c in KEY_COLUMNS) for row in reader(path)}
+    path = out / task.runs_file
+    done = {tuple(row[c] for c in KEY_COLUMNS) for row in task.read(path)}
     todo = [run for run in runs if run.key() not in done]
-    writer = RunsWriter(path, columns)
+    writer = RunsWriter(path, task.columns)
     try:
         for k, (run, rows) in enumerate(_finished(todo, seed, n_test, jobs, threads, task),
                                         start=1):
