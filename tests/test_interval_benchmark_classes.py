@@ -60,7 +60,12 @@ def test_a_run_scores_every_method_on_every_test_row():
     oracle = [row for row in rows if row["method"] == "oracle"]
     assert sum(r["n_covered"] for r in oracle) / 500 >= 0.85
     stats = summarize_classes([{k: str(v) for k, v in row.items()} for row in rows])
-    assert stats[("MAR", "0.3", "600")]["oracle"]["size_ratio"] == [pytest.approx(1.0)]
+    oracle_stats = stats[("MAR", "0.3", "600")]["oracle"]
+    assert oracle_stats["size_ratio"] == [pytest.approx(1.0)]
+    big = [r for r in oracle if r["n_rows"] >= 100]  # one run: pooled = its own groups
+    assert sorted(oracle_stats["pooled_groups"]) == pytest.approx(
+        sorted(r["n_covered"] / r["n_rows"] for r in big))
+    assert oracle_stats["worst_group"] == [pytest.approx(min(oracle_stats["pooled_groups"]))]
 
 
 def test_the_command_line_runs_the_classification_suite(tmp_path, capsys):

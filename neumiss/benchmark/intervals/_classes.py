@@ -124,12 +124,19 @@ CLASSIFICATION = Task(execute_classes_run, RUNS_FILE, COLUMNS, read_classes_runs
 def summarize_classes(rows: list[dict]) -> dict:
     """``{setting: {method: stats}}``, stats over the repeats: marginal coverage, the
     lowest coverage of a group of rows with the same number of missing entries (groups
-    with at least :data:`MIN_GROUP_ROWS` test rows), mean set size, its ratio to the
-    oracle's, and the share of empty sets."""
+    with at least :data:`MIN_GROUP_ROWS` test rows per run), mean set size, its ratio to
+    the oracle's, and the share of empty sets; and ``pooled_groups``, the coverage of
+    each such group over all the repeats together."""
     runs = defaultdict(lambda: defaultdict(list))
+    pooled = defaultdict(lambda: np.zeros(3))  # (setting, method, q): covered, rows, runs
     for row in rows:
         runs[tuple(row[c] for c in KEY_COLUMNS)][row["method"]].append(row)
+        key = (tuple(row[c] for c in KEY_COLUMNS[:3]), row["method"], int(row["n_missing"]))
+        pooled[key] += (int(row["n_covered"]), int(row["n_rows"]), 1)
     summary = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    for (setting, method, _), (covered, n, n_runs) in pooled.items():
+        if n / n_runs >= MIN_GROUP_ROWS:  # a group's coverage over all the repeats
+            summary[setting][method]["pooled_groups"].append(covered / n)
     for run, methods in runs.items():
         for method, groups in methods.items():
             n = sum(int(g["n_rows"]) for g in groups)
@@ -151,24 +158,27 @@ def format_classes_summary(summary: dict, alpha: float = ALPHA) -> str:
         "# Prediction sets with missing values (simulated, 3 classes)", "",
         f"alpha = {alpha} (target coverage {1 - alpha:.2f}); mean over the repeats "
         "(min-max); lowest group: the lowest coverage among the groups of test rows with "
-        f"the same number of missing entries holding >= {MIN_GROUP_ROWS} rows; size / "
-        "oracle: mean set size over the oracle set's (the true class probabilities).", "",
+        f"the same number of missing entries holding >= {MIN_GROUP_ROWS} rows, in each "
+        "repeat, and (pooled) over all the repeats together; size / oracle: mean set size "
+        "over the oracle set's (the true class probabilities).", "",
     ]
     for setting in sorted(summary):
         mechanism, rate, n_train = setting
         repeats = len(next(iter(summary[setting].values()))["coverage"])
         lines += [f"## {mechanism}, {float(rate):.0%} missing, n_train = {n_train} "
                   f"({repeats} repeats)", "",
-                  "| method | coverage | lowest group | set size | size / oracle | empty |",
-                  "|---|---|---|---|---|---|"]
+                  "| method | coverage | lowest group | (pooled) | set size | size / oracle "
+                  "| empty |", "|---|---|---|---|---|---|---|"]
         for method in METHODS:
             if method not in summary[setting]:
                 continue
             stats = summary[setting][method]
-            lines.append("| " + " | ".join([method] + [
-                f"{np.mean(v):.3f} ({np.min(v):.3f}-{np.max(v):.3f})"
-                for v in (stats["coverage"], stats["worst_group"], stats["size"],
-                          stats["size_ratio"])] + [f"{np.mean(stats['empty']):.3f}"]) + " |")
+            spread = [f"{np.mean(v):.3f} ({np.min(v):.3f}-{np.max(v):.3f})"
+                      for v in (stats["coverage"], stats["worst_group"], stats["size"],
+                                stats["size_ratio"])]
+            pooled = min(stats["pooled_groups"], default=np.nan)
+            lines.append("| " + " | ".join([method, *spread[:2], f"{pooled:.3f}", *spread[2:],
+                                            f"{np.mean(stats['empty']):.3f}"]) + " |")
         lines.append("")
     return "\n".join(lines)
 
