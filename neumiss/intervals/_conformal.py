@@ -32,6 +32,11 @@ kept, so ``predict_interval(X, alpha=...)`` recalibrates exactly at any other
 ``alpha`` (``alpha/2`` and ``1 - alpha/2``): at another ``alpha`` the coverage
 guarantee still holds, but the intervals may be wider than a head trained at that
 level would give.
+
+On small tables a split leaves too few calibration rows: below ``CROSS_ROWS`` rows,
+``cv="auto"`` (the default) calibrates ``"split"``, ``"cqr"`` and ``"cqr-mondrian"`` by
+CV+ instead, every row scored by a fold model that did not see it (:mod:`._cross`);
+``summary()`` says which calibration a fit used.
 """
 
 from __future__ import annotations
