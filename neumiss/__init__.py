@@ -20,6 +20,7 @@ _EXPORTS = {
     "NeuMissRegressor": "neumiss.estimators",
     "NeuMissQuantileRegressor": "neumiss.estimators",
     "ConformalRegressor": "neumiss.intervals",
+    "ConformalClassifier": "neumiss.intervals",
     "NeuMissClassifier": "neumiss.estimators",
     "load": "neumiss.estimators",
     "export_onnx": "neumiss.export",

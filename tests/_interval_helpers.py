@@ -97,3 +97,26 @@ def categorical_model():
     model = ConformalRegressor(NeuMissQuantileRegressor(**TINY), method="cqr-mda-exact",
                                random_state=0).fit(frame, y)
     return model, frame.iloc[:40]
+
+
+def simulated_classes(n, d=3, n_classes=3, missing_rate=0.4, seed=0, mechanism="MCAR"):
+    """``(X, labels, sample)``: :func:`simulated` with ``y`` cut at its quantiles into
+    ``n_classes`` classes; ``sample(n, seed)`` draws more rows of the same distribution."""
+    X, y, truth = simulated(n, d=d, missing_rate=missing_rate, seed=seed, mechanism=mechanism)
+    cuts = np.quantile(y, np.arange(1, n_classes) / n_classes)
+
+    def sample(n_rows, random_state):
+        X_new, y_new = truth.sample(n_rows, random_state=random_state)
+        return X_new, np.digitize(y_new, cuts)
+
+    return X, np.digitize(y, cuts), sample
+
+
+def imputed_logistic():
+    """Mean imputation with missing indicators + logistic regression: a fast classifier
+    with ``predict_proba``."""
+    from sklearn.impute import SimpleImputer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    return make_pipeline(SimpleImputer(add_indicator=True), LogisticRegression())

@@ -1,6 +1,7 @@
 """One contract for every scorer, as hypothesis properties over generated tables.
 
-For a fitted model (regressor, classifier, conformal intervals) and a generated table,
+For a fitted model (regressor, classifier, conformal intervals by a split and by CV+,
+conformal prediction sets) and a generated table,
 ``predict`` in Python, ONNX Runtime on a DataFrame (``score_frame``), ``neumiss score``
 on CSV and on Parquet, ``export/score.py`` on CSV and the Dask path give the same numbers
 (1e-5 relative) or all refuse the table, naming the same row and column.
@@ -18,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from neumiss import NeuMissClassifier, NeuMissQuantileRegressor, NeuMissRegressor
-from neumiss.intervals import ConformalRegressor
+from neumiss.intervals import ConformalClassifier, ConformalRegressor
 from neumiss.scoring import ScoringError, score_dask, score_file, score_frame
 
 from .test_deploy_fixes import SCORER
@@ -59,7 +60,12 @@ def deployed(tmp_path_factory):
         "classifier": NeuMissClassifier(**small).fit(frame, y > np.median(y)),
         "mondrian": ConformalRegressor(
             estimator=NeuMissQuantileRegressor(quantiles=(0.05, 0.5, 0.95), **small),
-            random_state=0).fit(frame, y),
+            cv=None, random_state=0).fit(frame, y),
+        "cross": ConformalRegressor(  # 300 rows: CV+
+            estimator=NeuMissQuantileRegressor(quantiles=(0.05, 0.5, 0.95), **small),
+            cv=4, random_state=0).fit(frame, y),
+        "sets": ConformalClassifier(NeuMissClassifier(**small), method="aps-mondrian",
+                                    random_state=0).fit(frame, np.digitize(y, [0, 3])),
     }
     folder = tmp_path_factory.mktemp("contract")
     for name, model in models.items():
@@ -109,6 +115,12 @@ def _expected(model, frame):
                 bounds = model.predict_interval(table)
                 return {"prediction": model.predict(table), "lower": bounds[:, 0],
                         "upper": bounds[:, 1]}
+            if isinstance(model, ConformalClassifier):
+                proba = model.predict_proba(table)
+                sets, sizes = model.predict_set(table)
+                return {**{f"proba_{c}": proba[:, k] for k, c in enumerate(model.classes_)},
+                        **{f"set_{c}": sets[:, k] for k, c in enumerate(model.classes_)},
+                        "set_size": sizes}
             if isinstance(model, NeuMissClassifier):
                 proba = model.predict_proba(table)
                 return {f"proba_{c}": proba[:, k] for k, c in enumerate(model.classes_)}
@@ -148,9 +160,10 @@ def _dask(frame, path):
     return score_dask(dd.from_pandas(frame, npartitions=2), path).compute(scheduler="sync")
 
 
-@settings(max_examples=10, deadline=None,
+@settings(max_examples=15, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(case=tables(), name=st.sampled_from(["regressor", "classifier", "mondrian"]))
+@given(case=tables(),
+       name=st.sampled_from(["regressor", "classifier", "mondrian", "cross", "sets"]))
 def test_every_scorer_gives_predicts_numbers_or_its_refusal(deployed, tmp_path, case, name):
     frame, spell = case
     model = deployed[name][0]

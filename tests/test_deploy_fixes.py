@@ -49,7 +49,7 @@ def plan_model():
 @pytest.fixture(scope="module")
 def mondrian():
     frame, y = _plan_table(400, seed=1)
-    model = ConformalRegressor(random_state=0)
+    model = ConformalRegressor(cv=None, random_state=0)
     model.estimator = None
     model.fit(frame, y)
     return model, frame

@@ -129,3 +129,23 @@ def test_scorer_writes_prediction_lower_and_upper(tmp_path):
     interval = model.predict_interval(X_test)
     np.testing.assert_allclose(values[:, 1:], interval, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(values[:, 0], model.predict(X_test), rtol=1e-5, atol=1e-5)
+
+
+def test_small_tables_fit_cqr_mondrian_by_cv_plus(monkeypatch):
+    # Below CROSS_ROWS training rows, "cqr-mondrian" is what cv="auto" gives users: CV+.
+    from neumiss.intervals import ConformalRegressor
+
+    fitted = []
+    fit = ConformalRegressor.fit
+
+    def recording_fit(self, X, y):
+        model = fit(self, X, y)
+        fitted.append((model.method, model.cross_conformal_))
+        return model
+
+    monkeypatch.setattr(ConformalRegressor, "fit", recording_fit)
+    rows = execute_run(IntervalRun("MCAR", 0.3, 200, 0), n_test=300, n_features=3,
+                       base_params={"depth": 1, "mlp_depth": 0, "ensemble_size": 1,
+                                    "max_epochs": 2})
+    assert ("cqr-mondrian", True) in fitted and ("split", False) in fitted
+    assert {row["method"] for row in rows} == set(METHODS)

@@ -39,7 +39,7 @@ from ._interval_helpers import (
 
 def _fitted(method, n=120, seed=0, alpha=ALPHA, d=3):
     X, y, _ = simulated(n, d=d, seed=seed)
-    model = ConformalRegressor(LinearQuantiles(), method=method, alpha=alpha,
+    model = ConformalRegressor(LinearQuantiles(), method=method, alpha=alpha, cv=None,
                                random_state=seed).fit(X, y)
     X_test, _, _ = simulated(12, d=d, seed=seed + 100)
     return model, X_test
@@ -53,7 +53,8 @@ def test_the_methods_are_the_ones_the_parameter_accepts():
 @pytest.mark.parametrize("method", ["cqr", "cqr-mda-exact"])
 def test_the_fit_keeps_the_scores_and_cells_of_its_calibration_rows(method):
     X, y, _ = simulated(200, seed=1)
-    model = ConformalRegressor(LinearQuantiles(), method=method, random_state=0).fit(X, y)
+    model = ConformalRegressor(LinearQuantiles(), method=method, cv=None,
+                               random_state=0).fit(X, y)
     n_cal = 50  # ceil(0.25 n)
     assert model.calibration_scores_.shape == model.calibration_cells_.shape == (n_cal,)
     if method == "cqr":
@@ -122,7 +123,8 @@ def test_set_params_method_switches_without_refitting():
     model = ConformalRegressor(LinearQuantiles(), method="cqr-mda-exact", random_state=0)
     model.fit(X, y)
     for method in ("cqr", "cqr-mondrian", "cqr-mda-nested"):
-        fresh = ConformalRegressor(LinearQuantiles(), method=method, random_state=0).fit(X, y)
+        fresh = ConformalRegressor(LinearQuantiles(), method=method, cv=None,
+                                   random_state=0).fit(X, y)
         np.testing.assert_array_equal(model.set_params(method=method).predict_interval(X_test),
                                       fresh.predict_interval(X_test))
 
@@ -192,10 +194,11 @@ def test_too_few_calibration_rows_says_how_many_are_needed():
     X, y, _ = simulated(20)
     with pytest.raises(ValueError, match="needs at least 9 calibration rows.*got 5"):
         ConformalRegressor(LinearQuantiles(), alpha=0.1, calibration_fraction=0.25,
-                           calibration_confidence=None).fit(X, y)
+                           calibration_confidence=None, cv=None).fit(X, y)
     with pytest.raises(ValueError, match="needs at least 14 calibration rows.*got 5.*lower "
                                          "calibration_confidence"):
-        ConformalRegressor(LinearQuantiles(), alpha=0.1, calibration_fraction=0.25).fit(X, y)
+        ConformalRegressor(LinearQuantiles(), alpha=0.1, calibration_fraction=0.25,
+                           cv=None).fit(X, y)
     model, X_test = _fitted("split", n=120)  # 30 calibration rows
     with pytest.raises(ValueError, match="alpha=0.01 needs at least 138 calibration rows"):
         model.predict_interval(X_test, alpha=0.01)
@@ -219,7 +222,8 @@ def test_default_base_models_follow_alpha_and_method():
     base = model._base_estimator(0)
     assert isinstance(base, NeuMissQuantileRegressor) and base.quantiles == (0.1, 0.5, 0.9)
     assert isinstance(model.set_params(method="split")._base_estimator(0), NeuMissRegressor)
-    fitted = ConformalRegressor(NeuMissQuantileRegressor(**small), random_state=0).fit(X, y)
+    fitted = ConformalRegressor(NeuMissQuantileRegressor(**small), cv=None,
+                                random_state=0).fit(X, y)
     assert fitted.calibration_scores_.shape == (100,)
     assert fitted.predict(X[:5]).shape == (5,)
 

@@ -30,6 +30,7 @@ from ._methods import DEFAULT_METHODS, METHODS, MLP_WIDTHS, RunSettings
 from ._report import FIGURE_FILE, SUMMARY_FILE, write_report
 from ._runner import run_benchmark
 from ._store import RUNS_FILE, read_runs
+from .intervals import _classes as interval_classes
 from .intervals import _runner as interval_runner
 from .realdata import _methods as real_methods
 from .realdata._cache import DEFAULT_CACHE
@@ -45,7 +46,8 @@ SUITE_OPTIONS = {
     "simulated": ("mechanisms", "n_features", "n_train", "n_val", "n_test", "quick",
                   "neumiss_depths", "mlp_widths", "methods", "jobs", "threads"),
     "real": ("tasks", "half", "cache", "neumiss_params", "methods", "jobs", "threads"),
-    "intervals": ("mechanisms", "n_train", "n_test", "missing_rates", "jobs", "threads"),
+    "intervals": ("mechanisms", "n_train", "n_test", "missing_rates", "jobs", "threads",
+                  "classification"),
 }
 
 #: The ``--quick`` preset: a small grid, to try the command or check a change.
@@ -208,6 +210,15 @@ def _add_interval_options(intervals) -> None:
         f"mechanisms {' '.join(interval_runner.MECHANISMS)}, d={interval_runner.N_FEATURES}, "
         f"--n-train {' '.join(map(str, interval_runner.N_TRAIN))}, "
         f"--n-test {interval_runner.N_TEST}, 1 repeat, alpha={interval_runner.ALPHA}",
+    )
+    intervals.add_argument(
+        "--classification", action="store_true",
+        help="prediction sets of ConformalClassifier on simulated classes (y cut at its "
+        "terciles) against the oracle set, into OUT/classes_runs.csv and "
+        "OUT/classes_summary.md (defaults: mechanisms "
+        f"{' '.join(interval_classes.MECHANISMS)}, missing rate "
+        f"{' '.join(map(str, interval_classes.MISSING_RATES))}, --n-train "
+        f"{' '.join(map(str, interval_classes.N_TRAIN))}, --n-test {interval_classes.N_TEST})",
     )
 
 
@@ -436,8 +447,10 @@ def _run_intervals(args: argparse.Namespace) -> int:
     from .intervals import _report as interval_report
 
     out = args.out or OUT["intervals"]
+    grid = interval_classes if args.classification else interval_runner
+    task = interval_classes.CLASSIFICATION if args.classification else interval_runner.REGRESSION
     if not args.report_only:
-        rates = args.missing_rates or interval_runner.MISSING_RATES
+        rates = args.missing_rates or grid.MISSING_RATES
         if not all(0 < rate < 1 for rate in rates):
             print(f"error: --missing-rates must lie in (0, 1), got {rates}", file=sys.stderr)
             return 2
@@ -446,26 +459,31 @@ def _run_intervals(args: argparse.Namespace) -> int:
                   "use MCAR, MAR or gaussian_sm", file=sys.stderr)
             return 2
         runs = interval_runner.plan(
-            args.mechanisms or interval_runner.MECHANISMS,
-            rates, args.n_train or interval_runner.N_TRAIN, args.repeats or 1,
+            args.mechanisms or grid.MECHANISMS, rates, args.n_train or grid.N_TRAIN,
+            args.repeats or 1,
         )
         try:
             computed, skipped = interval_runner.run_intervals(
-                runs, out, seed=args.seed, n_test=args.n_test or interval_runner.N_TEST,
+                runs, out, seed=args.seed, n_test=args.n_test or grid.N_TEST,
                 progress=not args.no_progress, jobs=args.jobs, threads=args.threads,
+                task=task,
             )
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         except KeyboardInterrupt as error:
             return _interrupted(error, out, "runs")
-        print(f"{computed} runs computed, {skipped} already in {out / RUNS_FILE}")
-    if not interval_runner.read_interval_runs(out / RUNS_FILE):
-        print(f"error: no runs in {out / RUNS_FILE}", file=sys.stderr)
+        print(f"{computed} runs computed, {skipped} already in {out / grid.RUNS_FILE}")
+    if not task.read(out / grid.RUNS_FILE):
+        print(f"error: no runs in {out / grid.RUNS_FILE}", file=sys.stderr)
         return 1
-    for path in interval_report.write_report(out):
+    report = (interval_classes.write_classes_report if args.classification
+              else interval_report.write_report)
+    for path in report(out):
         print(f"wrote {path}")
-    print((out / interval_report.SUMMARY_FILE).read_text())
+    summary = (interval_classes.SUMMARY_FILE if args.classification
+               else interval_report.SUMMARY_FILE)
+    print((out / summary).read_text())
     return 0
 
 

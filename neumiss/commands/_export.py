@@ -12,7 +12,8 @@ from ..export import DEFAULT_OPSET, MIN_OPSET
 def configure_parser(parser) -> None:
     """Arguments of ``neumiss export``."""
     parser.add_argument(
-        "model", help="model file written by save() (a NeuMiss estimator or ConformalRegressor)"
+        "model", help="model file written by save() (a NeuMiss estimator, ConformalRegressor "
+        "or ConformalClassifier)"
     )
     parser.add_argument("output", help="ONNX file to write (e.g. model.onnx)")
     parser.add_argument(

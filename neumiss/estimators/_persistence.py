@@ -13,8 +13,9 @@ problem is a ``ValueError`` naming the file and what is wrong.
 :func:`load` (``neumiss.load``) rebuilds only the classes of :data:`MODEL_CLASSES`.
 The format knows an estimator only through ``get_params``, its fitted attributes
 ending in ``_``, ``network_`` and ``_build_fitted_network()``. A model that
-holds other estimators (:class:`~neumiss.intervals.ConformalRegressor`: its
-base model as parameter and fitted attribute) stores each as a nested table
+holds other estimators (:class:`~neumiss.intervals.ConformalRegressor` and
+:class:`~neumiss.intervals.ConformalClassifier`: the base model as parameter and
+fitted attribute, and a cross-conformal fit's fold models as a list) stores each as a nested table
 of the same kind, under the file's one digest; such a class names the fitted
 attributes it needs in ``_saved_attributes``.
 """
@@ -441,6 +442,7 @@ MODEL_CLASSES = {
     "NeuMissQuantileRegressor": "neumiss.estimators",
     "NeuMissClassifier": "neumiss.estimators",
     "ConformalRegressor": "neumiss.intervals",
+    "ConformalClassifier": "neumiss.intervals",
 }
 
 
@@ -458,8 +460,9 @@ class _ModelClasses(Mapping):
 
 
 def load(path):
-    """Load a model written by the ``save`` method of a NeuMiss estimator or a
-    :class:`~neumiss.intervals.ConformalRegressor` (this is :func:`neumiss.load`).
+    """Load a model written by the ``save`` method of a NeuMiss estimator, a
+    :class:`~neumiss.intervals.ConformalRegressor` or a
+    :class:`~neumiss.intervals.ConformalClassifier` (this is :func:`neumiss.load`).
 
     Parameters
     ----------
@@ -467,8 +470,8 @@ def load(path):
 
     Returns
     -------
-    NeuMissRegressor, NeuMissQuantileRegressor, NeuMissClassifier or
-    ConformalRegressor, fitted, on CPU.
+    NeuMissRegressor, NeuMissQuantileRegressor, NeuMissClassifier,
+    ConformalRegressor or ConformalClassifier, fitted, on CPU.
 
     Raises
     ------

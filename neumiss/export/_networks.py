@@ -442,7 +442,7 @@ def _classes_constant(g: Graph, classes: np.ndarray) -> int:
     )
 
 
-def _classifier_outputs(g: Graph, estimator, raw: str) -> list[onnx.ValueInfoProto]:
+def classifier_outputs(g: Graph, estimator, raw: str) -> list[onnx.ValueInfoProto]:
     """``label`` and ``probabilities`` exactly as ``predict`` / ``predict_proba`` decide."""
     n_classes = len(estimator.classes_)
     label_type = _classes_constant(g, estimator.classes_)
@@ -569,7 +569,7 @@ def export_onnx(estimator, path=None, *, opset: int = DEFAULT_OPSET) -> onnx.Mod
     elif task == "regression":
         outputs = _regressor_outputs(g, estimator, raw)
     else:
-        outputs = _classifier_outputs(g, estimator, raw)
+        outputs = classifier_outputs(g, estimator, raw)
     return finish_model(g, estimator, outputs, metadata(estimator, task), opset, path)
 
 

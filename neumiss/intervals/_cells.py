@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..simulation import group_patterns
+from ._ranks import required_calibration_rows
 
 #: Calibration rows a cell is expected to hold. Smaller cells follow the
 #: coverage of each count of missing entries more closely (a cell pooling counts
@@ -62,3 +63,18 @@ def assign_cells(mask, patterns, count_cells) -> np.ndarray:
     other = cells < 0
     cells[other] = np.asarray(count_cells)[distinct[other].sum(axis=1)]
     return cells[inverse]
+
+
+def group_starts(estimator) -> np.ndarray:
+    """The first encoded column of each input column of a fitted base model, int (p,)."""
+    widths = [column.width for column in estimator.encoder_.columns_]
+    return np.concatenate([[0], np.cumsum(widths)[:-1]]).astype(np.int64)
+
+
+def own_cells(calibration, alpha: float) -> np.ndarray:
+    """Whether each mask cell of ``calibration`` (``cells``, ``cell_patterns``,
+    ``cell_of_count``) holds enough rows to be calibrated on its own at ``alpha``
+    (:func:`~neumiss.intervals.required_calibration_rows`), bool (n_cells,)."""
+    n_cells = int(max(calibration.cell_patterns.shape[0], calibration.cell_of_count.max() + 1))
+    sizes = np.bincount(calibration.cells, minlength=n_cells)
+    return sizes >= required_calibration_rows(alpha)

@@ -32,43 +32,30 @@ kept, so ``predict_interval(X, alpha=...)`` recalibrates exactly at any other
 ``alpha`` (``alpha/2`` and ``1 - alpha/2``): at another ``alpha`` the coverage
 guarantee still holds, but the intervals may be wider than a head trained at that
 level would give.
+
+On small tables a split leaves too few calibration rows: below ``CROSS_ROWS`` rows,
+``cv="auto"`` (the default) calibrates ``"split"``, ``"cqr"`` and ``"cqr-mondrian"`` by
+CV+ instead, every row scored by a fold model that did not see it (:mod:`._cross`);
+``summary()`` says which calibration a fit used.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin, clone
-from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted
+from sklearn.base import RegressorMixin
 
-from ..checks import (
-    AnyOf,
-    InstanceOf,
-    Integer,
-    NoneValue,
-    Options,
-    Real,
-    check_features,
-    check_params,
-    check_training_data,
-)
-from ..estimators import save_estimator
-from ._cells import assign_cells, mask_cells
+from ..checks import AnyOf, Integer, NoneValue, Options
+from ._cross import CROSS_ROWS, FOLDS, CrossCalibration, cross_intervals
 from ._mda import MDAExactMethod, MDANestedMethod
 from ._methods import (
-    Calibration,
     CQRMethod,
     IntervalMethod,
     MondrianMethod,
     SplitMethod,
     cell_margins,
     conformal_quantile,
-    input_mask,
-    take_rows,
 )
-from ._ranks import required_calibration_rows
+from ._split import PARAMETER_CONSTRAINTS, SplitConformal, check_alpha
 
 #: The methods of :class:`ConformalRegressor`, by name.
 METHODS: dict[str, IntervalMethod] = {
@@ -78,25 +65,7 @@ METHODS: dict[str, IntervalMethod] = {
 }
 
 
-def _check_alpha(alpha, n_calibration: int | None = None,
-                 confidence: float | None = None) -> float:
-    """``alpha`` as a float in (0, 1); with ``n_calibration``, also enough rows for it
-    (at ``confidence``, see :func:`~neumiss.intervals.required_calibration_rows`)."""
-    if not Real(0, 1, closed="neither").accepts(alpha):
-        raise ValueError(f"alpha must be a number in (0, 1), got {alpha!r}")
-    needed = required_calibration_rows(alpha, confidence)
-    if n_calibration is not None and n_calibration < needed:
-        rule = ("n >= 1/alpha - 1" if confidence is None else
-                f"(1 - alpha)^n <= 1 - calibration_confidence = {1 - confidence:g}")
-        raise ValueError(
-            f"alpha={alpha} needs at least {needed} calibration rows ({rule}), got "
-            f"{n_calibration}: give more rows, raise calibration_fraction or raise alpha"
-            + ("" if confidence is None else ", or lower calibration_confidence")
-        )
-    return float(alpha)
-
-
-class ConformalRegressor(RegressorMixin, BaseEstimator):
+class ConformalRegressor(RegressorMixin, SplitConformal):
     """Prediction intervals with a coverage guarantee, with missing values in X.
 
     Parameters
@@ -126,14 +95,23 @@ default="cqr-mondrian"
         the draw of the calibration rows, that the coverage of a cell (of all
         rows for the first two) is at least ``1 - alpha``; None: at least
         ``1 - alpha`` on average over draws (module docstring).
+    cv : "auto", int >= 2 or None, default="auto"
+        Cross-conformal calibration (CV+, :mod:`._cross`) with this many folds, every
+        row calibrating, for ``"split"``, ``"cqr"`` and ``"cqr-mondrian"``: for small
+        tables, where a split leaves too few calibration rows and wide intervals.
+        ``"auto"``: 10 folds below ``CROSS_ROWS`` (500) rows, a split otherwise. None:
+        always a split. It fits ``cv + 1`` base models (one on all rows).
     random_state : int, RandomState or None, default=None
-        Seeds the split, and the base model when it has no seed of its own.
+        Seeds the split (or the folds), and the base model when it has no seed of its own.
 
     Attributes
     ----------
     estimator_ : the fitted base model.
     calibration_scores_ : ndarray of shape (n_calibration,)
-        Conformity scores of the calibration rows (without augmentation).
+        Conformity scores of the calibration rows (without augmentation); of every
+        row, out of fold, for a cross-conformal fit.
+    fold_estimators_, calibration_folds_ : for a cross-conformal fit only
+        The base models fitted without each fold, and the fold of each row.
     calibration_rows_, calibration_targets_ : for the ``"cqr-mda-*"`` methods only
         The calibration rows (as given: an array, NaN = missing, or a DataFrame)
         and their targets.
@@ -155,120 +133,38 @@ default="cqr-mondrian"
     (3, 2)
     """
 
-    #: Fitted attributes a model file must hold (:func:`neumiss.load`).
-    _saved_attributes = ("estimator_", "calibration_scores_", "n_features_in_")
-
-    _parameter_constraints = {
-        "estimator": AnyOf(NoneValue(), InstanceOf(BaseEstimator, "a scikit-learn estimator")),
+    _methods = METHODS
+    _y_numeric = True
+    _parameter_constraints = PARAMETER_CONSTRAINTS | {
         "method": Options(*METHODS),
-        "alpha": Real(0, 1, closed="neither"),
-        "calibration_fraction": Real(0, 1, closed="neither"),
-        "calibration_confidence": AnyOf(NoneValue(), Real(0, 1, closed="neither")),
-        "random_state": AnyOf(
-            NoneValue(), Integer(0, 2**32 - 1), InstanceOf(np.random.RandomState, "a RandomState")
-        ),
+        "cv": AnyOf(NoneValue(), Options("auto"), Integer(2)),
     }
 
     def __init__(
         self, estimator=None, *, method="cqr-mondrian", alpha=0.1, calibration_fraction=0.25,
-        calibration_confidence=0.75, random_state=None,
+        calibration_confidence=0.75, cv="auto", random_state=None,
     ):
         self.estimator = estimator
         self.method = method
         self.alpha = alpha
         self.calibration_fraction = calibration_fraction
         self.calibration_confidence = calibration_confidence
+        self.cv = cv
         self.random_state = random_state
 
-    # --------------------------------------------------------------------- fit
-    def _method(self) -> IntervalMethod:
-        """The method object ``method`` names."""
-        check_params(type(self).__name__, {"method": self.method}, self._parameter_constraints)
-        return METHODS[self.method]
-
-    def _confidence(self, method: IntervalMethod) -> float | None:
-        """``calibration_confidence`` where ``method`` uses it, else None."""
-        return self.calibration_confidence if method.confident else None
-
-    def _base_estimator(self, seed: int):
-        """A clone of ``estimator`` (checked for what the method needs; ``seed`` as its
-        ``random_state`` when that is None), or the default seeded with ``seed``."""
-        method = self._method()
-        if self.estimator is None:
-            return method.default_estimator(self.alpha, seed)
-        if not callable(getattr(self.estimator, method.needs, None)):
-            raise ValueError(
-                f"ConformalRegressor: method={self.method!r} needs an estimator with a "
-                f"{method.needs}() method (e.g. NeuMissQuantileRegressor), got "
-                f"{type(self.estimator).__name__}"
-            )
-        base = clone(self.estimator)
-        if base.get_params().get("random_state", 0) is None:  # unseeded: seeded from ours
-            base.set_params(random_state=seed)
-        return base
-
-    def fit(self, X, y):
-        """Fit the base model on ``1 - calibration_fraction`` of the rows, calibrate on the rest.
-
-        Parameters
-        ----------
-        X : array-like or DataFrame of shape (n_samples, n_features), NaN = missing
-        y : array-like of shape (n_samples,)
-
-        Returns
-        -------
-        self
-        """
-        check_params(type(self).__name__, self.get_params(deep=False), self._parameter_constraints)
-        X, y = check_training_data(self, X, y, y_numeric=True, tables=True)
-        y = y.astype(np.float64)
-        method = self._method()
-        n = y.shape[0]
-        n_cal = int(math.ceil(self.calibration_fraction * n))
-        _check_alpha(self.alpha, n_cal, self._confidence(method))
-        if n - n_cal < 2:
-            raise ValueError(
-                f"ConformalRegressor: {n} rows leave {n - n_cal} to train the base model with "
-                f"calibration_fraction={self.calibration_fraction}; give more rows"
-            )
-        rng = check_random_state(self.random_state)
-        order = rng.permutation(n)
-        train, cal = np.sort(order[n_cal:]), np.sort(order[:n_cal])
-        base = self._base_estimator(int(rng.randint(np.iinfo(np.int32).max)))
-        self.estimator_ = base.fit(take_rows(X, train), y[train])
-        X_cal, y_cal = take_rows(X, cal), y[cal]
-        self.calibration_scores_ = method.scores(self.estimator_, X_cal, y_cal)
-        self.cell_patterns_, self.cell_of_count_ = mask_cells(
-            input_mask(self.estimator_, take_rows(X, train)), n_cal / train.size
-        )
-        self.calibration_cells_ = assign_cells(input_mask(self.estimator_, X_cal),
-                                               self.cell_patterns_, self.cell_of_count_)
+    def _folds(self, n, method):
+        if self.cv is None or (self.cv == "auto" and (n >= CROSS_ROWS or method.keeps_rows)):
+            return None
         if method.keeps_rows:
-            self.calibration_rows_ = X_cal
-            self.calibration_targets_ = y_cal
-        return self
-
-    def _calibrated(self, alpha=None) -> tuple[IntervalMethod, Calibration, float, float | None]:
-        """The method, the fitted calibration, ``alpha`` (the fit-time one for None)
-        checked against the calibration rows, and the confidence the method uses."""
-        check_is_fitted(self, "estimator_")
-        method = self._method()
-        confidence = self._confidence(method)
-        alpha = _check_alpha(self.alpha if alpha is None else alpha,
-                             self.calibration_scores_.shape[0], confidence)
-        calibration = Calibration(
-            self.estimator_, self.calibration_scores_, self.calibration_cells_,
-            self.cell_patterns_, self.cell_of_count_, getattr(self, "calibration_rows_", None),
-            getattr(self, "calibration_targets_", None),
-        )
-        return method, calibration, alpha, confidence
+            raise ValueError(f"ConformalRegressor: method={method.name!r} has no cross-conformal "
+                             "mode (cv): give cv=None or another method")
+        folds = FOLDS if self.cv == "auto" else int(self.cv)
+        if folds > n:
+            raise ValueError(f"ConformalRegressor: cv={self.cv} folds need at least as many "
+                             f"rows, got {n}")
+        return folds
 
     # ----------------------------------------------------------------- predict
-    def predict(self, X) -> np.ndarray:
-        """Point predictions of the base model (the median for a quantile head), shape (n,)."""
-        check_is_fitted(self, "estimator_")
-        return self.estimator_.predict(check_features(self, X, reset=False, tables=True))
-
     def predict_interval(self, X, alpha=None) -> np.ndarray:
         """Prediction intervals at level ``1 - alpha``.
 
@@ -287,9 +183,29 @@ default="cqr-mondrian"
         midway, which covers a continuous ``y`` no more often than the empty
         set does (never).
         """
+        if self.cross_conformal_:
+            method, calibration, alpha = self._cross_calibrated(alpha)
+            return cross_intervals(method, calibration, self._features(X), alpha)
         method, calibration, alpha, confidence = self._calibrated(alpha)
-        X = check_features(self, X, reset=False, tables=True)
-        return method.intervals(calibration, X, alpha, confidence)
+        return method.intervals(calibration, self._features(X), alpha, confidence)
+
+    def _cross_calibrated(self, alpha=None) -> tuple[IntervalMethod, CrossCalibration, float]:
+        """The method, the cross-conformal calibration and the checked ``alpha``."""
+        method = self._method()
+        if method.keeps_rows:
+            raise ValueError(f"ConformalRegressor: method={method.name!r} has no "
+                             "cross-conformal mode: refit with cv=None")
+        alpha = check_alpha(self.alpha if alpha is None else alpha,
+                            self.calibration_scores_.shape[0])
+        return method, CrossCalibration(
+            self.fold_estimators_, self.calibration_scores_, self.calibration_folds_,
+            self.calibration_cells_, self.cell_patterns_, self.cell_of_count_), alpha
+
+    def _calibrated(self, alpha=None):
+        if self.cross_conformal_:
+            raise ValueError("ConformalRegressor: a cross-conformal fit (cv) has no single "
+                             "margin; predict_interval gives its intervals")
+        return super()._calibrated(alpha)
 
     def calibration_quantile(self, alpha=None) -> float:
         """``Q``: the margin ``"split"`` and ``"cqr"`` add to their bounds, the
@@ -308,13 +224,6 @@ default="cqr-mondrian"
         return cell_margins(calibration, alpha, confidence)
 
     # ------------------------------------------------------------- persistence
-    def save(self, path) -> None:
-        """Write the fitted model (base model, calibration scores, and for
-        the ``"cqr-mda-*"`` methods the calibration rows: mind that the file then holds
-        data) to ``path``; :func:`neumiss.load` reads it."""
-        check_is_fitted(self, "estimator_")
-        save_estimator(self, path)
-
     def to_onnx(self, path=None, **kwargs):
         """Export to ONNX with outputs ``y``, ``lower`` and ``upper`` (at the fit-time
         ``alpha``); see :func:`~._onnx.export_interval_onnx`, and mind that the
@@ -322,8 +231,3 @@ default="cqr-mondrian"
         from ._onnx import export_interval_onnx  # onnx is loaded only when exporting
 
         return export_interval_onnx(self, path, **kwargs)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True
-        return tags

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ..estimators import NeuMissQuantileRegressor, NeuMissRegressor
-from ._cells import assign_cells
+from ._cells import assign_cells, group_starts
 from ._ranks import confident_rank, required_calibration_rows
 
 
@@ -72,8 +72,12 @@ class IntervalMethod(ABC):
     name = ""
     #: The base model's method the bounds come from.
     needs = "predict_quantiles"
+    #: A base model that has it, named in the error when a given one has not.
+    example = "NeuMissQuantileRegressor"
     #: Whether the method needs the calibration rows themselves (a fit then keeps them).
     keeps_rows = False
+    #: Whether the margin is calibrated within each mask cell (else on all rows).
+    mondrian = False
     #: Whether ``calibration_confidence`` sets the rank of the margin (else the usual
     #: rank ``ceil((1 - alpha)(n + 1))``, :func:`~neumiss.intervals.confident_rank`).
     confident = True
@@ -188,6 +192,7 @@ class MondrianMethod(CQRMethod):
     """
 
     name = "cqr-mondrian"
+    mondrian = True
 
     def margin(self, calibration, X, alpha, confidence):
         cells = assign_cells(input_mask(calibration.estimator, X), calibration.cell_patterns,
@@ -195,32 +200,11 @@ class MondrianMethod(CQRMethod):
         return cell_margins(calibration, alpha, confidence)[cells]
 
     def onnx_margin(self, g, calibration, alpha, confidence):
-        """The margin (N,) of each input row's cell: the index of its mask among the
-        frequent patterns, else the cell of its number of missing entries."""
+        """The margin (N,) of each input row's cell (:func:`~._onnx.onnx_cells`)."""
         from . import _onnx  # loads onnx: only when exporting
 
-        axis1 = g.constant("axis_1", [1], np.int64)
-        mask = g.op("Gather", ["M", g.constant("group_starts", group_starts(calibration.estimator),
-                                               np.int64)], "M_columns", axis=1)
-        count = _onnx.cast(g, g.op("ReduceSum", [mask, axis1], "n_missing_float", keepdims=0),
-                           "n_missing", np.int64)
-        cell = g.op("Gather", [g.constant("cell_of_count", calibration.cell_of_count, np.int64),
-                               count], "count_cell", axis=0)
-        patterns = calibration.cell_patterns
-        if patterns.shape[0]:
-            axis0, axis2 = g.constant("axis_0", [0], np.int64), g.constant("axis_2", [2], np.int64)
-            difference = g.op("Abs", [g.op("Sub", [
-                g.op("Unsqueeze", [mask, axis1], "M_3d"),
-                g.op("Unsqueeze", [g.constant("cell_patterns", patterns.astype(np.float32)),
-                                   axis0], "cell_patterns_3d")], "pattern_difference")],
-                "pattern_distance")
-            same = _onnx.cast(g, g.op("Equal", [
-                g.op("ReduceSum", [difference, axis2], "n_different", keepdims=0),
-                g.constant("zero", 0.0)], "same_pattern"), "same_pattern_float", np.float32)
-            frequent = g.op("Greater", [g.op("ReduceSum", [same, axis1], "n_same", keepdims=0),
-                                        g.constant("zero", 0.0)], "frequent")
-            index = g.op("ArgMax", [same], "pattern_cell", axis=1, keepdims=0)
-            cell = g.op("Where", [frequent, index, cell], "cell")
+        cell = _onnx.onnx_cells(g, calibration.estimator, calibration.cell_patterns,
+                                calibration.cell_of_count)
         margins = cell_margins(calibration, alpha, confidence)
         return g.op("Gather", [g.constant("cell_margins", margins, np.float64), cell],
                     "cell_margin", axis=0)
@@ -278,12 +262,6 @@ def missing(X) -> np.ndarray:
     if isinstance(X, pd.DataFrame):
         return X.isna().to_numpy()
     return np.isnan(np.asarray(X, dtype=np.float64))
-
-
-def group_starts(estimator) -> np.ndarray:
-    """The first encoded column of each input column of a fitted base model, int (p,)."""
-    widths = [column.width for column in estimator.encoder_.columns_]
-    return np.concatenate([[0], np.cumsum(widths)[:-1]]).astype(np.int64)
 
 
 def input_mask(estimator, X) -> np.ndarray:

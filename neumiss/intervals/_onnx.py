@@ -27,12 +27,15 @@ from ..export import (
     DEFAULT_OPSET,
     Graph,
     check_exportable,
+    classifier_outputs,
     finish_model,
     metadata,
     network_output,
     smallest,
     target_units,
 )
+from ._cells import group_starts, own_cells
+from ._ranks import lower_rank, upper_rank
 
 
 def export_interval_onnx(model, path=None, *, opset: int = DEFAULT_OPSET) -> onnx.ModelProto:
@@ -52,11 +55,23 @@ def export_interval_onnx(model, path=None, *, opset: int = DEFAULT_OPSET) -> onn
         Inputs ``X``, ``M`` float32 (N, d); outputs ``y``, ``lower``, ``upper``
         float64 (N,), at the fit-time ``alpha``.
     """
-    method, calibration, alpha, confidence = model._calibrated()
-    base = calibration.estimator
-    check_exportable(base, opset)
     g = Graph()
-    lower, upper = method.onnx_interval(g, calibration, alpha, confidence)
+    if model.cross_conformal_:
+        method, calibration, alpha = model._cross_calibrated()
+        base = model.estimator_
+        for estimator in (base, *calibration.estimators):
+            check_exportable(estimator, opset)
+        method.onnx_bounds(g, base, network(g, base))  # y, from the model of all rows
+        lower, upper = cross_interval(g, method, calibration, alpha, base)
+        embedded, scheme = 0, {"calibration": "cv+",
+                               "n_folds": str(len(calibration.estimators))}
+    else:
+        method, calibration, alpha, confidence = model._calibrated()
+        base = calibration.estimator
+        check_exportable(base, opset)
+        lower, upper = method.onnx_interval(g, calibration, alpha, confidence)
+        embedded = calibration.scores.shape[0] if method.keeps_rows else 0
+        scheme = {"calibration": "split"}
     # An empty interval (lower > upper) becomes its midpoint, as predict_interval does.
     mid = g.op("Mul", [g.op("Add", [lower, upper], "bound_sum"),
                        g.constant("half", 0.5, np.float64)], "midpoint")
@@ -64,16 +79,128 @@ def export_interval_onnx(model, path=None, *, opset: int = DEFAULT_OPSET) -> onn
     g.op("Max", [upper, mid], "upper")
     outputs = [helper.make_tensor_value_info(name, TensorProto.DOUBLE, ["N"])
                for name in ("y", "lower", "upper")]
-    n_calibration = calibration.scores.shape[0]
     meta = metadata(base, "regression") | {
         "estimator": type(model).__name__,
         "base_estimator": type(base).__name__,
         "interval_method": method.name,
         "alpha": repr(alpha),
-        "n_calibration": str(n_calibration),
-        "embedded_calibration_rows": str(n_calibration if method.keeps_rows else 0),
+        "n_calibration": str(calibration.scores.shape[0]),
+        "embedded_calibration_rows": str(embedded),
+    } | scheme
+    return finish_model(g, base, outputs, meta, opset, path)
+
+
+def export_set_onnx(model, path=None, *, opset: int = DEFAULT_OPSET) -> onnx.ModelProto:
+    """Export a fitted ConformalClassifier to ONNX: the base classifier's outputs
+    ``label`` and ``probabilities``, and the prediction sets at the fit-time ``alpha``.
+
+    Parameters
+    ----------
+    model : fitted ConformalClassifier
+        Its base model must be a ``NeuMissClassifier``.
+    path : str or path-like, optional
+    opset : int, default=17
+
+    Returns
+    -------
+    onnx.ModelProto
+        Inputs ``X``, ``M`` float32 (N, d); outputs ``label`` (N,), ``probabilities``
+        float32 (N, n_classes), ``set`` bool (N, n_classes) (columns in the order of
+        metadata ``classes``) and ``set_size`` int64 (N,). The margins are
+        initializers; set membership compares the probabilities (in float64) with them,
+        as ``predict_set``: the same sets, but for a class whose score lies within
+        float32 rounding of the margin (the graph's probabilities are float32).
+    """
+    method, calibration, alpha, confidence = model._calibrated()
+    base = calibration.estimator
+    check_exportable(base, opset)
+    g = Graph()
+    outputs = classifier_outputs(g, base, network_output(g, base))
+    kept = method.onnx_sets(g, calibration, alpha, confidence,
+                            cast(g, "probabilities", "probabilities_double", np.float64))
+    g.op("ReduceSum", [cast(g, kept, "set_int", np.int64), g.constant("axis_1", [1], np.int64)],
+         "set_size", keepdims=0)
+    n_classes = len(base.classes_)
+    outputs += [helper.make_tensor_value_info("set", TensorProto.BOOL, ["N", n_classes]),
+                helper.make_tensor_value_info("set_size", TensorProto.INT64, ["N"])]
+    meta = metadata(base, "classification") | {
+        "estimator": type(model).__name__,
+        "base_estimator": type(base).__name__,
+        "set_method": method.name,
+        "alpha": repr(alpha),
+        "n_calibration": str(calibration.scores.shape[0]),
+        "embedded_calibration_rows": "0",
+        "calibration": "split",
     }
     return finish_model(g, base, outputs, meta, opset, path)
+
+
+def cross_interval(g: Graph, method, calibration, alpha: float, base) -> tuple[str, str]:
+    """Add the CV+ bounds (:func:`~._cross.cross_intervals`) to graph ``g``: each fold
+    model's bounds (N,) (its network a subgraph of its own, :func:`merge`), gathered by
+    the calibration rows' folds (N, n) and widened by their scores (initializers);
+    the ranks of each row's group (its own cell or all rows) picked after a sort, the
+    other rows set to +inf. Returns the names of the lower and upper bounds (N,)
+    before the midpoint of an empty interval."""
+    axis1 = g.constant("axis_1", [1], np.int64)
+    lows, highs = [], []
+    for k, fold_model in enumerate(calibration.estimators):
+        sub = Graph()
+        _, low, high = method.onnx_bounds(sub, fold_model, network(sub, fold_model))
+        merge(g, sub, f"fold{k}_")
+        lows.append(g.op("Unsqueeze", [f"fold{k}_{low}", axis1], f"fold{k}_low_column"))
+        highs.append(g.op("Unsqueeze", [f"fold{k}_{high}", axis1], f"fold{k}_high_column"))
+    folds = g.constant("calibration_folds", calibration.folds, np.int64)
+    scores = g.constant("calibration_scores", calibration.scores, np.float64)
+    low_ends = g.op("Sub", [g.op("Gather", [g.op("Concat", lows, "fold_lows", axis=1), folds],
+                                 "row_lows", axis=1), scores], "low_ends")
+    high_ends = g.op("Add", [g.op("Gather", [g.op("Concat", highs, "fold_highs", axis=1), folds],
+                                  "row_highs", axis=1), scores], "high_ends")
+    n = calibration.scores.shape[0]
+    if not method.mondrian:
+        return (kth_smallest(g, low_ends, lower_rank(n, alpha), "raw_lower"),
+                kth_smallest(g, high_ends, upper_rank(n, alpha), "raw_upper"))
+    # Group 0: all rows; then one group per cell calibrated on its own rows.
+    own = np.flatnonzero(own_cells(calibration, alpha))
+    members = np.vstack([np.ones(n, dtype=bool), calibration.cells[None, :] == own[:, None]])
+    sizes = members.sum(axis=1)
+    group_of_cell = np.zeros(len(own_cells(calibration, alpha)), dtype=np.int64)
+    group_of_cell[own] = np.arange(1, own.size + 1)
+    cell = onnx_cells(g, base, calibration.cell_patterns, calibration.cell_of_count)
+    group = g.op("Gather", [g.constant("group_of_cell", group_of_cell, np.int64), cell],
+                 "row_group", axis=0)
+    member = g.op("Gather", [g.constant("group_members", members, np.bool_), group],
+                  "row_members", axis=0)
+    infinity = g.constant("infinity", np.inf, np.float64)
+    bounds = []
+    for ends, ranks, name in ((low_ends, [lower_rank(s, alpha) for s in sizes], "raw_lower"),
+                              (high_ends, [upper_rank(s, alpha) for s in sizes], "raw_upper")):
+        ordered_ends = smallest(g, g.op("Where", [member, ends, infinity], f"{name}_ends"), n,
+                                f"{name}_sorted")
+        index = g.op("Unsqueeze", [g.op("Gather", [
+            g.constant(f"{name}_index", np.asarray(ranks) - 1, np.int64), group],
+            f"{name}_row_index", axis=0), axis1], f"{name}_row_index_2d")
+        picked = g.op("GatherElements", [ordered_ends, index], f"{name}_picked", axis=1)
+        bounds.append(g.op("Squeeze", [picked, axis1], name))
+    return bounds[0], bounds[1]
+
+
+def merge(g: Graph, sub: Graph, prefix: str, keep=("X", "M")) -> None:
+    """Add the nodes and initializers of ``sub`` to ``g``, every name but the inputs
+    ``keep`` prefixed with ``prefix``: a second network in one graph (the builders of
+    :mod:`neumiss.export` name their nodes the same in every graph)."""
+
+    def rename(name: str) -> str:
+        return name if not name or name in keep else prefix + name
+
+    for node in sub.nodes:
+        node.input[:] = [rename(name) for name in node.input]
+        node.output[:] = [rename(name) for name in node.output]
+        node.name = rename(node.name)
+        g.nodes.append(node)
+    for name, tensor in sub.initializers.items():
+        tensor.name = rename(name)
+        g.initializers[tensor.name] = tensor
 
 
 def network(g: Graph, base, x_in: str = "X", m_in: str = "M") -> str:
@@ -125,3 +252,31 @@ def split_rows(g: Graph, values: str, counts: str, names: list[str]) -> list[str
     """``values`` cut along its rows into parts of ``counts`` (int64 (len(names),)) rows."""
     g.nodes.append(helper.make_node("Split", [values, counts], names, name="split_parts", axis=0))
     return names
+
+
+def onnx_cells(g, estimator, cell_patterns: np.ndarray, cell_of_count: np.ndarray) -> str:
+    """Add to graph ``g`` the cell (int64 (N,)) of each input row, as :func:`assign_cells`:
+    the index of its mask among the frequent patterns, else the cell of its number of
+    missing entries (the mask of the input columns of the fitted base ``estimator``)."""
+    axis1 = g.constant("axis_1", [1], np.int64)
+    mask = g.op("Gather", ["M", g.constant("group_starts", group_starts(estimator), np.int64)],
+                "M_columns", axis=1)
+    count = cast(g, g.op("ReduceSum", [mask, axis1], "n_missing_float", keepdims=0),
+                       "n_missing", np.int64)
+    cell = g.op("Gather", [g.constant("cell_of_count", cell_of_count, np.int64), count],
+                "count_cell", axis=0)
+    if cell_patterns.shape[0]:
+        axis0, axis2 = g.constant("axis_0", [0], np.int64), g.constant("axis_2", [2], np.int64)
+        difference = g.op("Abs", [g.op("Sub", [
+            g.op("Unsqueeze", [mask, axis1], "M_3d"),
+            g.op("Unsqueeze", [g.constant("cell_patterns", cell_patterns.astype(np.float32)),
+                               axis0], "cell_patterns_3d")], "pattern_difference")],
+            "pattern_distance")
+        same = cast(g, g.op("Equal", [
+            g.op("ReduceSum", [difference, axis2], "n_different", keepdims=0),
+            g.constant("zero", 0.0)], "same_pattern"), "same_pattern_float", np.float32)
+        frequent = g.op("Greater", [g.op("ReduceSum", [same, axis1], "n_same", keepdims=0),
+                                    g.constant("zero", 0.0)], "frequent")
+        index = g.op("ArgMax", [same], "pattern_cell", axis=1, keepdims=0)
+        cell = g.op("Where", [frequent, index, cell], "cell")
+    return cell

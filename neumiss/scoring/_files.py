@@ -77,7 +77,7 @@ def onnx_bytes(model) -> bytes:
         return content
     from ..estimators import load  # torch: only for model files written by save()
 
-    return load(path).to_onnx().SerializeToString()  # an interval model: y, lower, upper
+    return load(path).to_onnx().SerializeToString()  # intervals (y, lower, upper) or sets
 
 
 def load_model(model, threads: int | None = None) -> NeuMissOnnxModel:
@@ -237,8 +237,12 @@ def _output_meta(model: NeuMissOnnxModel) -> pd.DataFrame:
         return pd.DataFrame({name: np.empty(0, dtype=np.float64) for name in names})
     labels = np.asarray(model.classes)
     label_dtype = object if labels.dtype.kind in "US" else labels.dtype
-    return pd.DataFrame({"label": np.empty(0, dtype=label_dtype),
-                         **{f"proba_{c}": np.empty(0, np.float32) for c in model.classes}})
+    columns = {"label": np.empty(0, dtype=label_dtype),
+               **{f"proba_{c}": np.empty(0, np.float32) for c in model.classes}}
+    if "set" in {o.name for o in model.session.get_outputs()}:  # a ConformalClassifier
+        columns |= {f"set_{c}": np.empty(0, dtype=bool) for c in model.classes}
+        columns["set_size"] = np.empty(0, dtype=np.int64)
+    return pd.DataFrame(columns)
 
 
 _SPARK_TYPES = {"f": "double", "i": "bigint", "b": "boolean", "O": "string"}

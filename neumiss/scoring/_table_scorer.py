@@ -21,8 +21,7 @@ what ``predict`` refuses: values too far from the training data (:meth:`NeuMissO
 check_range`), a file changed since its export (the metadata's ``integrity_sha256``,
 :func:`verify_digest`) and outputs that are not finite. Errors are :class:`ScoringError`,
 naming the file, the line or row (1-based) and the column; the command prints them on
-one line and exits with 1. Output: ``prediction`` (with ``lower`` and ``upper`` for an
-interval model), or ``label`` and ``proba_<class>`` per class (:func:`output_columns`).
+one line and exits with 1. Output: :func:`output_columns`.
 """
 
 from __future__ import annotations
@@ -249,8 +248,7 @@ class NeuMissOnnxModel:
         scored in chunks of :data:`CHUNK_ROWS`; errors name rows with ``where(i)``
         (:meth:`check_range`, :meth:`check_outputs`), or over all of ``X``.
 
-        Returns ``{"y": (n,) float64}`` (a regressor; ``lower`` and ``upper`` for an
-        interval model), or ``{"label": (n,), "probabilities": (n, n_classes) float32}``.
+        Returns the graph's outputs by name (``y``, ``label``, ``probabilities``, ...).
         """
         X, M = _checked(X, M, self.n_encoded)
         names = [o.name for o in self.session.get_outputs()]
@@ -531,15 +529,16 @@ def read_table(path: str, model: NeuMissOnnxModel, header: str = "auto") -> np.n
 
 
 def output_columns(model: NeuMissOnnxModel, outputs: dict[str, np.ndarray]) -> dict:
-    """The predictions as named columns: ``prediction`` (regressor; with ``lower`` and
-    ``upper`` for an interval model), or ``label`` and one
-    ``proba_<class>`` per class (classifier), each an array of shape (n,)."""
+    """The predictions as named columns (n,): ``prediction`` (regressor; ``lower``, ``upper``
+    for an interval model), or ``label`` and ``proba_<class>`` per class (classifier;
+    a set model also a boolean ``set_<class>`` per class and ``set_size``)."""
     if model.task == "regression":
         bounds = {k: outputs[k] for k in ("lower", "upper") if k in outputs}
         return {"prediction": outputs["y"], **bounds}
-    proba = outputs["probabilities"]
-    return {"label": outputs["label"],
-            **{f"proba_{c}": proba[:, k] for k, c in enumerate(model.classes)}}
+    sets = {"set": "set"} if "set" in outputs else {}  # a ConformalClassifier's sets
+    return {"label": outputs["label"], **{f"{kind}_{c}": outputs[name][:, k] for kind, name in
+            ({"proba": "probabilities"} | sets).items() for k, c in enumerate(model.classes)},
+            **({"set_size": outputs["set_size"]} if sets else {})}
 
 
 def write_predictions(stream, model: NeuMissOnnxModel, outputs: dict[str, np.ndarray]) -> None:

@@ -10,11 +10,14 @@
 #' @param type `"response"`: numeric predictions (regression) or the predicted
 #'   class (classification, a factor with the levels of the training
 #'   response); `"class"`: the same for classification; `"prob"`: a matrix of
-#'   class probabilities, one column per class.
+#'   class probabilities, one column per class; `"set"` (a classifier fitted with
+#'   `interval = TRUE`): the prediction set of each row at `level`, a logical
+#'   matrix with one column per class (`TRUE`: the class cannot be ruled out), its
+#'   row sums the set sizes.
 #' @param interval `"none"`, or `"prediction"` for prediction intervals (a
 #'   model fitted with `neumiss(..., interval = TRUE)`, regression). There are
 #'   no confidence intervals (`"confidence"` is an error).
-#' @param level Coverage of the prediction intervals; `NULL` is the level the
+#' @param level Coverage of the prediction intervals or sets; `NULL` is the level the
 #'   model was fitted for. Another level is calibrated from the stored
 #'   calibration scores, with the quantile head trained at the fit's level
 #'   (valid, possibly wider than a model fitted for that level).
@@ -33,6 +36,10 @@
 #'   predictors (method `"cqr-mondrian"`), for every pattern when they are
 #'   missing completely at random (`"cqr-mda-exact"`), on average over the
 #'   rows only for `"cqr"` and `"split"`.
+#'   With `type = "set"`, the set holds the true class with probability `level`
+#'   within each cell of patterns of missing predictors (`"lac-mondrian"`,
+#'   `"aps-mondrian"`), on average over the rows for `"lac"` and `"aps"`; a
+#'   `"lac"` set may be empty (no class plausible enough), an `"aps"` set never is.
 #' @examples
 #' if (is_neumiss_available()) {
 #'   set.seed(1)
@@ -45,7 +52,7 @@
 #'   predict(fit2, newdata, interval = "prediction", level = 0.9)
 #' }
 #' @export
-predict.neumiss <- function(object, newdata, type = c("response", "prob", "class"),
+predict.neumiss <- function(object, newdata, type = c("response", "prob", "class", "set"),
                             interval = c("none", "prediction", "confidence"), level = NULL,
                             se.fit = FALSE, ...) {
   .check_fit(object)
@@ -57,6 +64,9 @@ predict.neumiss <- function(object, newdata, type = c("response", "prob", "class
   }
   if (interval != "none") {
     return(.predict_interval(object, newdata, interval, level))
+  }
+  if (type == "set") {
+    return(.predict_set(object, newdata, level))
   }
   if (object$task == "regression" && type != "response") {
     .abort("type = \"%s\" is only for classification; this is a regression model.", type)
@@ -92,6 +102,28 @@ predict.neumiss <- function(object, newdata, type = c("response", "prob", "class
   .rethrow_warnings(result$warnings)
   matrix(as.numeric(result$values), ncol = 3, byrow = TRUE,
          dimnames = list(rownames(as.data.frame(newdata)), c("fit", "lwr", "upr")))
+}
+
+# The logical matrix of predict(..., type = "set"): one row per row, one column per class.
+.predict_set <- function(object, newdata, level) {
+  if (object$task != "classification" || is.null(object$interval)) {
+    .abort("type = \"set\" needs a classifier fitted with prediction sets: neumiss(..., interval = TRUE) on a class response.")
+  }
+  if (missing(newdata) || is.null(newdata)) {
+    .abort("`newdata` is required for prediction sets.")
+  }
+  level <- if (is.null(level)) 1 - object$interval$alpha else .check_level(level)
+  table <- .newdata_table(object, newdata)
+  n <- .table_rows(table)
+  values <- if (n == 0) logical(0) else {
+    result <- .py_call(.adapter()$predict_set(.estimator(object), .table_for_python(table),
+                                              1 - level), "prediction failed")
+    .rethrow_warnings(result$warnings)
+    as.logical(as.integer(result$values))
+  }
+  sets <- matrix(values, nrow = n, ncol = length(object$py_classes), byrow = TRUE,
+                 dimnames = list(if (n) rownames(as.data.frame(newdata)), object$py_classes))
+  sets[, object$classes, drop = FALSE]
 }
 
 # Predictions for a table already conformed to the fit.
@@ -156,8 +188,10 @@ print.neumiss <- function(x, ...) {
                 else "", .deleted_note(x)))
   }
   if (!is.null(x$interval)) {
-    cat(sprintf("Prediction intervals: %s, level %g\n", x$interval$method,
-                1 - x$interval$alpha))
+    cat(sprintf("Prediction %s: %s, level %g\n",
+                if (identical(x$interval$kind, "sets")) "sets" else "intervals",
+                x$interval$method, 1 - x$interval$alpha))
+    for (line in unlist(x$interval$summary)) cat("  ", line, "\n", sep = "")
   }
   cat(sprintf("%s: %s%s\n", .score_label(x), format(.score_value(x), digits = 4),
               if (isTRUE(x$n_valid > 0)) sprintf(" (%d rows)", x$n_valid) else ""))

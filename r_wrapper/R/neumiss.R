@@ -104,21 +104,30 @@
 #'   (`random_state` in Python); `NULL` draws one from R's generator.
 #' @param device `"cpu"`, `"cuda"` or `"auto"`.
 #' @param verbose Logical: show a progress bar while training.
-#' @param interval Logical: fit for prediction intervals (regression only).
-#'   The network is then a quantile head (outputs at `(1 - level) / 2`, 0.5
+#' @param interval Logical: fit for prediction intervals (regression) or
+#'   prediction sets (classification).
+#'   A regression network is then a quantile head (outputs at `(1 - level) / 2`, 0.5
 #'   and `(1 + level) / 2`, pinball loss) trained on 75% of the rows (by default), and the
 #'   other 25% (`calibration_fraction`) calibrate it by conformal prediction (Python's
-#'   `ConformalRegressor`); [predict.neumiss()] with `interval = "prediction"`
+#'   `ConformalRegressor`); below 500 rows, every row calibrates instead, by CV+ (10
+#'   networks, each without a tenth of the rows, and one on all rows: [print()] says
+#'   which). [predict.neumiss()] with `interval = "prediction"`
 #'   gives the intervals, and the predictions are the conditional median.
+#'   A classifier is calibrated the same way (by a split; Python's
+#'   `ConformalClassifier`), and `predict(fit, newdata, type = "set")` gives the set
+#'   of classes that cannot be ruled out at `level`.
 #'   Case weights are not supported with intervals.
 #' @param level Coverage of the intervals the quantile head is trained for
 #'   (`predict()` may ask for another level: see [predict.neumiss()]).
-#' @param interval_method `"cqr-mondrian"` (the default: valid within cells of
+#' @param interval_method Regression: `"cqr-mondrian"` (the default: valid within cells of
 #'   missingness patterns, each frequent pattern alone and the others by their
 #'   number of missing predictors, whatever made the values missing),
 #'   `"cqr-mda-exact"` (valid for every pattern when values are missing
 #'   completely at random), `"cqr-mda-nested"`, `"cqr"` or `"split"` (valid on
-#'   average only); see the Python documentation of `neumiss.intervals`.
+#'   average only). Classification: `"lac-mondrian"` (the default, smallest sets,
+#'   possibly empty), `"aps-mondrian"` (sets adapting to each row, never empty),
+#'   `"lac"` or `"aps"` (valid on average only). `NULL`: the task's default. See the
+#'   Python documentation of `neumiss.intervals`.
 #' @param calibration_fraction With `interval = TRUE`, the share of rows that
 #'   calibrate the intervals (the network trains on the others).
 #' @param calibration_confidence With `interval = TRUE`, the probability that
@@ -201,7 +210,7 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
                             batch_size = NULL, max_epochs = NULL,
                             validation_fraction = NULL, patience = NULL, seed = NULL,
                             device = NULL, verbose = FALSE, interval = FALSE, level = 0.9,
-                            interval_method = "cqr-mondrian", calibration_fraction = 0.25,
+                            interval_method = NULL, calibration_fraction = 0.25,
                             calibration_confidence = 0.75, ...) {
   call <- .generic_call(match.call())
   .check_dots(list(...), formula = FALSE)
@@ -224,7 +233,7 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
                             learning_rate = NULL, batch_size = NULL, max_epochs = NULL,
                             validation_fraction = NULL, patience = NULL, seed = NULL,
                             device = NULL, verbose = FALSE, interval = FALSE, level = 0.9,
-                            interval_method = "cqr-mondrian", calibration_fraction = 0.25,
+                            interval_method = NULL, calibration_fraction = 0.25,
                             calibration_confidence = 0.75, ...) {
   params <- c(
     list(depth = depth, mlp_depth = mlp_depth, mlp_width = mlp_width,
@@ -253,7 +262,8 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
   if (!is.null(calibration_confidence)) {
     .check_fraction(calibration_confidence, "calibration_confidence", "or NULL")
   }
-  list(method = .interval_method(method), alpha = 1 - .check_level(level),
+  list(method = if (!is.null(method)) .interval_method(method),
+       alpha = 1 - .check_level(level),
        calibration_fraction = calibration_fraction,
        calibration_confidence = calibration_confidence)
 }
@@ -267,7 +277,8 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
   value
 }
 
-.interval_methods <- c("cqr-mondrian", "cqr-mda-exact", "cqr-mda-nested", "cqr", "split")
+.interval_methods <- c("cqr-mondrian", "cqr-mda-exact", "cqr-mda-nested", "cqr", "split",
+                       "lac-mondrian", "aps-mondrian", "lac", "aps")
 
 .interval_method <- function(method) {
   if (!is.character(method) || length(method) != 1 || !method %in% .interval_methods) {

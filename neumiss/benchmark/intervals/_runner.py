@@ -1,5 +1,10 @@
 """Running the interval benchmark: one simulated data set per cell and repeat.
 
+Below :data:`~neumiss.intervals.CROSS_ROWS` training rows (the small-table
+regime, e.g. ``--n-train 100 200 500``), ``"cqr-mondrian"`` is fitted as its default
+``cv="auto"`` fits it, by CV+ (every row calibrating); the other methods keep a split
+(``"split"`` with ``cv=None``: the baseline as published).
+
 A run draws ``n_train`` rows of the paper's simulation (d features, linear
 response, SNR 10) under one mechanism and missing rate, fits the conformal
 methods (:data:`METHODS`) at ``alpha``, and scores them on ``n_test`` fresh
@@ -14,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -86,7 +91,7 @@ def execute_run(run: IntervalRun, seed: int = 0, n_test: int = N_TEST,
                 base_params: dict | None = None) -> list[dict]:
     """Simulate, fit and score one run; its ``runs.csv`` rows."""
     from ...estimators import NeuMissQuantileRegressor, NeuMissRegressor
-    from ...intervals import ConformalRegressor
+    from ...intervals import CROSS_ROWS, ConformalRegressor
     from ...simulation import make_regression
 
     params = dict(BASE_PARAMS if base_params is None else base_params)
@@ -100,7 +105,8 @@ def execute_run(run: IntervalRun, seed: int = 0, n_test: int = N_TEST,
 
     start = time.perf_counter()
     split = ConformalRegressor(NeuMissRegressor(**params), method="split", alpha=alpha,
-                               calibration_confidence=None, random_state=model_seed).fit(X, y)
+                               calibration_confidence=None, cv=None,
+                               random_state=model_seed).fit(X, y)
     fit_seconds["split"] = time.perf_counter() - start
     # One quantile head serves the CQR methods: they share the split, the base
     # model, the calibration scores and rows, and differ only in predict_interval.
@@ -110,9 +116,16 @@ def execute_run(run: IntervalRun, seed: int = 0, n_test: int = N_TEST,
                              alpha=alpha, random_state=model_seed).fit(X, y)
     seconds = time.perf_counter() - start
     confidence = cqr.calibration_confidence
+    if run.n_train < CROSS_ROWS:  # small tables: "cqr-mondrian" as cv="auto" fits it (CV+)
+        start = time.perf_counter()
+        cross = ConformalRegressor(NeuMissQuantileRegressor(levels, **params), alpha=alpha,
+                                   random_state=model_seed).fit(X, y)
+        fit_seconds["cqr-mondrian"] = time.perf_counter() - start
     for method in METHODS[:-1]:
         model = split if method == "split" else cqr.set_params(
             method=method, calibration_confidence=None if method in USUAL_RANK else confidence)
+        if method == "cqr-mondrian" and run.n_train < CROSS_ROWS:
+            model = cross
         fit_seconds.setdefault(method, seconds)
         start = time.perf_counter()
         intervals[method] = model.predict_interval(X_test)
@@ -142,41 +155,57 @@ def _rows(run, intervals, y, n_missing, fit_seconds, predict_seconds) -> list[di
     return rows
 
 
-def _execute_with_threads(run: IntervalRun, seed: int, n_test: int,
-                          threads: int | None) -> list[dict]:
-    """:func:`execute_run` with ``threads`` threads for torch and the BLAS/OpenMP pools
-    (None: as the process has them)."""
+class Task(NamedTuple):
+    """What the suite runs: intervals (:data:`REGRESSION`) or prediction sets
+    (:data:`~._classes.CLASSIFICATION`): one run's rows, and where they are kept."""
+
+    execute: Callable[..., list[dict]]
+    runs_file: str
+    columns: tuple[str, ...]
+    read: Callable[[Path], list[dict]]
+
+
+REGRESSION = Task(execute_run, RUNS_FILE, COLUMNS, read_interval_runs)
+
+
+def _execute_with_threads(run: IntervalRun, seed: int, n_test: int, threads: int | None,
+                          execute: Callable[..., list[dict]] = execute_run) -> list[dict]:
+    """The run's rows (``execute``: :func:`execute_run` or its classification twin) with
+    ``threads`` threads for torch and the BLAS/OpenMP pools (None: as the process has
+    them)."""
     with contextlib.nullcontext() if threads is None else limited_threads(threads):
-        return execute_run(run, seed=seed, n_test=n_test)
+        return execute(run, seed=seed, n_test=n_test)
 
 
 def _finished(todo: list[IntervalRun], seed: int, n_test: int, jobs: int,
-              threads: int | None) -> Iterator[tuple[IntervalRun, list[dict]]]:
+              threads: int | None, task: Task) -> Iterator[tuple[IntervalRun, list[dict]]]:
     """``(run, its rows)`` as runs finish: in this process, or in ``jobs`` worker
     processes (:func:`~neumiss.benchmark._processes.finished_futures`)."""
     if jobs == 1:
         for run in todo:
-            yield run, _execute_with_threads(run, seed, n_test, threads)
+            yield run, _execute_with_threads(run, seed, n_test, threads, task.execute)
         return
-    calls = {run: (run, seed, n_test, threads) for run in todo}
+    calls = {run: (run, seed, n_test, threads, task.execute) for run in todo}
     for run, future in finished_futures(_execute_with_threads, calls, jobs):
         yield run, future.result()
 
 
 def run_intervals(runs: list[IntervalRun], out: Path, *, seed: int = 0, n_test: int = N_TEST,
-                  progress: bool = True, jobs: int = 1,
-                  threads: int | None = None) -> tuple[int, int]:
-    """Run what ``out/runs.csv`` lacks, ``jobs`` runs at a time (each in a worker process
-    when more than one), each with ``threads`` threads (None: the process's); return (runs
-    computed, runs skipped). A run's rows are written when it finishes, so an interrupted
-    benchmark resumes where it stopped; the rows do not depend on ``jobs``."""
+                  progress: bool = True, jobs: int = 1, threads: int | None = None,
+                  task: Task = REGRESSION) -> tuple[int, int]:
+    """Run what ``out/runs.csv`` (``task.runs_file``: ``classes_runs.csv`` for prediction
+    sets) lacks, ``jobs`` runs at a time (each in a worker process when more than one), each
+    with ``threads`` threads (None: the process's); return (runs computed, runs
+    skipped). A run's rows are written when it finishes, so an interrupted benchmark
+    resumes where it stopped; the rows do not depend on ``jobs``."""
     out.mkdir(parents=True, exist_ok=True)
-    path = out / RUNS_FILE
-    done = {tuple(row[c] for c in KEY_COLUMNS) for row in read_interval_runs(path)}
+    path = out / task.runs_file
+    done = {tuple(row[c] for c in KEY_COLUMNS) for row in task.read(path)}
     todo = [run for run in runs if run.key() not in done]
-    writer = RunsWriter(path, COLUMNS)
+    writer = RunsWriter(path, task.columns)
     try:
-        for k, (run, rows) in enumerate(_finished(todo, seed, n_test, jobs, threads), start=1):
+        for k, (run, rows) in enumerate(_finished(todo, seed, n_test, jobs, threads, task),
+                                        start=1):
             for row in rows:
                 writer.write(row)
             if progress:

@@ -13,8 +13,10 @@ the estimator's ``save`` writes every public fitted attribute, so the model file
 and ``neumiss.load`` restores it. Python users may ignore it.
 
 A fit with prediction intervals is a :class:`neumiss.intervals.ConformalRegressor`
-around the NeuMiss regressor (its ``estimator_``); :func:`describe` describes
-that base model, :func:`predict_interval` gives the intervals.
+around the NeuMiss regressor (its ``estimator_``), one with prediction sets a
+:class:`neumiss.intervals.ConformalClassifier` around the classifier; :func:`describe`
+describes that base model, :func:`predict_interval` gives the intervals and
+:func:`predict_set` the sets.
 """
 
 import re
@@ -201,21 +203,34 @@ def fit(task, params, table, y, sample_weight, metadata, interval=None):
     return {"estimator": estimator, "warnings": messages}
 
 
+#: The default method of ``interval = TRUE`` for each task.
+_DEFAULT_METHODS = {"regression": "cqr-mondrian", "classification": "lac-mondrian"}
+
+
 def _conformal(task, params, interval):
-    """The ConformalRegressor of an R fit with ``interval = TRUE``."""
-    if task != "regression":
-        raise ValueError("prediction intervals are available for regression only")
-    method, alpha = str(interval["method"]), float(interval["alpha"])
+    """The ConformalRegressor (regression) or ConformalClassifier (classification) of an
+    R fit with ``interval = TRUE``; ``interval["method"]`` None takes the task's default."""
+    from neumiss.intervals import METHODS, SET_METHODS
+
+    method = interval.get("method") or _DEFAULT_METHODS[task]
+    method, alpha = str(method), float(interval["alpha"])
+    methods = METHODS if task == "regression" else SET_METHODS
+    if method not in methods:
+        raise ValueError(f"interval_method = \"{method}\" is not a {task} method; "
+                         f"use one of {', '.join(methods)}")
     confidence = interval.get("calibration_confidence", 0.75)
+    settings = dict(
+        method=method, alpha=alpha,
+        calibration_fraction=float(interval.get("calibration_fraction", 0.25)),
+        calibration_confidence=confidence if confidence is None else float(confidence),
+        random_state=params.get("random_state"))
+    if task == "classification":
+        return neumiss.ConformalClassifier(neumiss.NeuMissClassifier(**params), **settings)
     if method == "split":
         base = neumiss.NeuMissRegressor(**params)
     else:
         base = neumiss.NeuMissQuantileRegressor((alpha / 2, 0.5, 1 - alpha / 2), **params)
-    return neumiss.ConformalRegressor(
-        base, method=method, alpha=alpha,
-        calibration_fraction=float(interval.get("calibration_fraction", 0.25)),
-        calibration_confidence=confidence if confidence is None else float(confidence),
-        random_state=params.get("random_state"))
+    return neumiss.ConformalRegressor(base, **settings)
 
 
 def _base(estimator):
@@ -234,6 +249,14 @@ def predict_interval(estimator, table, alpha):
 
     values, messages = _collecting_warnings(both)
     return {"values": _float_list(values), "warnings": messages}
+
+
+def predict_set(estimator, table, alpha):
+    """``{"values", "warnings"}``: the prediction sets as 0/1, flattened row by row
+    (one per class of ``classes_``)."""
+    X = frame(table)
+    (sets, _), messages = _collecting_warnings(estimator.predict_set, X, alpha=float(alpha))
+    return {"values": [int(v) for v in sets.ravel()], "warnings": messages}
 
 
 def predict(estimator, table):
@@ -308,7 +331,12 @@ def describe(estimator):
         "r_metadata": _plain(getattr(outer, "r_metadata_", None)),
         "interval": None if outer is estimator else {
             "method": outer.method, "alpha": float(outer.alpha),
-            "n_calibration": int(outer.calibration_scores_.shape[0]),
+            # rows held out from the network's training (none with CV+: every row
+            # calibrates out of fold, and estimator_ is fitted on all rows)
+            "n_calibration": 0 if getattr(outer, "cross_conformal_", False)
+            else int(outer.calibration_scores_.shape[0]),
+            "kind": "sets" if hasattr(outer, "predict_set") else "intervals",
+            "summary": outer.summary().splitlines()[1:],
         },
     }
     for column in info["columns"]:
@@ -388,7 +416,8 @@ def load(path):
 
 def export_onnx(estimator, path):
     """Export through ``neumiss.export_onnx`` (a conformal model: its ``to_onnx``, with
-    outputs ``y``, ``lower``, ``upper``); ImportError if this neumiss lacks it."""
+    outputs ``y``, ``lower``, ``upper``, or the sets ``set`` and ``set_size``);
+    ImportError if this neumiss lacks it."""
     if hasattr(estimator, "calibration_scores_"):
         estimator.to_onnx(path)
         return

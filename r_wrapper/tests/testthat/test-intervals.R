@@ -1,14 +1,15 @@
 test_that("predict(interval = 'prediction') returns fit/lwr/upr like predict.lm", {
   skip_if_no_python_neumiss()
-  data <- simulate_data(n = 400, d = 3, missing = 0.3)
+  data <- simulate_data(n = 600, d = 3, missing = 0.3)  # 500 rows or more: a split
   df <- data.frame(data$x, y = data$y)
   fit <- neumiss(y ~ ., data = df, max_epochs = 3, ensemble_size = 1, depth = 1, seed = 1,
                  interval = TRUE, level = 0.8)
   expect_equal(fit$interval$method, "cqr-mondrian")
   expect_equal(fit$interval$alpha, 0.2)
-  expect_equal(fit$n_calibration, 100L)
-  expect_equal(fit$n_train + fit$n_valid + fit$n_calibration, 400L)
+  expect_equal(fit$n_calibration, 150L)
+  expect_equal(fit$n_train + fit$n_valid + fit$n_calibration, 600L)
   expect_output(print(fit), "Prediction intervals: cqr-mondrian, level 0.8")
+  expect_output(print(fit), "calibration: split, 150 held-out rows")
   newdata <- df[1:6, ]
   newdata$v1[2] <- NA
   pred <- predict(fit, newdata, interval = "prediction")
@@ -53,8 +54,9 @@ test_that("interval fits survive saveRDS() and refuse what they cannot do", {
   expect_error(neumiss(data$x, data$y, interval = TRUE, interval_method = "jackknife"),
                "interval_method")
   expect_error(neumiss(data$x, data$y, interval = NA), "`interval`")
-  expect_error(neumiss(data$x, data$y > 0, interval = TRUE, max_epochs = 1),
-               "regression only")
+  expect_error(neumiss(data$x, data$y > 0, interval = TRUE, interval_method = "cqr",
+                       max_epochs = 1), "not a classification method")
+  expect_error(predict(fit, data$x[1:4, ], type = "set"), "needs a classifier")
 })
 
 test_that("interval fits take factor predictors (re-masked as a whole)", {
@@ -73,4 +75,50 @@ test_that("interval fits take factor predictors (re-masked as a whole)", {
   back <- readRDS(path)
   back$py$estimator <- NULL
   expect_equal(predict(back, newdata, interval = "prediction"), pred)
+})
+
+test_that("small tables calibrate on every row (CV+), and print() says so", {
+  skip_if_no_python_neumiss()
+  data <- simulate_data(n = 250, d = 3)
+  fit <- neumiss(data$x, data$y, max_epochs = 2, ensemble_size = 1, depth = 1, seed = 4,
+                 interval = TRUE)
+  expect_equal(fit$n_calibration, 0L)  # every row trains the network of predict()
+  expect_output(print(fit), "cross-conformal \\(CV\\+, 10 folds\\), every one of the 250 rows")
+  expect_output(print(fit), "validity: ")
+  pred <- predict(fit, data$x[1:5, ], interval = "prediction")
+  expect_true(all(pred[, "lwr"] <= pred[, "fit"] | pred[, "fit"] <= pred[, "upr"]))
+  expect_true(neumiss:::.estimator(fit)$cross_conformal_)
+})
+
+test_that("predict(type = 'set') gives the classes that cannot be ruled out", {
+  skip_if_no_python_neumiss()
+  set.seed(5)
+  df <- iris[sample(nrow(iris), 600, replace = TRUE), ]
+  df$Petal.Length[runif(600) < 0.3] <- NA
+  fit <- neumiss(Species ~ ., data = df, max_epochs = 5, ensemble_size = 1, depth = 1,
+                 seed = 5, interval = TRUE, interval_method = "aps-mondrian")
+  expect_output(print(fit), "Prediction sets: aps-mondrian, level 0.9")
+  newdata <- iris[c(1, 51, 101), ]
+  newdata$Petal.Length[2] <- NA
+  sets <- predict(fit, newdata, type = "set")
+  expect_true(is.logical(sets) && is.matrix(sets))
+  expect_identical(colnames(sets), levels(iris$Species))
+  expect_identical(rownames(sets), rownames(newdata))
+  expect_true(all(rowSums(sets) >= 1))  # an APS set is never empty
+  wide <- predict(fit, newdata, type = "set", level = 0.99)
+  expect_true(all(wide | !sets))  # nested in the level
+  # the Python model's own sets
+  run <- reticulate::py_run_string(paste(
+    "def sets(model, rows, names):",
+    "    import pandas as pd",
+    "    return model.predict_set(pd.DataFrame(rows, columns=names))[0].astype(int).tolist()",
+    sep = "\n"), local = TRUE)
+  rows <- lapply(seq_len(nrow(newdata)), function(i) as.list(unlist(newdata[i, 1:4])))
+  rows <- lapply(rows, function(r) lapply(r, function(v) if (is.na(v)) NaN else v))
+  py <- do.call(rbind, lapply(run$sets(neumiss:::.estimator(fit), rows,
+                                       names(iris)[1:4]), unlist))
+  expect_equal(unname(sets) * 1L, py)
+  empty <- predict(fit, newdata[0, ], type = "set")
+  expect_equal(dim(empty), c(0L, 3L))
+  expect_error(predict(fit, type = "set"), "newdata")
 })

@@ -54,7 +54,7 @@ test_that("a fit gives one warning per problem, without Python names", {
 
 test_that("the interval settings a message names are arguments of neumiss()", {
   skip_if_no_python_neumiss()
-  data <- simulate_data(n = 200, d = 3)
+  data <- simulate_data(n = 520, d = 3)  # 500 rows or more: a split, 130 calibration rows
   err <- expect_error(neumiss(data$x, data$y, max_epochs = 1, interval = TRUE, level = 0.99),
                       "calibration_fraction")
   msg <- conditionMessage(err)
@@ -65,7 +65,7 @@ test_that("the interval settings a message names are arguments of neumiss()", {
   fit <- suppressWarnings(neumiss(data$x, data$y, max_epochs = 1, depth = 1, seed = 1,
                                   interval = TRUE, level = 0.99, calibration_fraction = 0.6,
                                   calibration_confidence = 0.5))
-  expect_equal(fit$n_calibration, 120L)
+  expect_equal(fit$n_calibration, 312L)
   py <- neumiss:::.estimator(fit)
   expect_equal(py$calibration_fraction, 0.6)
   expect_equal(py$calibration_confidence, 0.5)
