@@ -177,6 +177,7 @@ print.neumiss <- function(x, ...) {
   cat(sprintf("Features (%d): %s\n", length(x$feature_names),
               .abbreviate_list(x$feature_names)))
   .log_target_note(x)
+  .calibration_note(x)
   .integer_levels_note(.integer_levels(x))
   if (x$task == "classification") {
     cat(sprintf("Classes (%d): %s\n", length(x$classes), .abbreviate_list(x$classes)))
@@ -301,6 +302,7 @@ summary.neumiss <- function(object, ...) {
     mask_skip = isTRUE(object$mask_skip),
     spline = isTRUE(object$spline),
     log_target = isTRUE(object$log_target),
+    temperature = object$temperature,
     n_epochs = object$n_epochs,
     best_epoch = object$best_epoch,
     n_obs = object$n_obs,
@@ -352,6 +354,7 @@ print.summary.neumiss <- function(x, ...) {
               length(x$feature_names), .abbreviate_list(x$feature_names, 6),
               100 * x$missing_rate))
   .log_target_note(x)
+  .calibration_note(x)
   .integer_levels_note(x$integer_levels)
   if (length(x$xlevels)) {
     encoded_by <- ifelse(names(x$xlevels) %in% x$target_encoded, ", target statistics", "")
@@ -624,6 +627,13 @@ model.frame.neumiss <- function(formula, ...) {
 # "linear head" or "MLP head (k hidden layers)": the head a fit uses, "seeing the mask"
 # with the mask's own term, "with splines" with the spline term.
 # One line saying that the network fits log(response), when it does.
+.calibration_note <- function(x) {
+  if (!is.null(x$temperature) && x$temperature != 1) {
+    cat(sprintf("Probabilities: calibrated (log-odds divided by the temperature %.3g)\n",
+                x$temperature))
+  }
+}
+
 .log_target_note <- function(x) {
   if (isTRUE(x$log_target)) {
     cat("Response: fitted on the log scale (log_target), predictions are exp() of it\n")

@@ -551,6 +551,7 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
     mask_skip = isTRUE(info$mask_skip),
     spline = isTRUE(info$spline),
     log_target = isTRUE(info$log_target),
+    temperature = info$temperature,
     validation_score = info$validation_score,
     n_obs = n_obs,
     # out of fold, or on validation_data, every row trains

@@ -316,6 +316,8 @@ def describe(estimator):
         "mask_skip": bool(estimator.mask_skip_),
         "spline": bool(getattr(estimator, "spline_", False)),
         "log_target": bool(getattr(estimator, "log_target_", False)),
+        # classifiers: the temperature the log-odds were divided by (None: not calibrated)
+        "temperature": getattr(estimator, "temperature_", None),
         "validation_score": float(estimator.validation_score_),
         # absent from models saved before they were recorded
         "validation_scheme": getattr(estimator, "validation_scheme_", None),
