@@ -168,12 +168,11 @@
   if (length(absent) < 2) stop(e)
   data <- if (!is.null(call$data)) tryCatch(eval(call$data, env), error = function(e) NULL)
   where <- if (is.data.frame(data)) {
-    sprintf("a column of `data` (which has %s) or a variable", .quote(names(data)))
+    sprintf("neither a column of `data` (which has %s) nor a variable", .quote(names(data)))
   } else {
-    "a variable"
+    "not a variable"
   }
-  .abort("the formula uses '%s', which is neither %s in the formula's environment.",
-         absent[2], where)
+  .abort("the formula uses '%s', which is %s in the formula's environment.", absent[2], where)
 }
 
 .formula_table <- function(mf, terms, arg = "data") {
