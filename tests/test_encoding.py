@@ -81,6 +81,17 @@ def test_a_category_with_spaces_around_it_is_the_category_stripped():
     assert chosen == ["Nice", "Nice", " z", " z", "a ", "a", "a"]
 
 
+def test_warnings_at_fit_and_predict_point_at_the_users_call():
+    frame = pd.DataFrame({"t": ["u", "v"] * 30, "x": np.arange(60.0), "gone": np.nan})
+    y = np.arange(60.0)
+    with pytest.warns(UserWarning, match="missing in every training row") as fitted:
+        model = NeuMissRegressor(**FAST).fit(frame, y)
+    with pytest.warns(UserWarning, match="not seen at fit") as predicted:
+        model.predict(frame.assign(t="w"))
+    for record in (*fitted, *predicted):
+        assert record.filename == __file__, (record.message, record.filename)
+
+
 def test_many_categories_are_capped_with_a_warning_naming_the_column():
     codes = [f"z{i % 1000:03d}" for i in range(3000)] + ["z000"] * 50
     frame = pd.DataFrame({"zip": codes})

@@ -65,13 +65,13 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import numpy as np
 import torch
 
+from ..checks import warn_user
 from ._analytic import computes_iterates
 from ._block import NeuMissNetwork
 from ._choice import (
@@ -574,6 +574,6 @@ def search_depths(
     if weight_sharing == "auto" and try_chebyshev(depth_results, train_data, val_data, moments):
         best, chebyshev = search.chebyshev(best, max(depth_results))
     if best.result.warning is not None:  # the kept network diverged, or is a constant
-        warnings.warn(best.result.warning, DivergenceWarning, stacklevel=2)
+        warn_user(best.result.warning, DivergenceWarning)
     return SearchResult(best, depth_results, untied, heads, search.mask_skip, chebyshev,
                         starts, search.spline, identity)

@@ -42,12 +42,13 @@ the ONNX metadata record so that ``export/score.py`` can encode a CSV with numpy
 from __future__ import annotations
 
 import numbers
-import warnings
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+
+from ..checks import warn_user
 
 #: Most one-hot columns a categorical column may take; beyond, the column is encoded by
 #: its categories' target statistics (fitted with a target), or else the least frequent
@@ -229,12 +230,10 @@ def _fit_categories(name, column: pd.Series, categories: list[str]) -> ColumnEnc
         return ColumnEncoding(name, "categorical", tuple(categories))
     counts = _category_strings(column.dropna()).value_counts()
     kept = set(counts.index[: MAX_CATEGORIES - 1])
-    warnings.warn(
+    warn_user(
         f"column {name!r} has {len(categories):,} categories: the {MAX_CATEGORIES - 1} most "
         f"frequent are one-hot encoded and the others share one '{OTHER}' column. Fit "
-        "with the target to encode it by target statistics, encode it yourself, or drop it.",
-        UserWarning,
-        stacklevel=4,
+        "with the target to encode it by target statistics, encode it yourself, or drop it."
     )
     return ColumnEncoding(
         name, "categorical", tuple(c for c in categories if c in kept), other=True
@@ -542,10 +541,8 @@ def _encode_column(encoding: ColumnEncoding, column: pd.Series, out: np.ndarray)
         unseen[:] = False
     elif unseen.any():
         examples = sorted(set(text[unseen]))[:5]
-        warnings.warn(
-            f"column {name!r} has categories not seen at fit, treated as missing: {examples!r}",
-            UserWarning,
-            stacklevel=5,
+        warn_user(
+            f"column {name!r} has categories not seen at fit, treated as missing: {examples!r}"
         )
     out[:] = np.nan
     out[np.flatnonzero(~missing)[~unseen]] = encoding.category_values()[codes[~unseen]]
