@@ -176,3 +176,15 @@ def check_anchor_on_mixed_table(build, X, y, task, min_gain, exact=True):
     again = build().fit(X[:200], target[:200]).predict(X[200:])
     np.testing.assert_allclose(again, predictions, rtol=0 if exact else 1e-7)
     return model
+
+
+def pytest_terminal_summary(terminalreporter):
+    """In the summary, one line on the real-data tests skipped for their data sets (the
+    test command does not export them): how many, and how to run them."""
+    skipped = [report for report in terminalreporter.stats.get("skipped", [])
+               if "scripts/setup_realdata.sh" in str(report.longrepr)]
+    if skipped:
+        terminalreporter.write_line(
+            f"{len(skipped)} real-data tests skipped: their data sets are not exported here. "
+            "To run them: bash scripts/setup_realdata.sh (Debian's R data packages, "
+            "exported once), then the tests again.")

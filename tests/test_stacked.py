@@ -24,9 +24,9 @@ from neumiss.network._data import batch_loss, member_weights, missing_columns
 from neumiss.network._start import (
     LINEAR_PENALTY,
     RIDGE_PENALTIES,
+    _ridge,
     observed_moments,
     pairwise_moments,
-    _ridge,
     ridge_penalty,
     start_from_moments,
     start_linear_parts,
