@@ -45,7 +45,7 @@ root_doc = "index"
 autosummary_generate = True
 autosummary_ignore_module_all = False
 autosummary_imported_members = True
-#: The modules whose ``__all__`` the API reference documents (docs/api/index.rst).
+#: The modules whose ``__all__`` the API reference documents (docs/api/subpackages.rst).
 PUBLIC_MODULES = ["neumiss.checks", "neumiss.simulation", "neumiss.tables", "neumiss.network",
                   "neumiss.export", "neumiss.estimators", "neumiss.baselines",
                   "neumiss.intervals", "neumiss.scoring", "neumiss.benchmark",

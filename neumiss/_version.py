@@ -1,3 +1,3 @@
 """The package version, importable without loading anything else."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

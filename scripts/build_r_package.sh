@@ -33,6 +33,16 @@ done
 VENV="${VENV:-.venv}"
 [[ $VENV = /* ]] || VENV="$ROOT/$VENV"
 PYTHON="$VENV/bin/python"
+if [[ ! -x $PYTHON ]]; then
+  echo "build_r_package.sh: no Python environment at $VENV (it builds the bundled wheel and" \
+    "runs the vignette): run bash scripts/setup.sh first, or set VENV to one where" \
+    "neumiss is installed" >&2
+  exit 1
+fi
+if ! command -v R >/dev/null; then
+  echo "build_r_package.sh: R is not installed: run bash scripts/setup_r.sh first" >&2
+  exit 1
+fi
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 

@@ -4,11 +4,13 @@
 # venv's Python ($1, default .venv) with this checkout first on PYTHONPATH, and fails
 # if a test fails. Run scripts/setup_r.sh first.
 #
-# When R's `norm` package (CRAN only, suggested) is installed, then runs
-# `R CMD check --as-cran` (scripts/build_r_package.sh --check) twice: with `norm`, and
-# with its library left out of R_LIBS, as the CI machine has no `norm`. `norm` must then
-# sit in a library of its own named in R_LIBS (e.g. R_LIBS=/tmp/rlib-norm), so that it
-# can be hidden; the script fails otherwise.
+# When R's `norm` package (CRAN only, suggested) is installed, wherever it is (the user
+# library where install.packages() puts it, a site library, or a library of R_LIBS),
+# then runs `R CMD check --as-cran` (scripts/build_r_package.sh --check) twice: with
+# `norm`, and without it, as the CI machine has no `norm`. Without it: R_LIBS,
+# R_LIBS_USER and R_LIBS_SITE all name one temporary library that links every other
+# package of the search path. Only a `norm` in R's own library (R_HOME/library) cannot be
+# hidden: that second check is then skipped, with a note.
 # Usage: bash scripts/test_r.sh [VENV]
 set -euo pipefail
 
@@ -36,35 +38,43 @@ Rscript --vanilla -e '
 NORM_LIB=$(Rscript --vanilla -e 'if (requireNamespace("norm", quietly = TRUE))
   cat(normalizePath(dirname(find.package("norm"))))')
 [[ -n $NORM_LIB ]] || exit 0
-WITHOUT_NORM=""
-IFS=: read -ra LIBS <<<"$R_LIBS"
-for lib in "${LIBS[@]}"; do
-  if [[ -n $lib && $(realpath -m "$lib") != "$NORM_LIB" ]]; then
-    WITHOUT_NORM+="${WITHOUT_NORM:+:}$lib"
-  fi
-done
-if [[ $WITHOUT_NORM == "$R_LIBS" ]]; then
-  echo "test_r.sh: R's norm is in $NORM_LIB, not a library of R_LIBS: cannot check without it" >&2
-  exit 1
-fi
+NO_NORM=$(mktemp -d)
+trap 'rm -rf "$LIB" "$NO_NORM"' EXIT
+# every package of the search path but norm, the first of each name as R finds it
+Rscript --vanilla -e '
+  into <- commandArgs(TRUE)[1]
+  for (lib in setdiff(.libPaths(), .Library))
+    for (pkg in setdiff(list.files(lib), c("norm", list.files(into))))
+      file.symlink(file.path(lib, pkg), file.path(into, pkg))
+' "$NO_NORM"
+HIDDEN=$(R_LIBS="$NO_NORM" R_LIBS_USER="$NO_NORM" R_LIBS_SITE="$NO_NORM" Rscript --vanilla \
+  -e 'cat(!requireNamespace("norm", quietly = TRUE))')
 CHECK_OUT=$(mktemp -d)
-trap 'rm -rf "$LIB" "$CHECK_OUT"' EXIT
+trap 'rm -rf "$LIB" "$NO_NORM" "$CHECK_OUT"' EXIT
 
-# R CMD check --as-cran into $CHECK_OUT/$1 with R_LIBS=$2; fails on an ERROR or a WARNING.
+# R CMD check --as-cran into $CHECK_OUT/$1, with the environment's assignments $2...;
+# fails on an ERROR or a WARNING.
 check() {
-  echo "test_r.sh: R CMD check --as-cran ($1)"
-  R_LIBS="$2" VENV="$VENV" bash scripts/build_r_package.sh --check --no-wheel \
-    "$CHECK_OUT/$1" || true
-  local log="$CHECK_OUT/$1/check.log"
+  local name=$1
+  shift
+  echo "test_r.sh: R CMD check --as-cran ($name)"
+  env "$@" VENV="$VENV" bash scripts/build_r_package.sh --check --no-wheel \
+    "$CHECK_OUT/$name" || true
+  local log="$CHECK_OUT/$name/check.log"
   if [[ ! -f $log ]]; then
-    echo "test_r.sh: R CMD check $1: the package did not build" >&2
+    echo "test_r.sh: R CMD check $name: the package did not build" >&2
     exit 1
   fi
   if ! grep -Eq "^Status: (OK|[0-9]+ NOTEs?)$" "$log"; then
-    echo "test_r.sh: R CMD check $1 failed:" >&2
+    echo "test_r.sh: R CMD check $name failed:" >&2
     sed -n '/^\* checking .*\(ERROR\|WARNING\)$/,/^\* /p' "$log" >&2
     exit 1
   fi
 }
-check with-norm "$R_LIBS"
-check without-norm "$WITHOUT_NORM"
+check with-norm "R_LIBS=$R_LIBS"
+if [[ $HIDDEN == TRUE ]]; then
+  check without-norm "R_LIBS=$NO_NORM" "R_LIBS_USER=$NO_NORM" "R_LIBS_SITE=$NO_NORM"
+else
+  echo "test_r.sh: R's norm is in R's own library ($NORM_LIB), which cannot be left out:" \
+    "no check without it" >&2
+fi

@@ -4,7 +4,8 @@ For a fitted model (regressor, classifier, conformal intervals by a split and by
 conformal prediction sets) and a generated table,
 ``predict`` in Python, ONNX Runtime on a DataFrame (``score_frame``), ``neumiss score``
 on CSV and on Parquet, ``export/score.py`` on CSV and the Dask path give the same numbers
-(1e-5 relative) or all refuse the table, naming the same row and column.
+(1e-5 relative) or all refuse the table, naming the same row and column. A category cell
+with spaces around it is the category it spells once stripped, on every path.
 """
 
 from __future__ import annotations
@@ -79,7 +80,12 @@ def tables(draw):
     n = draw(st.integers(1, 6))
     number = st.one_of(st.floats(-1e4, 1e4, allow_nan=False), st.just(np.nan),
                        st.sampled_from(EXTREMES) if draw(st.booleans()) else st.just(0.25))
-    category = st.sampled_from(LEVELS + UNSEEN + [None])
+    # a level as it is, or with spaces around it ("x " is "x", " z " is " z"; "w " unseen)
+    category = st.one_of(
+        st.sampled_from(LEVELS + UNSEEN + [None]),
+        st.builds(lambda level, left, right: left + level + right,
+                  st.sampled_from(LEVELS + UNSEEN), st.sampled_from(["", " ", "  "]),
+                  st.sampled_from(["", " "])))
     rows = [(draw(number), draw(number), draw(category), draw(st.sampled_from([True, False, None])))
             for _ in range(n)]
     frame = pd.DataFrame(rows, columns=["a", "b", "plan", "flag"]).astype(

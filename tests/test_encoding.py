@@ -68,6 +68,30 @@ def test_unseen_category_is_missing_with_a_warning():
     np.testing.assert_array_equal(out, [[np.nan, np.nan], [0.0, 1.0]])
 
 
+def test_a_category_with_spaces_around_it_is_the_category_stripped():
+    encoder = TableEncoder().fit(pd.DataFrame({"t": ["Nice", " z", "Nice", "a", "a "]}))
+    # spelled as a level: that level; else equal to one once both are stripped
+    cells = pd.DataFrame({"t": ["Nice ", "  Nice", " z", "z ", "a ", "a", " a "]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = encoder.transform(cells)
+    categories = ["Nice", " z", "a", "a "]
+    assert [c.categories for c in encoder.columns_] == [tuple(sorted(categories))]
+    chosen = [encoder.columns_[0].categories[i] for i in out.argmax(axis=1)]
+    assert chosen == ["Nice", "Nice", " z", " z", "a ", "a", "a"]
+
+
+def test_warnings_at_fit_and_predict_point_at_the_users_call():
+    frame = pd.DataFrame({"t": ["u", "v"] * 30, "x": np.arange(60.0), "gone": np.nan})
+    y = np.arange(60.0)
+    with pytest.warns(UserWarning, match="missing in every training row") as fitted:
+        model = NeuMissRegressor(**FAST).fit(frame, y)
+    with pytest.warns(UserWarning, match="not seen at fit") as predicted:
+        model.predict(frame.assign(t="w"))
+    for record in (*fitted, *predicted):
+        assert record.filename == __file__, (record.message, record.filename)
+
+
 def test_many_categories_are_capped_with_a_warning_naming_the_column():
     codes = [f"z{i % 1000:03d}" for i in range(3000)] + ["z000"] * 50
     frame = pd.DataFrame({"zip": codes})

@@ -46,6 +46,13 @@ def test_readme_commands_run_from_the_virtual_environment():
             f"README command without .venv/bin/: {line}")
 
 
+def test_the_python_and_r_packages_have_one_version():
+    import neumiss
+
+    description = (ROOT / "r_wrapper" / "DESCRIPTION").read_text(encoding="utf-8")
+    assert re.search(r"^Version: (\S+)$", description, flags=re.M)[1] == neumiss.__version__
+
+
 def test_readme_installs_the_torch_that_setup_installs():
     pins = set(re.findall(r"torch==[\d.]+", _section("Installing into your own environment")))
     setup = set(re.findall(r"torch==[\d.]+", (ROOT / "scripts" / "setup.sh").read_text()))

@@ -62,11 +62,25 @@ def test_score_command_matches_the_estimator(tmp_path, fixtures, task, formats, 
                                "--keep", "id", "--batch-rows", "64"])
     assert status == 0, capsys.readouterr().err
     err = capsys.readouterr().err
-    assert "300 rows scored" in err and "ignored" not in err
+    assert "300 rows scored" in err and "rows/s" in err and "ignored" not in err
     out = _read(target)
     assert list(out["id"]) == list(frame["id"])
     _check_outputs(out.drop(columns="id"), estimator, frame[list(estimator.feature_names_in_)])
     assert not list(tmp_path.glob("*.partial"))
+
+
+def test_csv_output_as_export_score_writes_it_and_no_rate_for_a_few_rows(fixtures, tmp_path,
+                                                                          capsys):
+    _, onnx_path, _ = fixtures["classifier"]
+    source = FIXTURES / "classifier" / "inputs.csv"
+    assert neumiss_cli.main(["score", str(onnx_path), str(source), str(tmp_path / "a.csv")]) == 0
+    assert "rows/s" not in capsys.readouterr().err  # a rate of ten rows measures the start
+    scorer = _import(SCORER, "score_script_csv")
+    assert scorer.main([str(onnx_path), str(source), "-o", str(tmp_path / "b.csv")]) == 0
+    ours, theirs = ((tmp_path / name).read_text().splitlines() for name in ("a.csv", "b.csv"))
+    assert ours[0] == theirs[0] == "label,proba_high,proba_low,proba_mid"  # names bare
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "a.csv"),
+                                  pd.read_csv(tmp_path / "b.csv"), rtol=1e-6)
 
 
 def test_saved_model_file_scores_like_its_onnx_export(tmp_path, fixtures):

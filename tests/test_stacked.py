@@ -24,6 +24,7 @@ from neumiss.network._data import batch_loss, member_weights, missing_columns
 from neumiss.network._start import (
     LINEAR_PENALTY,
     RIDGE_PENALTIES,
+    _ridge,
     observed_moments,
     pairwise_moments,
     ridge_penalty,
@@ -346,12 +347,13 @@ def _leave_one_out_error(features, target, weight, alpha):
     return float(np.sum(errors))
 
 
-@pytest.mark.parametrize("n, noise", [(40, 3.0), (60, 0.3), (25, 1.0)])
-def test_the_ridge_penalty_has_the_least_leave_one_out_error(n, noise):
+@pytest.mark.parametrize("n, p, noise", [(40, 6, 3.0), (60, 6, 0.3), (25, 6, 1.0),
+                                          (20, 30, 1.0)])  # the last wider than long
+def test_the_ridge_penalty_has_the_least_leave_one_out_error(n, p, noise):
     from sklearn.linear_model import RidgeCV
 
     rng = np.random.default_rng(n)
-    features = rng.normal(size=(n, 6)) @ rng.normal(size=(6, 6))  # correlated columns
+    features = rng.normal(size=(n, 6)) @ rng.normal(size=(6, p))  # correlated columns
     target = features[:, :2] @ np.array([1.0, -0.5]) + noise * rng.normal(size=n)
     weight = rng.uniform(0.2, 2.0, n)
     chosen = ridge_penalty(*map(torch.from_numpy, (features, target, weight)))
@@ -359,6 +361,22 @@ def test_the_ridge_penalty_has_the_least_leave_one_out_error(n, noise):
     assert chosen == RIDGE_PENALTIES[int(np.argmin(errors))]
     unweighted = ridge_penalty(*map(torch.from_numpy, (features, target, np.ones(n))))
     assert unweighted == pytest.approx(RidgeCV(alphas=RIDGE_PENALTIES).fit(features, target).alpha_)
+
+
+@pytest.mark.parametrize("n, p", [(30, 12), (30, 30), (30, 80)])
+def test_each_members_ridge_solves_its_normal_equations_on_a_table_of_any_width(n, p):
+    # from as many columns as rows, solved in the rows' space: the same solution
+    rng = np.random.default_rng(p)
+    features, target = rng.normal(size=(n, p)), rng.normal(size=n)
+    member_weight = rng.poisson(1.0, (n, 3)).astype(float)  # 0: rows a member does not see
+    weight, bias = _ridge(*map(torch.from_numpy, (features, target, member_weight)), 0.5)
+    design = np.hstack([features, np.ones((n, 1))])
+    for k in range(3):
+        gram = design.T @ (member_weight[:, k, None] * design)
+        gram[:p, :p] += 0.5 * np.eye(p)  # the intercept is not penalized
+        solution = np.linalg.solve(gram, design.T @ (member_weight[:, k] * target))
+        np.testing.assert_allclose(weight[k, 0].numpy(), solution[:p], atol=1e-9)
+        np.testing.assert_allclose(bias[k].numpy(), solution[p:], atol=1e-9)
 
 
 def test_the_ridge_penalty_grows_with_the_noise():

@@ -10,8 +10,6 @@ All accept NaN in ``X`` (the ``allow_nan`` tag), pandas data frames and follow t
 scikit-learn estimator API.
 """
 
-import warnings
-
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
@@ -34,6 +32,7 @@ from ..checks import (
     check_features,
     check_params,
     check_training_data,
+    warn_user,
 )
 from ..simulation import PatternLayout, conditional_mean, conditional_moments
 from ..tables import observed_mean_scale
@@ -212,12 +211,8 @@ class EMRegressor(_JointGaussianRegressor):
             Z, params, ridge, self.tol, self.max_iter, self.accelerate
         )
         if not converged:
-            warnings.warn(
-                f"EMRegressor did not converge in max_iter={self.max_iter} E-steps "
-                f"(tol={self.tol}); increase max_iter or tol.",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
+            warn_user(f"EMRegressor did not converge in max_iter={self.max_iter} E-steps "
+                 f"(tol={self.tol}); increase max_iter or tol.", ConvergenceWarning)
         self.mean_ = center + scale * mean
         self.cov_ = cov * np.outer(scale, scale)
         self.n_iter_ = n_iter

@@ -339,7 +339,8 @@ def _show_report(summary, figure) -> None:
     """Print a suite's summary table and where it and its figure are, if it was written."""
     if summary.exists():
         print(summary.read_text())
-        print(f"table: {summary}\nfigure: {figure}")
+        print(f"table: {summary} (its columns are explained at its top)\n"
+              f"figure: {figure} (an image: open it)")
 
 
 def _run_simulated(args: argparse.Namespace) -> int:

@@ -91,14 +91,28 @@ def _label(method: str) -> str:
 def format_summary(summary: pd.DataFrame) -> str:
     """Markdown tables of :func:`summarize`: gaps per mechanism beside the paper's, then costs."""
     methods = _ordered(summary["method"], tuple(METHODS))
+    probit = ("; under probit self-masking, which has no Bayes predictor, minus the best "
+              "method's R² on the same repeat" if "probit_sm" in set(summary["mechanism"])
+              else "")
     lines = [
         "# neumiss benchmark: medians",
         "",
-        "Gap = test R² minus the Bayes rate (probit self-masking: minus the best method of "
-        "the same repeat); closer to 0 is better. `paper` columns: the published medians "
-        "(20 repeats, EM = R's norm; NeuMiss with its best depth). `NeuMiss depth`: the "
-        "depth chosen on the validation set, one per repeat.",
+        "Each method's column gives its median *gap* over the runs: its test R² minus the "
+        f"Bayes rate (the R² of the exact conditional expectation{probit}). 0 is the best "
+        "possible; closer to 0 is better.",
+        "",
+        "Other columns: `d` features, `n_train` training rows, `runs` repeats of the cell. "
+        "`NeuMiss depth`: the depth NeuMiss chose on its validation rows, one per run "
+        "(`16/16`: 16 in both runs), that is the Neumann iterations of its block; at depth "
+        "0, none: each missing value is estimated by its mean plus one linear function of "
+        "the observed values, the same for every pattern of missing values. `paper EM` and "
+        "`paper NeuMiss (depth)`: "
+        "the medians published in the paper (20 repeats; EM is R's norm), with NeuMiss's "
+        "best depth there.",
     ]
+    if "neumiss_default" in methods:
+        lines[-1] += (" `NeuMiss` is the paper's network (linear head, depth chosen); "
+                      "`NeuMiss (defaults)` is `NeuMissRegressor()` as it comes.")
     for mechanism in _ordered(summary["mechanism"], MECHANISMS):
         lines += ["", f"## {MECHANISM_TITLES.get(mechanism, mechanism)}", ""]
         lines += _gap_table(summary[summary["mechanism"] == mechanism], mechanism, methods)

@@ -2,7 +2,8 @@
 
 Owns :func:`check_params` and its constraint types (:class:`Integer`, :class:`Real`,
 :class:`Options`, ...), and the validation of feature tables and targets with missing
-values (never mutated, errors naming the argument and column). The bottom layer: it
+values (never mutated, errors naming the argument and column), and :func:`warn_user`, whose
+warnings point at the user's call. The bottom layer: it
 imports nothing from neumiss.
 """
 
@@ -18,6 +19,7 @@ from ._constraints import (
     SequenceOf,
     check_params,
 )
+from ._warnings import warn_user
 
 #: names of ``_validation``, which loads scikit-learn: imported on first use, so that
 #: commands which only check parameters (``neumiss score``) start in a fraction of a second
@@ -37,6 +39,7 @@ __all__ = [
     "check_features",
     "check_params",
     "check_training_data",
+    "warn_user",
 ]
 
 

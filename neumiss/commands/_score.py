@@ -42,7 +42,10 @@ def run(args) -> int:
                       batch_rows=batch_rows, threads=args.threads,
                       progress=not args.quiet and sys.stderr.isatty(), note=note)
     if not args.quiet:
-        print(f"neumiss score: {done.rows:,} rows scored in {done.seconds:.1f} s "
-              f"({done.rows / max(done.seconds, 1e-9):,.0f} rows/s) -> {args.output}",
-              file=sys.stderr)
+        # A rate over less than a batch would measure the start (loading the model), not
+        # the scoring: "(0 rows/s)" for two rows.
+        rate = (f" ({done.rows / done.seconds:,.0f} rows/s)"
+                if done.rows >= batch_rows and done.seconds > 0 else "")
+        print(f"neumiss score: {done.rows:,} rows scored in {done.seconds:.2f} s{rate} -> "
+              f"{args.output}", file=sys.stderr)
     return 0

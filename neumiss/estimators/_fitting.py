@@ -26,7 +26,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -35,7 +34,7 @@ from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import _check_sample_weight
 
-from ..checks import check_features, check_params, check_training_data
+from ..checks import check_features, check_params, check_training_data, warn_user
 from ..network import (
     AUTO_DEPTHS,
     AUTO_MLP_DEPTHS,
@@ -489,9 +488,5 @@ def _warn_features_never_observed(estimator, X: np.ndarray) -> None:
     if never_observed.size:
         names = getattr(estimator, "feature_names_in_", None)
         labels = [names[i] if names is not None else int(i) for i in never_observed]
-        warnings.warn(
-            f"features {labels} are missing in every training row: they carry no "
-            "information and are ignored in practice",
-            UserWarning,
-            stacklevel=5,  # the caller of fit
-        )
+        warn_user(f"features {labels} are missing in every training row: they carry no "
+             "information and are ignored in practice")

@@ -63,15 +63,16 @@ little more than one.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import numpy as np
 import torch
 
+from ..checks import warn_user
 from ._analytic import computes_iterates
 from ._block import NeuMissNetwork
 from ._choice import (
@@ -194,6 +195,12 @@ class DepthSearch:
         # (its depth's chain candidate keeps it if training does not beat it), a candidate
         self.best_loss = math.inf
 
+    @functools.cached_property
+    def spectrum(self) -> np.ndarray:
+        """The eigenvalues of :attr:`moments`' covariance, ascending: computed once for
+        every start (d = 1,000: five decompositions of the same matrix before)."""
+        return np.linalg.eigvalsh(self.moments[1])
+
     def members(self, depth: int, weight_sharing: str, mlp_depth: int,
                 start_from: StackedNetwork | None, refit_linear: bool = False,
                 from_data: bool = True) -> StackedNetwork:
@@ -234,7 +241,8 @@ class DepthSearch:
         # The stacked network keeps the first member's block: only it needs the start.
         block = networks[0].block
         scale = moment_scale(*self.train_data.x.shape, block.weight_sharing)
-        start_from_moments(networks[0], *self.moments, scale=scale)
+        start_from_moments(networks[0], *self.moments, scale=scale,
+                           eigenvalues=self.spectrum)
         # The same start with another head depth (the screen's linear heads, then the
         # chain's MLP heads) has the same linear parts: solved once.
         key = (block.depth, block.weight_sharing, self.mask_skip, self.spline)
@@ -594,6 +602,6 @@ def search_depths(
     if weight_sharing == "auto" and try_chebyshev(depth_results, train_data, val_data, moments):
         best, chebyshev = search.chebyshev(best, max(depth_results))
     if best.result.warning is not None:  # the kept network diverged, or is a constant
-        warnings.warn(best.result.warning, DivergenceWarning, stacklevel=2)
+        warn_user(best.result.warning, DivergenceWarning)
     return SearchResult(best, depth_results, untied, heads, search.mask_skip, chebyshev,
                         starts, search.spline, identity)

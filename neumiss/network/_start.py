@@ -140,14 +140,15 @@ def data_ramps(data: TrainingData, seed: int = 0, max_rows: int = MOMENT_ROWS
 
 
 def start_from_moments(network: NeuMissNetwork, mean: np.ndarray, cov: np.ndarray,
-                       scale: str = "midpoint") -> bool:
+                       scale: str = "midpoint", eigenvalues: np.ndarray | None = None) -> bool:
     """Set ``network``'s block to the Neumann iterates of ``cov`` around ``mean`` (run on
     ``cov`` divided by the midpoint of its spectrum, so that they converge as fast as one
     scale allows, or by its spectral radius (``scale="radius"``), so that they damp its
     small eigenvalues: :func:`~neumiss.network.set_analytic_weights`), or to Richardson
     steps at Chebyshev nodes (``scale="chebyshev"``, a block of depth 1 or more with one
     matrix per iteration: :func:`~neumiss.network.set_chebyshev_weights`); the head keeps
-    its weights. Returns False, leaving the network unchanged, for a block whose
+    its weights. ``eigenvalues``: ``cov``'s, ascending, when known (the scales read
+    them). Returns False, leaving the network unchanged, for a block whose
     iterations cannot compute the iterates (depth 2 or more without the residual
     connection)."""
     block = network.block
@@ -157,7 +158,7 @@ def start_from_moments(network: NeuMissNetwork, mean: np.ndarray, cov: np.ndarra
         set_chebyshev_weights(block, mean, cov)
     else:
         set_analytic_weights(block, mean, cov, normalize="midpoint" if scale == "chebyshev"
-                             else scale)
+                             else scale, eigenvalues=eigenvalues)
     return True
 
 
@@ -397,14 +398,20 @@ def ridge_penalty(features: torch.Tensor, target: torch.Tensor, case_weight: tor
 
     The leave-one-out residuals of a linear smoother are its residuals over one minus
     the leverages, so one eigendecomposition of the (weighted, centred) Gram matrix
-    scores every penalty (scikit-learn's ``RidgeCV`` does the same)."""
+    scores every penalty (scikit-learn's ``RidgeCV`` does the same). With as many columns
+    as rows or more, of the rows' Gram matrix (n, n) instead, which has the same nonzero
+    eigenvalues: d = 2,000 on 400 rows costs an n^3 decomposition, not a p^3 one."""
     A, y, w = (t.cpu().numpy() for t in (features, target, case_weight))
     share = w / w.sum()
     root = np.sqrt(w)
     centred = (A - share @ A) * root[:, None]  # (n, p)
     response = (y - share @ y) * root  # (n,)
-    eigenvalues, eigenvectors = np.linalg.eigh(centred.T @ centred)
-    rotated = centred @ eigenvectors  # (n, p)
+    if centred.shape[1] < centred.shape[0]:
+        eigenvalues, eigenvectors = np.linalg.eigh(centred.T @ centred)
+        rotated = centred @ eigenvectors  # (n, p)
+    else:  # centred = U diag(sqrt(s)) V^T: its columns along V are U sqrt(s); others 0
+        eigenvalues, left = np.linalg.eigh(centred @ centred.T)
+        rotated = left * np.sqrt(np.maximum(eigenvalues, 0.0))  # (n, n)
     projection = rotated.T @ response  # (p,)
     squares = rotated**2  # (n, p), the same for every penalty
     errors = []
@@ -426,9 +433,15 @@ def _ridge(features: torch.Tensor, target: torch.Tensor, row_weight: torch.Tenso
     Solved by numpy in float64 on the host: torch's CPU matrix products over many rows
     can differ in their last bits from one process to the next (the sums' order follows
     the buffers' alignment), and Adam's first steps turn such bits into different
-    trainings, where fits must repeat bit for bit."""
-    A = np.hstack([features.cpu().numpy(), np.ones((features.shape[0], 1))])  # (n, p + 1)
+    trainings, where fits must repeat bit for bit. With as many columns as rows or more,
+    in the rows' space (:func:`_ridge_by_rows`): the same solution, from a Cholesky solve
+    of order n rather than a least-squares solve of order p + 1."""
     W, y = row_weight.cpu().numpy(), target.cpu().numpy()
+    if features.shape[1] >= features.shape[0]:
+        solution = _ridge_by_rows(features.cpu().numpy(), y, W, penalty)
+        solution = torch.as_tensor(solution, device=features.device)  # (K, p + 1)
+        return solution[:, None, :-1], solution[:, -1:]
+    A = np.hstack([features.cpu().numpy(), np.ones((features.shape[0], 1))])  # (n, p + 1)
     p = features.shape[1]
     ridge = np.full(p + 1, penalty)
     ridge[p] = 0.0
@@ -441,3 +454,24 @@ def _ridge(features: torch.Tensor, target: torch.Tensor, row_weight: torch.Tenso
         solutions.append(np.linalg.lstsq(gram, weighted.T @ y, rcond=None)[0])
     solution = torch.as_tensor(np.stack(solutions), device=features.device)  # (K, p + 1)
     return solution[:, None, :p], solution[:, p:]
+
+
+def _ridge_by_rows(F: np.ndarray, y: np.ndarray, W: np.ndarray, penalty: float) -> np.ndarray:
+    """:func:`_ridge`'s solutions ``(beta, b)`` (K, p + 1) for ``F`` (n, p) with p >= n, in
+    the rows' space: the bias takes the (weighted) means, and ``beta = B^T (B B^T +
+    penalty I)^-1 r`` with ``B`` the centred rows times the square roots of the member's
+    weights and ``r`` the centred target alike (``(B^T B + penalty I)^-1 B^T`` rewritten),
+    an (n, n) system. Rows weighing 0 take no part; the penalty (> 0) keeps it definite."""
+    solutions = []
+    for w in W.T:  # one member at a time
+        share = w / w.sum()
+        mean = share @ F  # (p,)
+        root = np.sqrt(w)
+        B = (F - mean) * root[:, None]  # (n, p)
+        kernel = B @ B.T
+        kernel[np.diag_indices_from(kernel)] += penalty
+        dual = scipy.linalg.solve(kernel, (y - share @ y) * root, assume_a="pos")
+        beta = B.T @ dual
+        solutions.append(np.append(beta, share @ y - mean @ beta))
+    return np.stack(solutions)
+

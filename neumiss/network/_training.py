@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -21,6 +20,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from ..checks import warn_user
 from ._data import LossFunction, ScoreFunction, TrainingData, evaluate_loss
 from ._divergence import EXACT_LOSS, DivergenceGuard, DivergenceWarning
 from ._graphs import GraphedSteps, eager_step, graphs_pay
@@ -451,5 +451,5 @@ def train(
     if divergence is not None:
         result.warning = divergence_report(description, result, config, divergence.stopped)
         if warn and result.warning is not None:
-            warnings.warn(result.warning, DivergenceWarning, stacklevel=2)
+            warn_user(result.warning, DivergenceWarning)
     return result

@@ -21,7 +21,9 @@ or a model file written by ``save()`` (exported in memory first: that needs torc
 
 from __future__ import annotations
 
+import csv
 import functools
+import io
 import os
 import sys
 import time
@@ -34,9 +36,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 import onnxruntime as ort
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pcsv
-import pyarrow.parquet as pq
 
 from ._readers import read_source
 from ._table_scorer import (
@@ -110,11 +109,11 @@ def _numbers(array: pa.Array) -> np.ndarray:
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
     if not pa.types.is_floating(array.type):
-        array = pc.cast(array, pa.float64())
+        array = array.cast(pa.float64())
     if array.null_count == 0:
         return array.to_numpy(zero_copy_only=False)
     if array.type not in _NAN_BITS:  # float16
-        array = pc.cast(array, pa.float64())
+        array = array.cast(pa.float64())
     validity, data = array.buffers()
     end = array.offset + len(array)
     values = np.frombuffer(data, dtype=array.type.to_pandas_dtype(), count=end)[array.offset:]
@@ -344,24 +343,58 @@ class _Sink:
     """Writes record batches to a CSV or Parquet file (or CSV to standard output)."""
 
     def __init__(self, path: str, kind: str) -> None:
-        self.path, self.kind, self.writer = path, kind, None
+        self.path, self.kind, self.writer, self.handle = path, kind, None, None
 
     def write(self, batch: pa.RecordBatch) -> None:
         if self.writer is None:
             target = sys.stdout.buffer if self.path == "-" else self.path
             if self.kind == "parquet":
+                import pyarrow.parquet as pq  # pyarrow's formats: only those a run uses
+
                 # No dictionary for float columns (predictions, probabilities): their values
                 # rarely repeat, and trying one costs several times the rest of the writing.
                 coded = [f.name for f in batch.schema if not pa.types.is_floating(f.type)]
                 self.writer = pq.ParquetWriter(target, batch.schema, use_dictionary=coded)
             else:
-                options = pcsv.WriteOptions(quoting_style="needed")
+                import pyarrow.csv as pcsv
+
+                # The header as export/score.py writes it, names quoted only where needed
+                # (pyarrow's writer quotes every name).
+                header = io.StringIO()
+                csv.writer(header, lineterminator="\n").writerow(batch.schema.names)
+                if target is not sys.stdout.buffer:
+                    target = self.handle = open(target, "wb")  # closed by close()
+                target.write(header.getvalue().encode())
+                options = pcsv.WriteOptions(include_header=False, quoting_style="needed")
                 self.writer = pcsv.CSVWriter(target, batch.schema, write_options=options)
         self.writer.write_batch(batch)
 
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
+        if self.handle is not None:
+            self.handle.close()
+
+
+class _NoBar:
+    """What :func:`score_file` updates when no progress bar is shown."""
+
+    def update(self, rows: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _progress_bar(total: int | None, shown: bool):
+    """tqdm's bar of ``total`` rows on standard error, or a :class:`_NoBar`: tqdm is
+    imported only for a bar (a tenth of a second of every start of ``neumiss score``)."""
+    if not shown:
+        return _NoBar()
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit=" rows", unit_scale=True, file=sys.stderr,
+                desc="neumiss score")
 
 
 def score_file(model, input_path: str, output_path: str, *, keep: list[str] = (),
@@ -408,10 +441,7 @@ def score_file(model, input_path: str, output_path: str, *, keep: list[str] = ()
     source = read_source(input_path, kind_in, model, list(keep), header, batch_rows)
     partial = output_path if output_path == "-" else f"{output_path}.partial"
     sink, result = _Sink(partial, kind_out), Scored(unseen={})
-    from tqdm.auto import tqdm
-
-    bar = tqdm(total=source.total_rows, unit=" rows", unit_scale=True, file=sys.stderr,
-               disable=not progress, desc="neumiss score")
+    bar = _progress_bar(source.total_rows, progress)
 
     def numbered(batches):  # each batch with the number of rows before it
         first = 0

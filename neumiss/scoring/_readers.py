@@ -4,7 +4,9 @@ rules of ``export/score.py`` (:mod:`._table_scorer`).
 A CSV file is read by pyarrow's number reader, fast; from a cell it refuses (a missing
 token with spaces around it, text in a numeric column), the file is read on as text and
 the numbers parsed by the scorer's rules, so that both scorers read the same cells and
-name the same line of a bad one.
+name the same line of a bad one. pyarrow's ``csv``, ``parquet`` and ``compute`` modules
+are imported by the readers that use them: a run loads those of its format only (each
+takes a few hundredths of a second to import, at every start of ``neumiss score``).
 """
 
 from __future__ import annotations
@@ -18,9 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pcsv
-import pyarrow.parquet as pq
 
 from ._table_scorer import (
     MISSING_TOKENS,
@@ -104,6 +103,8 @@ class _Source:
 
 def _parquet_source(path: str, model: NeuMissOnnxModel, keep: list[str],
                     batch_rows: int) -> _Source:
+    import pyarrow.parquet as pq
+
     try:
         # Column chunks read in 1 MB pieces, not prefetched whole: memory stays about
         # one row group of the selected columns (1M rows x 50 floats: 0.2 GB) plus a batch.
@@ -141,6 +142,8 @@ def _csv_error(path: str, error: pa.ArrowInvalid) -> ScoringError:
 
 
 def _csv_source(path: str, model: NeuMissOnnxModel, keep: list[str], header: str) -> _Source:
+    import pyarrow.csv as pcsv
+
     try:
         with open_text(path) as handle:
             first = next(csv.reader(handle), None)
@@ -185,6 +188,8 @@ def _csv_batches(path: str, reader: Callable, types: dict, include: list[str], n
     cell it refuses (`` NA``, or text), the file is read on as text from the next row,
     with the rules of ``export/score.py``, which name the line of a bad cell.
     """
+    import pyarrow.csv as pcsv
+
     done = 0
     try:
         for batch in reader(convert_options=pcsv.ConvertOptions(
@@ -213,6 +218,8 @@ def _text_numbers(batch: pa.RecordBatch, numeric: dict, first: int,
     """``batch`` with its ``numeric`` columns (name -> the model's position and column),
     read as text, as numbers: cells stripped, missing tokens null (:func:`_parse_cell`).
     ``first``: the batch's first row over the file, named by ``place`` in errors."""
+    import pyarrow.compute as pc
+
     columns = {}
     for name, array in zip(batch.schema.names, batch.columns, strict=True):
         if name in numeric:

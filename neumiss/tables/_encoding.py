@@ -19,7 +19,9 @@ network's preprocessing works on:
   text) become one column per category seen at fit. A missing category marks
   **its whole group missing** (NaN in every column of the group), so NeuMiss
   treats it as a missing value and not as "none of the categories".
-  A category not seen at fit is treated as missing, with a warning.
+  A cell is a category seen at fit when spelled as it, or when equal to it once both are
+  stripped of their spaces (:func:`category_codes`, the scorers' rule); a category not
+  seen at fit is treated as missing, with a warning.
 * a categorical column with more than :data:`MAX_CATEGORIES` categories (a postcode,
   a product code) is embedded by **target statistics** when the encoder is fitted
   with the target (the estimators do): each category becomes its smoothed mean of
@@ -40,12 +42,13 @@ the ONNX metadata record so that ``export/score.py`` can encode a CSV with numpy
 from __future__ import annotations
 
 import numbers
-import warnings
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+
+from ..checks import warn_user
 
 #: Most one-hot columns a categorical column may take; beyond, the column is encoded by
 #: its categories' target statistics (fitted with a target), or else the least frequent
@@ -227,12 +230,10 @@ def _fit_categories(name, column: pd.Series, categories: list[str]) -> ColumnEnc
         return ColumnEncoding(name, "categorical", tuple(categories))
     counts = _category_strings(column.dropna()).value_counts()
     kept = set(counts.index[: MAX_CATEGORIES - 1])
-    warnings.warn(
+    warn_user(
         f"column {name!r} has {len(categories):,} categories: the {MAX_CATEGORIES - 1} most "
         f"frequent are one-hot encoded and the others share one '{OTHER}' column. Fit "
-        "with the target to encode it by target statistics, encode it yourself, or drop it.",
-        UserWarning,
-        stacklevel=4,
+        "with the target to encode it by target statistics, encode it yourself, or drop it."
     )
     return ColumnEncoding(
         name, "categorical", tuple(c for c in categories if c in kept), other=True
@@ -493,6 +494,21 @@ def _numbers(name, column: pd.Series) -> np.ndarray:
     return values
 
 
+def category_codes(texts: np.ndarray, categories: tuple[str, ...]) -> np.ndarray:
+    """Each text's position in ``categories`` (int64, -1 when none): a text spelled as a
+    category is that category, else one equal to a category once both are stripped of
+    their spaces is the first such category (``"Nice "`` is ``"Nice"``). The scorers of
+    ONNX files (``export/score.py``) read category cells by the same rule."""
+    index = {c: i for i, c in enumerate(categories)}
+    stripped = {}
+    for c, i in index.items():
+        stripped.setdefault(c.strip(), i)
+    codes = np.array([index.get(t, -1) for t in texts], dtype=np.int64)
+    for k in np.flatnonzero(codes < 0):
+        codes[k] = stripped.get(texts[k].strip(), -1)
+    return codes
+
+
 def _encode_column(encoding: ColumnEncoding, column: pd.Series, out: np.ndarray) -> None:
     """Write the encoding of ``column`` into ``out`` (n_samples, encoding.width)."""
     name = encoding.name
@@ -518,18 +534,15 @@ def _encode_column(encoding: ColumnEncoding, column: pd.Series, out: np.ndarray)
         out[~missing, 0] = present.astype(bool).to_numpy(dtype=np.float64)
         return
     text = _category_strings(column[~missing]).to_numpy()
-    index = {c: i for i, c in enumerate(encoding.categories)}
-    codes = np.array([index.get(t, -1) for t in text], dtype=np.int64)
+    codes = category_codes(text, encoding.categories)
     unseen = codes < 0
     if encoding.other:
         codes[unseen] = len(encoding.categories)
         unseen[:] = False
     elif unseen.any():
         examples = sorted(set(text[unseen]))[:5]
-        warnings.warn(
-            f"column {name!r} has categories not seen at fit, treated as missing: {examples!r}",
-            UserWarning,
-            stacklevel=5,
+        warn_user(
+            f"column {name!r} has categories not seen at fit, treated as missing: {examples!r}"
         )
     out[:] = np.nan
     out[np.flatnonzero(~missing)[~unseen]] = encoding.category_values()[codes[~unseen]]

@@ -168,12 +168,11 @@
   if (length(absent) < 2) stop(e)
   data <- if (!is.null(call$data)) tryCatch(eval(call$data, env), error = function(e) NULL)
   where <- if (is.data.frame(data)) {
-    sprintf("a column of `data` (which has %s) or a variable", .quote(names(data)))
+    sprintf("neither a column of `data` (which has %s) nor a variable", .quote(names(data)))
   } else {
-    "a variable"
+    "not a variable"
   }
-  .abort("the formula uses '%s', which is neither %s in the formula's environment.",
-         absent[2], where)
+  .abort("the formula uses '%s', which is %s in the formula's environment.", absent[2], where)
 }
 
 .formula_table <- function(mf, terms, arg = "data") {
@@ -334,19 +333,24 @@
 
 # The scores of a column of newdata for an ordered factor of the fit, whose levels are
 # `levels`: the levels of a factor, ordered or not, or a character column are matched
-# by label (a level not seen at fit is missing, with a warning); numbers are scores.
+# by label, as the Python side matches categories: spelled as a level, or equal to one
+# once both are stripped of spaces (a level not seen at fit is missing, with a warning);
+# numbers are scores.
 .ordered_scores <- function(col, levels, name) {
   labels <- attr(col, "ordered_levels")
   if (is.null(labels) && !is.factor(col)) {
     return(col)
   }
   values <- if (is.factor(col)) as.character(col) else labels[col]
-  unseen <- setdiff(stats::na.omit(values), levels)
+  scores <- match(values, levels)
+  spaced <- is.na(scores) & !is.na(values)
+  scores[spaced] <- match(trimws(values[spaced]), trimws(levels))
+  unseen <- unique(values[is.na(scores) & !is.na(values)])
   if (length(unseen)) {
     .warn("column '%s' of `newdata` has levels not seen at fit, treated as missing: %s.",
           name, .quote(unseen))
   }
-  as.numeric(match(values, levels))
+  as.numeric(scores)
 }
 
 # The levels of the ordered factors of a table (a named list; empty if none).

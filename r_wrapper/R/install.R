@@ -44,16 +44,18 @@ install_neumiss <- function(envname = "r-neumiss", method = c("virtualenv", "con
                             python_version = NULL, ...) {
   method <- match.arg(method)
   package <- .python_package_source(package)
-  if (method == "virtualenv" && !reticulate::virtualenv_exists(envname)) {
-    reticulate::virtualenv_create(envname, version = python_version)
-  }
-  if (!is.null(torch)) {
-    options <- if (!is.null(torch_index)) c("--index-url", torch_index) else character()
-    reticulate::py_install(torch, envname = envname, method = method, pip = TRUE,
-                           python_version = python_version, pip_options = options, ...)
-  }
-  reticulate::py_install(package, envname = envname, method = method, pip = TRUE,
-                         python_version = python_version, ...)
+  .without_poetry({
+    if (method == "virtualenv" && !reticulate::virtualenv_exists(envname)) {
+      reticulate::virtualenv_create(envname, version = python_version)
+    }
+    if (!is.null(torch)) {
+      options <- if (!is.null(torch_index)) c("--index-url", torch_index) else character()
+      reticulate::py_install(torch, envname = envname, method = method, pip = TRUE,
+                             python_version = python_version, pip_options = options, ...)
+    }
+    reticulate::py_install(package, envname = envname, method = method, pip = TRUE,
+                           python_version = python_version, ...)
+  })
   message(sprintf(
     "Installed the Python package neumiss in the %s '%s'. Restart R; %s",
     method, envname,

@@ -34,7 +34,8 @@
 }
 
 # A Python message in R terms: without the Python class it starts with, lists as
-# quoted names without brackets, and the intervals' `alpha` as the R argument `level`.
+# quoted names without brackets, the intervals' `alpha` as the R argument `level`, and
+# arguments as R writes them (`spline=False` as `spline = FALSE`, None as NULL).
 .r_terms <- function(message) {
   message <- sub("^(NeuMiss[A-Za-z]*|ConformalRegressor): ", "", message)
   message <- gsub("\\[((['\"][^'\"]*['\"](, )?)+)\\]", "\\1", message)
@@ -46,5 +47,13 @@
     message <- sub("(1 - alpha)^n", "level^n", message, fixed = TRUE)
     message <- sub("raise alpha", "lower level", message, fixed = TRUE)
   }
+  argument <- "(?<![\\w'\"=])([a-z_][a-z0-9_]*)="
+  r_values <- c(True = "TRUE", False = "FALSE", None = "NULL")
+  for (python in names(r_values)) {
+    message <- gsub(paste0(argument, python, "\\b"), paste0("\\1 = ", r_values[[python]]),
+                    message, perl = TRUE)
+  }
+  message <- gsub(paste0(argument, "('[^']*'|-?[0-9][0-9.eE+-]*)"), "\\1 = \\2", message,
+                  perl = TRUE)
   message
 }

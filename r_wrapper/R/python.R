@@ -50,7 +50,8 @@ is_neumiss_available <- function() {
              sprintf(" (a relative path, looked up from %s)", getwd())
            } else "")
   }
-  started <- tryCatch(reticulate::py_available(initialize = TRUE), error = function(e) FALSE)
+  started <- tryCatch(.without_poetry(reticulate::py_available(initialize = TRUE)),
+                      error = function(e) FALSE)
   if (!started) {
     .abort("Python could not be found or started by reticulate. %s", .how_to_get_python)
   }
@@ -58,12 +59,27 @@ is_neumiss_available <- function() {
     .abort("The Python package 'neumiss' is not installed in the Python used by reticulate (%s). %s",
            reticulate::py_config()$python, .how_to_get_python)
   }
+  # Importable is not loadable: from a source checkout's folder, Python finds its
+  # 'neumiss' folder without the packages it needs (pandas, torch, ...).
   path <- system.file("python", package = "neumiss")
-  .state$adapter <- .py_call(
+  .state$adapter <- tryCatch(
     reticulate::import_from_path("neumiss_r", path = path),
-    "could not load the Python side of the neumiss R package"
+    error = function(e) {
+      .abort("could not load the Python side of the neumiss R package in %s (%s). %s",
+             reticulate::py_config()$python, .cut(.python_message(e)), .how_to_get_python)
+    }
   )
   .state$adapter
+}
+
+# `expr`, with reticulate's look-up of a Poetry project turned off: reticulate 1.28 takes
+# a pyproject.toml with any [tool] table in the working folder (or above) for a Poetry
+# project and warns that `poetry` is absent, as in a source checkout of neumiss (which
+# does not use Poetry). The look-up is pointed at R's session folder instead.
+.without_poetry <- function(expr) {
+  old <- options(reticulate.poetry.project = tempdir())
+  on.exit(options(old))
+  expr
 }
 
 # Evaluate `expr` (a Python call) and turn a Python exception into a plain R error

@@ -28,6 +28,7 @@ test_that("factors with NA are one-hot encoded, levels stored, and used", {
   expect_equal(pred[1:3], c(-2, 0, 2), tolerance = 0.3)
   expect_identical(predict(fit, transform(newdata, g = factor(g, levels = c("b", "a", "c")))),
                    pred)
+  expect_equal(predict(fit, data.frame(x = 0, g = c(" a", "b "))), pred[1:2])  # spaces
   expect_warning(unseen <- predict(fit, data.frame(x = 0, g = "z")),
                  "column 'g' has categories not seen at fit, treated as missing: 'z'$")
   expect_identical(unseen, pred[4])
@@ -91,6 +92,9 @@ test_that("ordered factors are the scores of their levels, matched by label", {
   pred <- predict(fit, new)
   expect_equal(pred, predict(fit, data.frame(size = c("L", "S", "M"), x = 0)))
   expect_equal(diff(pred[c(2, 3, 1)]), c(2, 2), tolerance = 0.3)
+  # a label with spaces around it is that level, as in the scorers
+  expect_no_warning(spaced <- predict(fit, data.frame(size = c("L ", " S", "M"), x = 0)))
+  expect_equal(spaced, pred)
   expect_warning(unseen <- predict(fit, data.frame(size = "XL", x = 0)),
                  "column 'size' of `newdata` has levels not seen at fit, treated as missing: 'XL'")
   expect_equal(unseen, predict(fit, data.frame(size = NA_character_, x = 0)))

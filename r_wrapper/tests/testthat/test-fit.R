@@ -244,7 +244,7 @@ test_that("a positive, right-skewed response is fitted on the log scale", {
   expect_false(plain$log_target)
   expect_false(grepl("log scale", paste(capture.output(print(plain)), collapse = "\n")))
   expect_error(neumiss(x, -y, max_epochs = 1, seed = 1, log_target = TRUE),
-               "log_target=True needs a positive y")
+               "log_target = TRUE needs a positive y")
 })
 
 test_that("the head sees the mask when missingness tells the response", {

@@ -100,7 +100,8 @@ test_that("bad input gives one R error naming the column and what was expected",
   skip_if_no_python_neumiss()
   aq <- airquality
   expect_error(neumiss(Ozone ~ nope + Wind, data = aq),
-               "the formula uses 'nope', which is neither a column of `data` \\(which has 'Ozone'")
+               paste("the formula uses 'nope', which is neither a column of `data`",
+                     "\\(which has 'Ozone'.* nor a variable in the formula's environment"))
   aq$cls <- factor("only")
   expect_error(neumiss(cls ~ Wind, data = aq),
                "the response 'cls' has a single class \\('only'\\): classification needs at least 2")

@@ -134,7 +134,9 @@ test_that("coef() is the Python estimator's pattern model: ensembles, level orde
   ensemble_cls <- neumiss(data$x, cls, max_epochs = 2, seed = 1, ensemble_size = 2)
   expect_error(coef(ensemble_cls),
                "no coefficients: the classifier is an ensemble of 2 networks that averages their probabilities")
-  expect_false(grepl("NeuMiss[A-Z]", tryCatch(coef(ensemble_cls), error = conditionMessage)))
+  message <- tryCatch(coef(ensemble_cls), error = conditionMessage)
+  expect_false(grepl("NeuMiss[A-Z]", message))
+  expect_match(message, "fit with ensemble_size = 1 for", fixed = TRUE)  # R's syntax
 })
 
 test_that("integer codes with indicators: coef() names each one, predict() agrees", {

@@ -13,6 +13,12 @@ test_that("Python messages are put in R terms", {
   expect_false(grepl("alpha", msg))
   expect_equal(r_terms("alpha=0.5 needs at least 2 calibration rows (n >= 1/alpha - 1)"),
                "level = 0.5 needs at least 2 calibration rows (n >= 1/(1 - level) - 1)")
+  expect_equal(r_terms(paste("fit with spline=False for per-pattern linear models, or",
+                             "mlp_depth=0, weight_sharing='auto', init=None, tol=-1e-3")),
+               paste("fit with spline = FALSE for per-pattern linear models, or",
+                     "mlp_depth = 0, weight_sharing = 'auto', init = NULL, tol = -1e-3"))
+  expect_equal(r_terms("column 'size=3' and warm_start=True"),
+               "column 'size=3' and warm_start = TRUE")
 })
 
 test_that("the divergence warnings of an ensemble's networks are one message", {
