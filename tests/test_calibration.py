@@ -7,7 +7,7 @@ import onnxruntime as ort
 import pytest
 import torch
 from scipy.special import expit
-from sklearn.metrics import log_loss, roc_auc_score
+from sklearn.metrics import log_loss
 
 import neumiss
 from neumiss import NeuMissClassifier

@@ -24,7 +24,7 @@ import numpy as np
 from scipy.stats import norm
 
 from .._store import read_rows
-from ._runner import ALPHA, BASE_PARAMS, KEY_COLUMNS, N_FEATURES, IntervalRun, Task
+from ._runner import ALPHA, BASE_PARAMS, KEY_COLUMNS, N_FEATURES, IntervalRun, Task, simulate
 
 #: Methods compared: ConformalClassifier methods, and the oracle set.
 METHODS = ("lac", "aps", "lac-mondrian", "aps-mondrian", "oracle")
@@ -69,16 +69,11 @@ def execute_classes_run(run: IntervalRun, seed: int = 0, n_test: int = N_TEST,
     """Simulate, fit and score one classification run; its ``classes_runs.csv`` rows."""
     from ...estimators import NeuMissClassifier
     from ...intervals import ConformalClassifier
-    from ...simulation import make_regression
 
     params = dict(BASE_PARAMS if base_params is None else base_params)
-    rng = np.random.default_rng(run.seed(seed))
-    X, y, truth = make_regression(run.n_train, n_features, mechanism=run.mechanism,
-                                  missing_rate=run.missing_rate, random_state=rng)
+    X, y, truth, X_test, y_test, model_seed = simulate(run, seed, n_test, n_features)
     cuts = np.quantile(y, np.arange(1, N_CLASSES) / N_CLASSES)
-    X_test, y_test = truth.sample(n_test, random_state=rng)
     labels, labels_test = np.digitize(y, cuts), np.digitize(y_test, cuts)
-    model_seed = int(rng.integers(2**31 - 1))
     sets = {"oracle": oracle_sets(class_probabilities(truth, X_test, cuts), alpha)}
     seconds = {"oracle": 0.0}
     for score in ("lac", "aps"):

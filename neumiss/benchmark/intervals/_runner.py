@@ -86,21 +86,29 @@ def read_interval_runs(path) -> list[dict]:
     return read_rows(path, COLUMNS, check, "interval benchmark")
 
 
+def simulate(run: IntervalRun, seed: int, n_test: int, n_features: int) -> tuple:
+    """The run's rows, drawn from its seed: ``X`` (n_train, d) with NaN, ``y``, the
+    simulation's ``truth``, ``n_test`` test rows ``X_test``, ``y_test``, and the seed of
+    the models fitted on them (drawn next from the same stream)."""
+    from ...simulation import make_regression
+
+    rng = np.random.default_rng(run.seed(seed))
+    X, y, truth = make_regression(run.n_train, n_features, mechanism=run.mechanism,
+                                  missing_rate=run.missing_rate, random_state=rng)
+    X_test, y_test = truth.sample(n_test, random_state=rng)
+    return X, y, truth, X_test, y_test, int(rng.integers(2**31 - 1))
+
+
 def execute_run(run: IntervalRun, seed: int = 0, n_test: int = N_TEST,
                 n_features: int = N_FEATURES, alpha: float = ALPHA,
                 base_params: dict | None = None) -> list[dict]:
     """Simulate, fit and score one run; its ``runs.csv`` rows."""
     from ...estimators import NeuMissQuantileRegressor, NeuMissRegressor
     from ...intervals import CROSS_ROWS, ConformalRegressor
-    from ...simulation import make_regression
 
     params = dict(BASE_PARAMS if base_params is None else base_params)
-    rng = np.random.default_rng(run.seed(seed))
-    X, y, truth = make_regression(run.n_train, n_features, mechanism=run.mechanism,
-                                  missing_rate=run.missing_rate, random_state=rng)
-    X_test, y_test = truth.sample(n_test, random_state=rng)
+    X, y, truth, X_test, y_test, model_seed = simulate(run, seed, n_test, n_features)
     oracle = truth.oracle_interval(X_test, alpha)
-    model_seed = int(rng.integers(2**31 - 1))
     intervals, fit_seconds, predict_seconds = {"oracle": oracle}, {"oracle": 0.0}, {}
 
     start = time.perf_counter()
