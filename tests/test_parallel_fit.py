@@ -1,0 +1,92 @@
+"""Data-parallel fitting where the rows live: the engines' statistics (Dask, Spark), the
+training of every process with DDP, and the fits they launch."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from neumiss import NeuMissRegressor
+
+dd = pytest.importorskip("dask.dataframe", reason="Dask is in the dev extra")
+
+
+def _table(n=1200, seed=0):
+    """A regression table with missing values, a column far from 0 and a categorical one."""
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame(rng.normal(size=(n, 3)) * [1, 10, 1e3] + [0, 5, 1e6], columns=list("abc"))
+    X = X.mask(rng.random(X.shape) < 0.2)
+    X["k"] = rng.choice(["u", "v", "w"], n)
+    y = pd.Series(X["a"].fillna(0) * 2 + (X["k"] == "u") + rng.normal(size=n), name="y")
+    return X, y
+
+
+def _small(**params):
+    """An estimator that fits in a fraction of a second."""
+    return NeuMissRegressor(**{"depth": 1, "mlp_depth": 0, "weight_sharing": "shared",
+                               "ensemble_size": 1, "max_epochs": 3, "random_state": 0,
+                               **params})
+
+
+@pytest.fixture
+def synchronous():
+    import dask
+
+    with dask.config.set(scheduler="synchronous"):
+        yield
+
+
+def test_dask_statistics_give_fits_standardization(synchronous):
+    """One pass of Dask reductions over 4 partitions gives the standardizer and target scale
+    ``fit`` computes in memory on the same rows (the sample is every row here)."""
+    from neumiss.estimators._engines import DaskTable, PartitionEncoder, fitted_preprocessing
+
+    X, y = _table()
+    table = DaskTable(dd.from_pandas(X, npartitions=4), dd.from_pandas(y, npartitions=4))
+    X_sample, y_sample = table.sample(table.count(), seed=0)
+    assert len(X_sample) == len(X)
+    sample = _small().fit(X_sample, y_sample)
+    expected, y_moments = sample.preprocessor_, (sample.y_mean_, sample.y_scale_)
+    fitted_preprocessing(sample, sample, table.statistics(PartitionEncoder(sample)))
+    for name in ("mean_", "scale_", "inverse_bound_", "lower_", "upper_"):
+        np.testing.assert_allclose(getattr(sample.preprocessor_, name), getattr(expected, name),
+                                   rtol=1e-12, atol=1e-12, err_msg=name)
+    np.testing.assert_allclose((sample.y_mean_, sample.y_scale_), y_moments, rtol=1e-12)
+
+
+def _partitions(frames, meta):
+    return dd.from_map(lambda i: frames[i], range(len(frames)), meta=meta,
+                       enforce_metadata=False)
+
+
+def test_dask_statistics_refuse_a_partition_without_a_column_or_with_an_unseen_category(
+        synchronous):
+    from neumiss.estimators._engines import DaskTable, PartitionEncoder
+
+    X, y = _table(400)
+    sample = _small().fit(X.iloc[:200], y.iloc[:200])
+    y_parts = _partitions([y.iloc[:200], y.iloc[200:]], y.iloc[:0])
+    lacking = _partitions([X.iloc[:200], X.iloc[200:].drop(columns="b")], X.iloc[:0])
+    with pytest.raises(ValueError, match=r"partition 1 of X has no column 'b'"):
+        DaskTable(lacking, y_parts).statistics(PartitionEncoder(sample))
+    unseen = X.copy()
+    unseen.loc[300, "k"] = "z"
+    with pytest.raises(ValueError, match=r"partition 1: column 'k' holds categories the "
+                                         r"sample .* did not: \['z'\]"):
+        DaskTable(_partitions([unseen.iloc[:200], unseen.iloc[200:]], X.iloc[:0]),
+                  y_parts).statistics(PartitionEncoder(sample))
+
+
+def test_dask_table_refuses_an_empty_partition_and_unaligned_y(synchronous):
+    from neumiss.estimators._engines import DaskTable
+
+    X, y = _table(400)
+    empty = DaskTable(_partitions([X, X.iloc[:0]], X.iloc[:0]),
+                      _partitions([y, y.iloc[:0]], y.iloc[:0]))
+    with pytest.raises(ValueError, match="partition 1 of X is empty"):
+        empty.count()
+    shorter = DaskTable(_partitions([X.iloc[:200], X.iloc[200:]], X.iloc[:0]),
+                        _partitions([y.iloc[:200], y.iloc[250:]], y.iloc[:0]))
+    with pytest.raises(ValueError, match="partition 1: X has 200 rows and y 150"):
+        shorter.count()
+    with pytest.raises(ValueError, match="y must be a Dask Series of the same partitions"):
+        DaskTable(dd.from_pandas(X, npartitions=2), y)
