@@ -22,6 +22,7 @@ _EXPORTS = {
     "ConformalRegressor": "neumiss.intervals",
     "NeuMissClassifier": "neumiss.estimators",
     "load": "neumiss.estimators",
+    "fit_spark": "neumiss.estimators",
     "export_onnx": "neumiss.export",
     # The layers, as attributes.
     "checks": None,

@@ -90,3 +90,92 @@ def test_dask_table_refuses_an_empty_partition_and_unaligned_y(synchronous):
         shorter.count()
     with pytest.raises(ValueError, match="y must be a Dask Series of the same partitions"):
         DaskTable(dd.from_pandas(X, npartitions=2), y)
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    """A Dask cluster of 2 worker processes of one thread each."""
+    distributed = pytest.importorskip("distributed", reason="Dask is in the dev extra")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            yield client
+
+
+def _classes(n=2000, seed=1):
+    X, y = _table(n, seed)
+    return X, pd.Series(np.where(y > y.median(), "high", "low"), name="y")
+
+
+@pytest.mark.parametrize("kind", ["regressor", "classifier"])
+def test_dask_fit_trains_on_two_workers_and_saves_an_ordinary_model(dask_client, kind,
+                                                                    tmp_path):
+    """``fit`` with Dask collections: 2 workers train data-parallel; the model predicts
+    what it predicts after a save and load, and learns the signal."""
+    import neumiss
+    from neumiss import NeuMissClassifier
+
+    X, y = _table(2000) if kind == "regressor" else _classes()
+    params = {"depth": "auto", "mlp_depth": 0, "ensemble_size": 2, "max_epochs": 15,
+              "random_state": 0}
+    estimator = (NeuMissRegressor if kind == "regressor" else NeuMissClassifier)(**params)
+    returned = estimator.fit(dd.from_pandas(X, npartitions=4), dd.from_pandas(y, npartitions=4))
+    assert returned is estimator and estimator.best_depth_ in (0, 1, 2, 3, 4, 5)
+    assert estimator.validation_scheme_ == "holdout" and estimator.n_epochs_ >= 1
+    path = tmp_path / "model.neumiss"
+    estimator.save(path)
+    loaded = neumiss.load(path)
+    if kind == "regressor":
+        np.testing.assert_array_equal(loaded.predict(X), estimator.predict(X))
+        assert estimator.score(X, y) > 0.5
+    else:
+        np.testing.assert_array_equal(loaded.predict_proba(X), estimator.predict_proba(X))
+        assert estimator.score(X, y) > 0.7
+
+
+def _die():
+    """Kill the process that runs this (a Dask worker, from ``client.run``)."""
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _training_tasks(dask_scheduler):
+    """The training processes of a data-parallel fit running on the scheduler's workers."""
+    return [key for key, task in dask_scheduler.tasks.items()
+            if str(key).startswith("neumiss-rank") and task.state == "processing"]
+
+
+def test_dask_fit_fails_naming_a_worker_that_dies(dask_client, monkeypatch):
+    """A worker killed while the processes train fails the fit with an error naming it;
+    the estimator stays unfitted. (A small sample: the data-parallel training of 1,000
+    epochs runs for long after the sample's.)"""
+    from neumiss.estimators import _engines
+
+    monkeypatch.setattr(_engines, "SAMPLE_ROWS", 200)
+    import contextlib
+    import threading
+    import time
+
+    X, y = _table(2000)
+    rank_1 = list(dask_client.scheduler_info()["workers"])[1]
+
+    def kill_rank_1():
+        for _ in range(600):  # until the training tasks run (at most a minute)
+            if dask_client.run_on_scheduler(_training_tasks):
+                time.sleep(0.5)
+                with contextlib.suppress(Exception):  # its answer never comes
+                    dask_client.run(_die, workers=[rank_1])
+                return
+            time.sleep(0.1)
+
+    killer = threading.Thread(target=kill_rank_1)
+    killer.start()
+    estimator = _small(max_epochs=1000, patience=1000, lr_patience=1000, tol=0.0)
+    try:
+        with pytest.raises(RuntimeError, match=f"the worker of rank 1 on worker {rank_1} died"):
+            estimator.fit(dd.from_pandas(X, npartitions=4), dd.from_pandas(y, npartitions=4))
+    finally:
+        killer.join()
+    assert not hasattr(estimator, "network_")

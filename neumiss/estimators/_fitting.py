@@ -45,8 +45,10 @@ from ..network import (
     SearchResult,
     TrainingConfig,
     TrainingData,
+    all_reduced_loss,
     auto_learning_rate,
     clearly_lower,
+    data_parallel,
     evaluate_loss,
     observed_moments,
     search_depths,
@@ -152,13 +154,16 @@ def train_one_candidate(
     build_network, depths, weight_sharing, mlp_depths, train_rows, val_data, objective,
     config: TrainingConfig, seed: int, *, verbose: int = 0, label: str = "NeuMiss",
     n_members: int = 1, combine: str = "mean", mask_skip: bool | str = False,
-    spline: bool | str = False,
+    spline: bool | str = False, parallel: bool = False,
 ) -> SearchResult:
     """The search of :func:`~neumiss.network.search_depths` reduced to its one candidate, for
     training rows that are not in memory: trained without the divergence guard, which
     needs them in memory. Same arguments (one depth, one head, no ``"auto"``, except
     ``mask_skip="auto"`` and ``spline="auto"``, which are False here: deciding needs the
-    rows in memory; ``spline=True`` is refused: its knots are quantiles of the rows)."""
+    rows in memory; ``spline=True`` is refused: its knots are quantiles of the rows).
+    ``parallel``: this process trains data-parallel with the others of the default
+    process group (:func:`~neumiss.network.data_parallel`), validated on all their rows
+    (:func:`~neumiss.network.all_reduced_loss`)."""
     if spline is True:
         raise ValueError("spline=True needs the training rows in memory (its knots are their "
                          "quantiles): use spline=False or 'auto' (False here) with fit_stream")
@@ -174,9 +179,10 @@ def train_one_candidate(
     network = search.members(depth, weight_sharing, mlp_depth, None)
     started = time.perf_counter()
     result = train(
-        network, train_rows, val_data, objective.loss, config,
-        torch.Generator().manual_seed(seed), objective.score, verbose=verbose,
-        description=f"{label} (stream)", guard=False,
+        data_parallel(network) if parallel else network, train_rows, val_data,
+        objective.loss, config, torch.Generator().manual_seed(seed), objective.score,
+        verbose=verbose, description=f"{label} (stream)", guard=False,
+        evaluate=all_reduced_loss if parallel else evaluate_loss,
     )
     best = Candidate(depth, weight_sharing, mlp_depth, network, result,
                      time.perf_counter() - started)
@@ -295,7 +301,7 @@ class FitPlan:
         if isinstance(rows.train, TrainingData):
             return search_depths(*arguments, **options,
                                  screen_depths=isinstance(estimator.depth, str))
-        return train_one_candidate(*arguments, **options)
+        return train_one_candidate(*arguments, **options, parallel=self.source.parallel)
 
     def set_results(self, result: SearchResult, rows: FitRows, objective: Objective) -> None:
         """The estimator's fitted attributes from the search ``result`` on ``rows``."""

@@ -14,7 +14,7 @@ import contextlib
 import math
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import torch
@@ -361,6 +361,7 @@ def train(
     guard: bool = True,
     warn: bool = True,
     best_seen: float = math.inf,
+    evaluate: Callable[[nn.Module, TrainingData, LossFunction], float] = evaluate_loss,
 ) -> TrainingResult:
     """Train ``network`` in place; on return it holds the best validation weights.
 
@@ -409,6 +410,9 @@ def train(
     ``loss_fn(output, target)`` returns the loss of each row, shape (batch,);
     batches and epochs average it, weighted by the data's ``weight`` if any. ``score_fn`` maps a
     validation loss to a score shown in the progress bar and history (e.g. R²).
+    ``evaluate(network, val_data, loss_fn)`` is the validation loss (by default
+    :func:`evaluate_loss`; a data-parallel training's is over every process's rows,
+    :func:`~neumiss.network._parallel.all_reduced_loss`).
     """
     if guard and not isinstance(train_data, TrainingData):
         raise TypeError("the divergence guard needs the training rows in memory (TrainingData)")
@@ -426,7 +430,7 @@ def train(
     for epoch in progress:
         train_loss = _train_epoch(network, train_data, schedule.optimizer, loss_fn, batch_size,
                                   generator, graphs)
-        val_loss = train_loss if val_data is None else evaluate_loss(network, val_data, loss_fn)
+        val_loss = train_loss if val_data is None else evaluate(network, val_data, loss_fn)
         score = score_fn(val_loss)
         result.record(epoch, train_loss, val_loss, score, schedule.learning_rate)
         cause = (_check_finite(epoch, train_loss) if divergence is None
@@ -444,8 +448,8 @@ def train(
     if result.best_epoch == 0 and (result.rejected is not None or not result.constant):
         # The weights kept are no epoch's (every epoch diverged, or the constant replaced
         # them): their loss is measured anew.
-        result.best_val_loss = evaluate_loss(
-            network, train_data if val_data is None else val_data, loss_fn)
+        result.best_val_loss = (evaluate_loss(network, train_data, loss_fn) if val_data is None
+                                else evaluate(network, val_data, loss_fn))
         result.best_val_score = score_fn(result.best_val_loss)
     network.eval()
     if divergence is not None:
