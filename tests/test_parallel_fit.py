@@ -179,3 +179,40 @@ def test_dask_fit_fails_naming_a_worker_that_dies(dask_client, monkeypatch):
     finally:
         killer.join()
     assert not hasattr(estimator, "network_")
+
+
+@pytest.mark.slow
+def test_spark_fit_trains_with_torch_distributor_and_refuses_unseen_categories(monkeypatch,
+                                                                              tmp_path):
+    """``fit_spark`` on a local session: 2 processes started by ``TorchDistributor`` train
+    a model whose predictions equal its own after a save and load (and its ONNX
+    export's); a category the sample did not hold is refused by name."""
+    import sys
+
+    import neumiss
+    from neumiss.scoring import load_model, score_frame
+
+    from .test_scoring import _spark_session
+
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)  # workers: this Python
+    spark = _spark_session()
+    X, y = _table(2000)
+    estimator = NeuMissRegressor(depth=1, mlp_depth=0, weight_sharing="shared",
+                                 ensemble_size=2, max_epochs=15, random_state=0)
+    try:
+        df = spark.createDataFrame(X.assign(y=y)).repartition(4)
+        assert neumiss.fit_spark(estimator, df, label_col="y", num_processes=2) is estimator
+        unseen = X.assign(y=y)
+        unseen.loc[7, "k"] = "z"
+        monkeypatch.setattr("neumiss.estimators._engines.SAMPLE_ROWS", 1000)
+        with pytest.raises(ValueError, match=r"column 'k' holds categories .* \['z'\]"):
+            neumiss.fit_spark(_small(), spark.createDataFrame(unseen), label_col="y")
+    finally:
+        spark.stop()
+    path = tmp_path / "model.neumiss"
+    estimator.save(path)
+    np.testing.assert_array_equal(neumiss.load(path).predict(X), estimator.predict(X))
+    estimator.to_onnx(tmp_path / "model.onnx")
+    onnx = score_frame(X, load_model(str(tmp_path / "model.onnx")))["prediction"]
+    np.testing.assert_allclose(onnx, estimator.predict(X), rtol=1e-4, atol=1e-4)
+    assert estimator.score(X, y) > 0.5

@@ -291,9 +291,24 @@ class SparkTable:
         schema = ", ".join(f"{name} double" for name in names)
         encoded = self.df.mapInPandas(_SparkBatches(encoder, self.label), schema)
         reductions = (F.count, F.avg, F.stddev_pop, F.min, F.max)
-        row = encoded.agg(*[f(name) for f in reductions for name in names]).first()
+        row = _spark_result(encoded.agg(*[f(name) for f in reductions for name in names]))
         values = np.array([np.nan if v is None else v for v in row], dtype=np.float64)
         values = values.reshape(len(reductions), len(names))
         classes = None if regression else (
             self.df.select(self.label).distinct().toPandas()[self.label].to_numpy(),)
         return _table_statistics(list(values), encoder, regression, classes)
+
+
+def _spark_result(frame):
+    """The first row of the Spark DataFrame ``frame``; the ValueError of
+    :class:`PartitionEncoder` raised in a Python worker (a bad partition) raised again
+    here as itself, not as Spark's report of the worker's traceback."""
+    from pyspark.errors import PythonException
+
+    try:
+        return frame.first()
+    except PythonException as exc:
+        lines = [line for line in str(exc).splitlines() if line.startswith("ValueError: ")]
+        if not lines:
+            raise
+        raise ValueError(lines[-1].removeprefix("ValueError: ")) from exc
