@@ -216,3 +216,41 @@ def test_spark_fit_trains_with_torch_distributor_and_refuses_unseen_categories(m
     onnx = score_frame(X, load_model(str(tmp_path / "model.onnx")))["prediction"]
     np.testing.assert_allclose(onnx, estimator.predict(X), rtol=1e-4, atol=1e-4)
     assert estimator.score(X, y) > 0.5
+
+
+def _parquet_folder(folder, X, y, n_files):
+    """``X`` with ``y`` as column ``y`` in ``n_files`` Parquet files of ``folder``."""
+    folder.mkdir()
+    for i, rows in enumerate(np.array_split(np.arange(len(X)), n_files)):
+        X.iloc[rows].assign(y=y.iloc[rows]).to_parquet(folder / f"part-{i}.parquet")
+    return folder
+
+
+def test_fit_parquet_trains_with_torchrun_on_a_folder(tmp_path):
+    """``fit_parquet``: 2 processes started by torchrun, each reading 2 of 4 files, train
+    a model that predicts as after a save and load and learns the signal."""
+    import neumiss
+    from neumiss.estimators import fit_parquet
+
+    X, y = _table(2000)
+    folder = _parquet_folder(tmp_path / "rows", X, y, 4)
+    estimator = fit_parquet(_small(max_epochs=10, ensemble_size=2), folder, "y", 2)
+    estimator.save(tmp_path / "model.neumiss")
+    np.testing.assert_array_equal(neumiss.load(tmp_path / "model.neumiss").predict(X),
+                                  estimator.predict(X))
+    assert estimator.score(X, y) > 0.5
+
+
+def test_fit_parquet_refuses_a_file_without_a_column_and_a_process_without_rows(tmp_path):
+    from neumiss.estimators import fit_parquet
+
+    X, y = _table(400)
+    folder = _parquet_folder(tmp_path / "rows", X, y, 2)
+    X.iloc[:10].drop(columns="b").assign(y=y.iloc[:10]).to_parquet(folder / "part-2.parquet")
+    with pytest.raises(ValueError, match=r"part-2.parquet has no column 'b'"):
+        fit_parquet(_small(), folder, "y", 2)
+    one_file = _parquet_folder(tmp_path / "one", X, y, 1)
+    estimator = _small()
+    with pytest.raises(RuntimeError, match="torchrun exited with 1: .*process 1 of 2 has no rows"):
+        fit_parquet(estimator, one_file, "y", 2)
+    assert not hasattr(estimator, "network_")

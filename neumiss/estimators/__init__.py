@@ -15,7 +15,7 @@ from ._estimators import (
     NeuMissClassifier,
     NeuMissRegressor,
 )
-from ._parallel_fit import fit_spark
+from ._parallel_fit import fit_parquet, fit_spark
 from ._persistence import FORMAT_VERSION, MODEL_CLASSES, load, payload_digest, save_estimator
 from ._quantile import NeuMissQuantileRegressor
 from ._streaming import RunningMoments, fit_stream, parquet_chunks
@@ -29,6 +29,7 @@ __all__ = [
     "NeuMissQuantileRegressor",
     "NeuMissRegressor",
     "RunningMoments",
+    "fit_parquet",
     "fit_spark",
     "fit_stream",
     "load",

@@ -29,6 +29,8 @@ import math
 import os
 import pickle
 import socket
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -107,6 +109,10 @@ class PartitionRows:
         self.frames = frames
 
     def prepare(self, estimator, device: torch.device) -> None:
+        if not self.frames:
+            raise ValueError(f"process {dist.get_rank()} of {dist.get_world_size()} has no "
+                             "rows: give every process some (fewer processes, or more "
+                             "partitions or files)")
         X = pd.concat([frame for frame, _ in self.frames], ignore_index=True)
         y = np.concatenate([np.asarray(labels) for _, labels in self.frames])
         self.x, self.mask = estimator.preprocessor_.transform(
@@ -292,3 +298,73 @@ def fit_spark(estimator, df, label_col: str = "y", num_processes: int = 2, *,
             raise RuntimeError(f"the data-parallel fit failed, no model was fitted: a "
                                f"training process of {num_processes} failed: {exc}") from exc
     return adopt(estimator, fitted)
+
+
+def fit_parquet(estimator, path, target: str, num_processes: int = 2):
+    """Fit ``estimator`` on a folder of Parquet files (column ``target`` is ``y``, the
+    others ``X``): the statistics by Dask over the files on this machine, the training
+    by ``num_processes`` processes started with ``torchrun``, each reading its share of
+    the files (every ``num_processes``-th, in name order). Returns ``estimator``, fitted.
+
+    Raises
+    ------
+    RuntimeError
+        When a training process fails or dies (``torchrun``'s report of it included);
+        no model is fitted.
+    """
+    import dask
+    import dask.dataframe as dd
+
+    from ._engines import DaskTable
+
+    _check_files(path, target)
+    rows = dd.read_parquet(str(path))
+    with dask.config.set(scheduler="threads"):
+        payload, _ = _plan(estimator, DaskTable(rows.drop(columns=[target]), rows[target]),
+                           num_processes)
+    with tempfile.TemporaryDirectory(prefix="neumiss-torchrun-") as folder:
+        plan, fitted = Path(folder) / "plan.pickle", Path(folder) / "fitted.pickle"
+        plan.write_bytes(payload)
+        command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                   f"--nproc-per-node={num_processes}", "-m", __name__, str(plan),
+                   str(path), target, str(fitted)]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            errors = dict.fromkeys(line.strip() for line in done.stderr.splitlines()
+                                   if "Error: " in line or "exitcode" in line)
+            raise RuntimeError("the data-parallel fit failed, no model was fitted: torchrun "
+                               f"exited with {done.returncode}: " + "; ".join(errors))
+        return adopt(estimator, fitted.read_bytes())
+
+
+def _check_files(path, target: str) -> None:
+    """Refuse a folder without Parquet files, or whose files do not all hold the columns
+    of the first (the target among them), naming the file (their schemas only are read)."""
+    import pyarrow.parquet as pq
+
+    files = sorted(Path(path).rglob("*.parquet"))
+    if not files:
+        raise ValueError(f"{path}: no .parquet files in this folder")
+    names = pq.read_schema(files[0]).names
+    if target not in names:
+        raise ValueError(f"{files[0]}: no target column {target!r} (columns: {names})")
+    for file in files[1:]:
+        missing = [name for name in names if name not in pq.read_schema(file).names]
+        if missing:
+            raise ValueError(f"{file} has no column {missing[0]!r} (missing: {missing}); "
+                             f"every file needs the columns of {files[0].name}: {names}")
+
+
+def main(argv: list[str]) -> None:
+    """The process ``torchrun`` starts (:func:`fit_parquet`): ``PLAN FOLDER TARGET OUT``;
+    rank 0 writes the fitted estimator to ``OUT`` once whole (a rename)."""
+    plan, folder, target, out = argv
+    fitted = _train_files(Path(plan).read_bytes(), folder, target)
+    if int(os.environ["RANK"]) == 0:
+        partial = Path(f"{out}.partial")
+        partial.write_bytes(fitted)
+        partial.replace(out)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
