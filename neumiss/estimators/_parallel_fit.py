@@ -44,7 +44,7 @@ from sklearn.base import clone
 from sklearn.model_selection import train_test_split
 
 from ..checks import check_params
-from ..network import EvenBatches, auto_batch_size
+from ..network import EnsembleNetwork, EvenBatches, StackedNetwork, auto_batch_size
 from ._engines import PartitionEncoder, fitted_preprocessing
 from ._fitting import HOLDOUT_FRACTION, FitPlan, FitRows, draw_seed, training_data
 
@@ -61,10 +61,14 @@ SAMPLE_ATTRIBUTES = ("n_features_in_", "feature_names_in_", "encoder_", "log_tar
 
 def check_parallel_params(estimator) -> None:
     """Refuse what a data-parallel fit cannot do: validate without held-out rows (the
-    training loss of each process is its own), or train on a GPU (gloo is for CPUs)."""
+    training loss of each process is its own), a spline term, or train on a GPU (gloo is
+    for CPUs)."""
     if estimator.validation_fraction == 0:
         raise ValueError("a data-parallel fit validates on held-out rows of every worker: "
                          "validation_fraction must be above 0 (or 'auto')")
+    if estimator.spline is True:
+        raise ValueError("a data-parallel fit has no spline term (its knots are quantiles "
+                         "of the rows): use spline=False or 'auto' (False here)")
     if estimator.device != "cpu":
         raise ValueError(f"a data-parallel fit trains on CPUs (gloo): device must be 'cpu', "
                          f"got {estimator.device!r}")
@@ -75,7 +79,8 @@ def worker_estimator(estimator, sample, statistics, n_rows: int, n_processes: in
     ``sample`` (``estimator`` fitted on the sample) as one candidate, the encoder of the
     sample, the standardization of ``statistics`` (every row's), a seed drawn from
     ``random_state``, and each process's batch ``1 / n_processes`` of the batch one
-    process would take on the ``n_rows`` rows' training share."""
+    process would take on the ``n_rows`` rows' training share. Its members start from
+    the sample's network (``sample_network``), trained further on every row."""
     fraction = estimator.validation_fraction
     fraction = HOLDOUT_FRACTION if fraction == "auto" else float(fraction)
     n_train = n_rows - math.ceil(fraction * n_rows)
@@ -91,6 +96,7 @@ def worker_estimator(estimator, sample, statistics, n_rows: int, n_processes: in
         if hasattr(sample, name):
             setattr(worker, name, getattr(sample, name))
     fitted_preprocessing(worker, sample, statistics)
+    worker.sample_network = sample.network_
     return worker
 
 
@@ -100,7 +106,8 @@ class PartitionRows:
     DataFrame and its targets), encoded with the fitted ``encoder_`` and ``preprocessor_``
     of the estimator (not refitted), a ``validation_fraction`` share of them held out
     (drawn with the seed and the process's rank); the training rows are cut into as many
-    batches as every other process's (:class:`~neumiss.network.EvenBatches`)."""
+    batches as every other process's (:class:`~neumiss.network.EvenBatches`). The members
+    start from the network of the sample (``start``)."""
 
     #: This process trains with the others (:func:`~neumiss.network.data_parallel`).
     parallel = True
@@ -119,6 +126,9 @@ class PartitionRows:
             estimator.encoder_.transform(X[list(estimator.feature_names_in_)]))
         self.y = estimator._encode_validation_target(y)
         self.estimator, self.device = estimator, device
+        network = estimator.sample_network
+        members = list(network.members) if isinstance(network, EnsembleNetwork) else [network]
+        self.start = StackedNetwork(members, estimator._combine())
 
     def split(self, seed: int) -> FitRows:
         estimator, y, n_rows = self.estimator, self.y, len(self.y)
@@ -172,7 +182,8 @@ def _plan(estimator, table, n_processes: int) -> tuple[bytes, int]:
     check_parallel_params(estimator)
     n_rows = table.count()
     X_sample, y_sample = table.sample(n_rows, draw_seed(estimator.random_state))
-    sample = clone(estimator).fit(X_sample, y_sample)
+    # The data-parallel training has no spline term (its knots are quantiles of the rows).
+    sample = clone(estimator).set_params(spline=False).fit(X_sample, y_sample)
     statistics = table.statistics(PartitionEncoder(sample))
     worker = worker_estimator(estimator, sample, statistics, n_rows, n_processes)
     return pickle.dumps(worker), n_rows

@@ -249,8 +249,9 @@ class StreamRows:
     validation_data : pair (X_val, y_val) or None
     """
 
-    #: One process trains (:func:`~neumiss.estimators._fitting.train_one_candidate`).
-    parallel = False
+    #: One process trains (:func:`~neumiss.estimators._fitting.train_one_candidate`), its
+    #: members from new weights.
+    parallel, start = False, None
 
     def __init__(self, chunks, validation_data=None) -> None:
         self.passes = _passes(chunks)

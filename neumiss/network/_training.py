@@ -25,7 +25,7 @@ from ._data import LossFunction, ScoreFunction, TrainingData, evaluate_loss
 from ._divergence import EXACT_LOSS, DivergenceGuard, DivergenceWarning
 from ._graphs import GraphedSteps, eager_step, graphs_pay
 from ._optimizer import Steps
-from ._stopping import EarlyStopping, abandon_level
+from ._stopping import Checkpoint, EarlyStopping, abandon_level, copy_state
 
 #: Largest mini-batch of the automatic batch size (:func:`auto_batch_size`).
 AUTO_BATCH_SIZE = 2048
@@ -348,6 +348,19 @@ def _kept(result: TrainingResult, stopping: EarlyStopping, divergence: Divergenc
         result.constant, result.best_epoch = True, 0
 
 
+def _first_candidate(network: nn.Module, val_data: TrainingData | None, loss_fn: LossFunction,
+                     score_fn: ScoreFunction, divergence: DivergenceGuard | None,
+                     keep_start: bool, evaluate) -> Checkpoint | None:
+    """The weights an epoch must beat to be kept (:class:`~._stopping.EarlyStopping`): the
+    guard's, the initial weights with ``keep_start`` and validation rows, else None."""
+    if divergence is not None:
+        return divergence.first_candidate(score_fn)
+    if not keep_start or val_data is None:
+        return None
+    loss = evaluate(network, val_data, loss_fn)
+    return Checkpoint(copy_state(network), loss, score_fn(loss))
+
+
 def train(
     network: nn.Module,
     train_data: TrainingData,
@@ -362,6 +375,7 @@ def train(
     warn: bool = True,
     best_seen: float = math.inf,
     evaluate: Callable[[nn.Module, TrainingData, LossFunction], float] = evaluate_loss,
+    keep_start: bool = False,
 ) -> TrainingResult:
     """Train ``network`` in place; on return it holds the best validation weights.
 
@@ -412,7 +426,9 @@ def train(
     validation loss to a score shown in the progress bar and history (e.g. R²).
     ``evaluate(network, val_data, loss_fn)`` is the validation loss (by default
     :func:`evaluate_loss`; a data-parallel training's is over every process's rows,
-    :func:`~neumiss.network._parallel.all_reduced_loss`).
+    :func:`~neumiss.network._parallel.all_reduced_loss`). Without the guard,
+    ``keep_start`` makes the initial weights (a network started from another fit) the
+    first candidate to beat: an epoch is kept only if it validates better.
     """
     if guard and not isinstance(train_data, TrainingData):
         raise TypeError("the divergence guard needs the training rows in memory (TrainingData)")
@@ -421,7 +437,8 @@ def train(
     schedule = PlateauSchedule(network, config)
     stopping = EarlyStopping(
         network, config.patience, config.tol,
-        None if divergence is None else divergence.first_candidate(score_fn),
+        _first_candidate(network, val_data, loss_fn, score_fn, divergence, keep_start,
+                         evaluate),
         math.inf if divergence is None else abandon_level(best_seen, divergence.loss))
     progress = ProgressReport(config.max_epochs, description, verbose)
     result = TrainingResult(history={key: [] for key in HISTORY})
