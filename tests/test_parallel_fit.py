@@ -122,6 +122,8 @@ def test_dask_fit_trains_on_two_workers_and_saves_an_ordinary_model(dask_client,
     returned = estimator.fit(dd.from_pandas(X, npartitions=4), dd.from_pandas(y, npartitions=4))
     assert returned is estimator and estimator.best_depth_ in (0, 1, 2, 3, 4, 5)
     assert estimator.validation_scheme_ == "holdout" and estimator.n_epochs_ >= 1
+    assert estimator.n_validation_rows_ == 200  # a tenth of each worker's 1,000 rows
+    assert estimator.get_params() == {**estimator.get_params(), **params}  # as given
     path = tmp_path / "model.neumiss"
     estimator.save(path)
     loaded = neumiss.load(path)

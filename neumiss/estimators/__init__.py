@@ -3,7 +3,8 @@
 Owns :class:`NeuMissRegressor`, :class:`NeuMissQuantileRegressor` and
 :class:`NeuMissClassifier` (parameters, validation in ``fit``, the fit orchestration of
 members, seeds and search), the exact linear model of each missingness pattern of a
-linear-head network (``pattern_model``), fitting from a stream of chunks, and saving
+linear-head network (``pattern_model``), fitting from a stream of chunks, fitting
+data-parallel where the rows live (Dask, Spark, torchrun on Parquet files), and saving
 and loading models without pickle (:func:`load`). May import every layer below it:
 :mod:`neumiss.checks`, :mod:`neumiss.simulation`, :mod:`neumiss.tables`,
 :mod:`neumiss.network` and :mod:`neumiss.export`.

@@ -1,7 +1,8 @@
-"""Fitting where the rows live: a NeuMiss estimator trained data-parallel on Dask or Spark.
+"""Fitting where the rows live: a NeuMiss estimator trained data-parallel on Dask, on Spark,
+or by ``torchrun`` processes on a folder of Parquet files.
 
-:func:`fit_dask` (``estimator.fit`` with a Dask DataFrame) and :func:`fit_spark` run the
-same plan:
+:func:`fit_dask` (``estimator.fit`` with a Dask DataFrame), :func:`fit_spark` and
+:func:`fit_parquet` run the same plan:
 
 1. the engine counts the rows, draws a sample of at most
    :data:`~neumiss.estimators._engines.SAMPLE_ROWS`, on which an ordinary ``fit`` chooses
@@ -10,8 +11,9 @@ same plan:
 2. :func:`worker_estimator` is that choice as an estimator of one candidate (integer
    depths, the learning rate found, a batch of the one-process size shared among the
    processes), with the encoder of the sample and the standardization of every row;
-3. one process per worker (Dask: a task on each worker; Spark: ``TorchDistributor``)
-   runs :func:`train_rank` on its own partitions: every process prepares its rows,
+3. one process per worker (Dask: a task on each worker; Spark: ``TorchDistributor``;
+   files: ``torchrun``) runs :func:`train_rank` on its own partitions, its members
+   started from the sample's network: every process prepares its rows,
    holds out its share of validation rows, and trains the same network with DDP
    (:func:`~neumiss.network.data_parallel`), early stopping on the validation loss of
    all of them (:func:`~neumiss.network.all_reduced_loss`); rank 0 returns the fitted
@@ -148,7 +150,9 @@ def train_rank(payload: bytes, frames, rank: int, n_processes: int,
                init_method: str = "env://") -> bytes:
     """The training of process ``rank`` of ``n_processes``: ``payload`` (the pickled
     :func:`worker_estimator`) fitted data-parallel on ``frames`` (:class:`PartitionRows`)
-    in a gloo process group reached at ``init_method``. Returns rank 0's fitted estimator,
+    in a gloo process group reached at ``init_method`` (``validation_score_`` is the score
+    of the validation loss over every process's held-out rows, against the variance of
+    rank 0's). Returns rank 0's fitted estimator,
     pickled (its network's state dict among its attributes), in every process (a
     launcher may keep any one's: ``TorchDistributor`` keeps the last to finish)."""
     estimator = pickle.loads(payload)
@@ -156,6 +160,9 @@ def train_rank(payload: bytes, frames, rank: int, n_processes: int,
                             world_size=n_processes, timeout=PROCESS_TIMEOUT)
     try:
         FitPlan(estimator, PartitionRows(frames)).fit()
+        n_validation = torch.tensor([estimator.n_validation_rows_])
+        dist.all_reduce(n_validation)  # every process's held-out rows validated
+        estimator.n_validation_rows_ = int(n_validation)
         fitted = [pickle.dumps(estimator) if rank == 0 else None]
         dist.broadcast_object_list(fitted, src=0)
     finally:
