@@ -111,7 +111,9 @@ def _classes(n=2000, seed=1):
 def test_dask_fit_trains_on_two_workers_and_saves_an_ordinary_model(dask_client, kind,
                                                                     tmp_path):
     """``fit`` with Dask collections: 2 workers train data-parallel; the model predicts
-    what it predicts after a save and load, and learns the signal."""
+    what it predicts after a save and load, and learns the signal. The classifier's rows
+    are read from 4 Parquet files, ``y`` a column of them (Dask may then fuse small files
+    into fewer partitions when it optimizes a computation: X and y must stay aligned)."""
     import neumiss
     from neumiss import NeuMissClassifier
 
@@ -119,7 +121,12 @@ def test_dask_fit_trains_on_two_workers_and_saves_an_ordinary_model(dask_client,
     params = {"depth": "auto", "mlp_depth": 0, "ensemble_size": 2, "max_epochs": 15,
               "random_state": 0}
     estimator = (NeuMissRegressor if kind == "regressor" else NeuMissClassifier)(**params)
-    returned = estimator.fit(dd.from_pandas(X, npartitions=4), dd.from_pandas(y, npartitions=4))
+    if kind == "regressor":
+        X_dask, y_dask = dd.from_pandas(X, npartitions=4), dd.from_pandas(y, npartitions=4)
+    else:
+        rows = dd.read_parquet(_parquet_folder(tmp_path / "rows", X, y, 4))
+        X_dask, y_dask = rows.drop(columns="y"), rows["y"]
+    returned = estimator.fit(X_dask, y_dask)
     assert returned is estimator and estimator.best_depth_ in (0, 1, 2, 3, 4, 5)
     assert estimator.validation_scheme_ == "holdout" and estimator.n_epochs_ >= 1
     assert estimator.n_validation_rows_ == 200  # a tenth of each worker's 1,000 rows

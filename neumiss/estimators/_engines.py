@@ -158,14 +158,33 @@ def _statistics(count, mean, std, lowest, highest, shift) -> ColumnStatistics:
     return ColumnStatistics(count, mean + shift, std, lowest + shift, highest + shift)
 
 
-def _partition_frame(X, y, encoder: PartitionEncoder, partition_info=None) -> pd.DataFrame:
-    """:class:`PartitionEncoder` over a Dask partition of ``X`` and ``y``, named by number."""
+#: The column that holds ``y`` beside ``X`` in each partition of :attr:`DaskTable.rows`.
+TARGET_COLUMN = "__neumiss_target__"
+
+
+def _with_target(X: pd.DataFrame, y: pd.Series, partition_info=None) -> pd.DataFrame:
+    """A partition of ``X`` with its ``y`` as :data:`TARGET_COLUMN`; refuses partitions
+    of different lengths, naming the partition."""
+    if len(X) != len(y):
+        number = "?" if partition_info is None else partition_info["number"]
+        raise ValueError(f"partition {number}: X has {len(X)} rows and y {len(y)}: X and "
+                         "y must be cut into the same partitions")
+    return X.assign(**{TARGET_COLUMN: np.asarray(y)})
+
+
+def _partition_frame(rows: pd.DataFrame, encoder: PartitionEncoder,
+                     partition_info=None) -> pd.DataFrame:
+    """:class:`PartitionEncoder` over a partition of :attr:`DaskTable.rows`, named by
+    number."""
     number = "?" if partition_info is None else partition_info["number"]
-    return encoder(X, y, where=f"partition {number}")
+    return encoder(rows.drop(columns=[TARGET_COLUMN]), rows[TARGET_COLUMN],
+                   where=f"partition {number}")
 
 
 class DaskTable:
-    """The rows of a Dask DataFrame ``X`` and a Dask Series ``y`` of the same partitions.
+    """The rows of a Dask DataFrame ``X`` and a Dask Series ``y`` of the same partitions,
+    as one Dask DataFrame :attr:`rows` (``y`` in its column :data:`TARGET_COLUMN`), so
+    that every computation cuts ``X`` and ``y`` alike.
 
     Raises
     ------
@@ -183,36 +202,25 @@ class DaskTable:
                 "with a Dask DataFrame X, y must be a Dask Series of the same partitions "
                 f"({X.npartitions}), got {type(y).__name__}"
                 + (f" of {y.npartitions} partitions" if isinstance(y, dd.Series) else ""))
-        self.X, self.y = X, y
+        meta = X._meta.assign(**{TARGET_COLUMN: y._meta.to_numpy()})
+        self.rows = X.map_partitions(_with_target, y, meta=meta, align_dataframes=False,
+                                     enforce_metadata=False)  # columns: PartitionEncoder
 
     def count(self) -> int:
         """The number of rows; refuses an empty partition, and partitions of ``X`` and
         ``y`` of different lengths."""
-        import dask
-
-        rows, labels = dask.compute(self.X.map_partitions(len), self.y.map_partitions(len))
-        rows, labels = np.asarray(rows), np.asarray(labels)
-        for number, (n_rows, n_labels) in enumerate(zip(rows, labels)):
-            if n_rows != n_labels:
-                raise ValueError(f"partition {number}: X has {n_rows} rows and y {n_labels}: "
-                                 "X and y must be cut into the same partitions")
+        lengths = np.asarray(self.rows.map_partitions(len).compute())
+        for number, n_rows in enumerate(lengths):
             if n_rows == 0:
                 raise ValueError(f"partition {number} of X is empty: remove empty "
                                  "partitions first (e.g. X.repartition(npartitions=...))")
-        return int(rows.sum())
+        return int(lengths.sum())
 
     def sample(self, n_rows: int, seed: int) -> tuple[pd.DataFrame, np.ndarray]:
-        """At most about :data:`SAMPLE_ROWS` rows drawn uniformly (the same rows of ``X``
-        and ``y``: each partition draws its positions with the same seed)."""
-        import dask
-
+        """At most about :data:`SAMPLE_ROWS` rows drawn uniformly."""
         fraction = min(1.0, SAMPLE_ROWS / n_rows)
-        X, y = dask.compute(self.X.sample(frac=fraction, random_state=seed),
-                            self.y.sample(frac=fraction, random_state=seed))
-        if not X.index.equals(y.index):
-            raise ValueError("X and y do not draw the same sample: give them the same "
-                             "partitions and index")
-        return X, y.to_numpy()
+        rows = self.rows.sample(frac=fraction, random_state=seed).compute()
+        return rows.drop(columns=[TARGET_COLUMN]), rows[TARGET_COLUMN].to_numpy()
 
     def statistics(self, encoder: PartitionEncoder) -> TableStatistics:
         """:class:`TableStatistics` of every row, from one ``dask.compute``."""
@@ -221,12 +229,11 @@ class DaskTable:
         regression = hasattr(encoder.sample, "y_mean_")
         meta = pd.DataFrame({name: pd.Series(dtype=np.float64)
                              for name in encoder.names + (["y"] if regression else [])})
-        encoded = self.X.map_partitions(_partition_frame, self.y, encoder, meta=meta,
-                                        align_dataframes=False)
+        encoded = self.rows.map_partitions(_partition_frame, encoder, meta=meta)
         reductions = [encoded.count(), encoded.mean(), encoded.std(ddof=0), encoded.min(),
                       encoded.max()]
         if not regression:
-            reductions.append(self.y.drop_duplicates())
+            reductions.append(self.rows[TARGET_COLUMN].drop_duplicates())
         results = dask.compute(*reductions)
         values = [np.asarray(v, dtype=np.float64) for v in results[:5]]
         return _table_statistics(values, encoder, regression, results[5:])

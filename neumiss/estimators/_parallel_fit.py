@@ -47,7 +47,7 @@ from sklearn.model_selection import train_test_split
 
 from ..checks import check_params
 from ..network import EnsembleNetwork, EvenBatches, StackedNetwork, auto_batch_size
-from ._engines import PartitionEncoder, fitted_preprocessing
+from ._engines import TARGET_COLUMN, PartitionEncoder, fitted_preprocessing
 from ._fitting import HOLDOUT_FRACTION, FitPlan, FitRows, draw_seed, training_data
 
 #: How long a process waits for the others (to start, or in a collective operation)
@@ -104,9 +104,10 @@ def worker_estimator(estimator, sample, statistics, n_rows: int, n_processes: in
 
 class PartitionRows:
     """The rows of one process of a data-parallel fit, for
-    :class:`~neumiss.estimators._fitting.FitPlan`: its partitions ``frames`` (pairs of a
-    DataFrame and its targets), encoded with the fitted ``encoder_`` and ``preprocessor_``
-    of the estimator (not refitted), a ``validation_fraction`` share of them held out
+    :class:`~neumiss.estimators._fitting.FitPlan`: its partitions ``frames`` (DataFrames
+    of the columns of ``X`` and ``y`` in the column ``target``), encoded with the fitted
+    ``encoder_`` and ``preprocessor_`` of the estimator (not refitted), a
+    ``validation_fraction`` share of them held out
     (drawn with the seed and the process's rank); the training rows are cut into as many
     batches as every other process's (:class:`~neumiss.network.EvenBatches`). The members
     start from the network of the sample (``start``)."""
@@ -114,16 +115,16 @@ class PartitionRows:
     #: This process trains with the others (:func:`~neumiss.network.data_parallel`).
     parallel = True
 
-    def __init__(self, frames: list[tuple[pd.DataFrame, np.ndarray]]) -> None:
-        self.frames = frames
+    def __init__(self, frames: list[pd.DataFrame], target: str) -> None:
+        self.frames, self.target = frames, target
 
     def prepare(self, estimator, device: torch.device) -> None:
         if not self.frames:
             raise ValueError(f"process {dist.get_rank()} of {dist.get_world_size()} has no "
                              "rows: give every process some (fewer processes, or more "
                              "partitions or files)")
-        X = pd.concat([frame for frame, _ in self.frames], ignore_index=True)
-        y = np.concatenate([np.asarray(labels) for _, labels in self.frames])
+        X = pd.concat(self.frames, ignore_index=True)
+        y = X.pop(self.target).to_numpy()
         self.x, self.mask = estimator.preprocessor_.transform(
             estimator.encoder_.transform(X[list(estimator.feature_names_in_)]))
         self.y = estimator._encode_validation_target(y)
@@ -146,10 +147,11 @@ class PartitionRows:
         return FitRows(EvenBatches(rows[0]), rows[1], y[val_idx], None)
 
 
-def train_rank(payload: bytes, frames, rank: int, n_processes: int,
+def train_rank(payload: bytes, frames, target: str, rank: int, n_processes: int,
                init_method: str = "env://") -> bytes:
     """The training of process ``rank`` of ``n_processes``: ``payload`` (the pickled
-    :func:`worker_estimator`) fitted data-parallel on ``frames`` (:class:`PartitionRows`)
+    :func:`worker_estimator`) fitted data-parallel on ``frames`` with ``y`` in their column
+    ``target`` (:class:`PartitionRows`)
     in a gloo process group reached at ``init_method`` (``validation_score_`` is the score
     of the validation loss over every process's held-out rows, against the variance of
     rank 0's). Returns rank 0's fitted estimator,
@@ -159,7 +161,7 @@ def train_rank(payload: bytes, frames, rank: int, n_processes: int,
     dist.init_process_group("gloo", init_method=init_method, rank=rank,
                             world_size=n_processes, timeout=PROCESS_TIMEOUT)
     try:
-        FitPlan(estimator, PartitionRows(frames)).fit()
+        FitPlan(estimator, PartitionRows(frames, target)).fit()
         n_validation = torch.tensor([estimator.n_validation_rows_])
         dist.all_reduce(n_validation)  # every process's held-out rows validated
         estimator.n_validation_rows_ = int(n_validation)
@@ -223,13 +225,14 @@ def fit_dask(estimator, X, y):
         raise ValueError("fitting a Dask DataFrame trains on the workers of a Dask client: "
                          "start one first (distributed.Client)") from exc
     workers = list(client.scheduler_info()["workers"])
-    payload, _ = _plan(estimator, DaskTable(X, y), len(workers))
-    parts = list(zip(client.compute(X.to_delayed()), client.compute(y.to_delayed())))
+    table = DaskTable(X, y)
+    payload, _ = _plan(estimator, table, len(workers))
+    parts = client.compute(table.rows.to_delayed())
     host = client.scheduler_info()["workers"][workers[0]]["host"]
     port = client.run(_free_port, workers=[workers[0]])[workers[0]]
     token = uuid.uuid4().hex
-    futures = [client.submit(train_rank, payload, parts[rank::len(workers)], rank,
-                             len(workers), f"tcp://{host}:{port}", workers=[worker],
+    futures = [client.submit(train_rank, payload, parts[rank::len(workers)], TARGET_COLUMN,
+                             rank, len(workers), f"tcp://{host}:{port}", workers=[worker],
                              allow_other_workers=False, pure=False,
                              key=f"neumiss-rank-{rank}-{token}")
                for rank, worker in enumerate(workers)]
@@ -267,10 +270,8 @@ def _train_files(payload: bytes, folder: str, label: str) -> bytes:
     of ``folder``: every ``WORLD_SIZE``-th file from the ``RANK``-th, in name order."""
     rank, n_processes = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     files = sorted(Path(folder).rglob("*.parquet"))[rank::n_processes]
-    frames = [pd.read_parquet(file) for file in files]
-    frames = [(frame.drop(columns=[label]), frame[label].to_numpy())
-              for frame in frames if len(frame)]
-    return train_rank(payload, frames, rank, n_processes)
+    frames = [frame for frame in map(pd.read_parquet, files) if len(frame)]
+    return train_rank(payload, frames, label, rank, n_processes)
 
 
 def fit_spark(estimator, df, label_col: str = "y", num_processes: int = 2, *,
