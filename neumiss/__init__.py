@@ -23,6 +23,7 @@ _EXPORTS = {
     "ConformalClassifier": "neumiss.intervals",
     "NeuMissClassifier": "neumiss.estimators",
     "load": "neumiss.estimators",
+    "fit_spark": "neumiss.estimators",
     "export_onnx": "neumiss.export",
     # The layers, as attributes.
     "checks": None,

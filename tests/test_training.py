@@ -440,3 +440,32 @@ def test_a_start_better_than_every_epoch_is_kept():
     assert result.best_val_loss == pytest.approx(float(((val_rows.target - val_rows.x
                                                          @ torch.tensor([1.0, -1.0, 0.5]))
                                                         ** 2).mean()), rel=1e-5)
+
+
+@pytest.mark.parametrize("keep_start", [True, False])
+def test_without_the_guard_keep_start_keeps_a_start_no_epoch_beats(keep_start):
+    """A network started at the noiseless coefficients, trained with a learning rate that
+    makes the epochs worse: ``keep_start`` keeps the start (the data-parallel fit's warm
+    start from the sample's network); without it an epoch is kept, however worse."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(400, 3)).astype(np.float32)
+    y = x @ np.array([1.0, -1.0, 0.5], dtype=np.float32) + 0.3 * rng.normal(size=400)
+    data = TrainingData(torch.from_numpy(x), torch.zeros(400, 3),
+                        torch.tensor(y, dtype=torch.float32))
+    network = NeuMissNetwork(3, depth=0)
+    with torch.no_grad():
+        network.block.mu.zero_()
+        network.head[-1].weight.copy_(torch.tensor([[1.0, -1.0, 0.5]]))
+        network.head[-1].bias.zero_()
+    start = _weights(network)
+    config = TrainingConfig(learning_rate=0.5, max_epochs=3, optimizer="sgd")
+    result = train(network, data.rows(0, 300), data.rows(300, 400), _mse, config,
+                   torch.Generator().manual_seed(0), guard=False, keep_start=keep_start)
+    start_loss = float(((data.target[300:] - data.x[300:] @ torch.tensor([1.0, -1.0, 0.5]))
+                        ** 2).mean())
+    if keep_start:
+        assert result.best_epoch == 0
+        assert result.best_val_loss == pytest.approx(start_loss, rel=1e-5)
+        _assert_weights(network, start)
+    else:
+        assert result.best_epoch >= 1 and result.best_val_loss > 1.2 * start_loss

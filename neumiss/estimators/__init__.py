@@ -3,7 +3,8 @@
 Owns :class:`NeuMissRegressor`, :class:`NeuMissQuantileRegressor` and
 :class:`NeuMissClassifier` (parameters, validation in ``fit``, the fit orchestration of
 members, seeds and search), the exact linear model of each missingness pattern of a
-linear-head network (``pattern_model``), fitting from a stream of chunks, and saving
+linear-head network (``pattern_model``), fitting from a stream of chunks, fitting
+data-parallel where the rows live (Dask, Spark, torchrun on Parquet files), and saving
 and loading models without pickle (:func:`load`). May import every layer below it:
 :mod:`neumiss.checks`, :mod:`neumiss.simulation`, :mod:`neumiss.tables`,
 :mod:`neumiss.network` and :mod:`neumiss.export`.
@@ -15,6 +16,7 @@ from ._estimators import (
     NeuMissClassifier,
     NeuMissRegressor,
 )
+from ._parallel_fit import fit_parquet, fit_spark
 from ._persistence import FORMAT_VERSION, MODEL_CLASSES, load, payload_digest, save_estimator
 from ._quantile import NeuMissQuantileRegressor
 from ._streaming import RunningMoments, fit_stream, parquet_chunks
@@ -28,6 +30,8 @@ __all__ = [
     "NeuMissQuantileRegressor",
     "NeuMissRegressor",
     "RunningMoments",
+    "fit_parquet",
+    "fit_spark",
     "fit_stream",
     "load",
     "parquet_chunks",

@@ -200,7 +200,19 @@ class BaseNeuMiss(BaseEstimator):
         Returns
         -------
         self
+
+        With a Dask DataFrame ``X`` and a Dask Series ``y`` of the same partitions, the
+        network is trained data-parallel on the workers of the current Dask client,
+        without bringing the rows to this process (:func:`~neumiss.estimators.fit_spark`
+        does the same on Spark; the user guide's "Training where the data lives").
         """
+        if type(X).__module__.partition(".")[0] == "dask":
+            if sample_weight is not None or validation_data is not None:
+                raise ValueError("fitting a Dask DataFrame takes neither sample_weight nor "
+                                 "validation_data (each worker holds out its own rows)")
+            from ._parallel_fit import fit_dask
+
+            return fit_dask(self, X, y)
         return FitPlan(self, InMemoryRows(X, y, sample_weight, validation_data)).fit()
 
     def _build_network(self, depth: int, weight_sharing: str, mlp_depth: int,

@@ -44,8 +44,10 @@ from ..network import (
     SearchResult,
     TrainingConfig,
     TrainingData,
+    all_reduced_loss,
     auto_learning_rate,
     clearly_lower,
+    data_parallel,
     evaluate_loss,
     fit_temperature,
     observed_moments,
@@ -152,13 +154,19 @@ def train_one_candidate(
     build_network, depths, weight_sharing, mlp_depths, train_rows, val_data, objective,
     config: TrainingConfig, seed: int, *, verbose: int = 0, label: str = "NeuMiss",
     n_members: int = 1, combine: str = "mean", mask_skip: bool | str = False,
-    spline: bool | str = False,
+    spline: bool | str = False, parallel: bool = False, start_from=None,
 ) -> SearchResult:
     """The search of :func:`~neumiss.network.search_depths` reduced to its one candidate, for
     training rows that are not in memory: trained without the divergence guard, which
     needs them in memory. Same arguments (one depth, one head, no ``"auto"``, except
     ``mask_skip="auto"`` and ``spline="auto"``, which are False here: deciding needs the
-    rows in memory; ``spline=True`` is refused: its knots are quantiles of the rows)."""
+    rows in memory; ``spline=True`` is refused: its knots are quantiles of the rows).
+    ``parallel``: this process trains data-parallel with the others of the default
+    process group (:func:`~neumiss.network.data_parallel`), validated on all their rows
+    (:func:`~neumiss.network.all_reduced_loss`). ``start_from``: a
+    :class:`~neumiss.network.StackedNetwork` of the same members, whose weights the
+    members start from (:meth:`~neumiss.network.DepthSearch.members`) and that an epoch
+    must beat to be kept, or None."""
     if spline is True:
         raise ValueError("spline=True needs the training rows in memory (its knots are their "
                          "quantiles): use spline=False or 'auto' (False here) with fit_stream")
@@ -171,12 +179,14 @@ def train_one_candidate(
     search = DepthSearch(build_network, train_rows, val_data, objective, seed, verbose,
                          f"{label} (stream)", n_members, combine,
                          mask_skip=mask_skip)
-    network = search.members(depth, weight_sharing, mlp_depth, None)
+    network = search.members(depth, weight_sharing, mlp_depth, start_from)
     started = time.perf_counter()
     result = train(
-        network, train_rows, val_data, objective.loss, config,
-        torch.Generator().manual_seed(seed), objective.score, verbose=verbose,
-        description=f"{label} (stream)", guard=False,
+        data_parallel(network) if parallel else network, train_rows, val_data,
+        objective.loss, config, torch.Generator().manual_seed(seed), objective.score,
+        verbose=verbose, description=f"{label} (stream)", guard=False,
+        evaluate=all_reduced_loss if parallel else evaluate_loss,
+        keep_start=start_from is not None,
     )
     best = Candidate(depth, weight_sharing, mlp_depth, network, result,
                      time.perf_counter() - started)
@@ -296,7 +306,8 @@ class FitPlan:
         if isinstance(rows.train, TrainingData):
             return search_depths(*arguments, **options,
                                  screen_depths=isinstance(estimator.depth, str))
-        return train_one_candidate(*arguments, **options)
+        return train_one_candidate(*arguments, **options, parallel=self.source.parallel,
+                                   start_from=self.source.start)
 
     def calibrate(self, result: SearchResult, rows: FitRows, objective: Objective,
                   seed: int) -> None:

@@ -249,6 +249,10 @@ class StreamRows:
     validation_data : pair (X_val, y_val) or None
     """
 
+    #: One process trains (:func:`~neumiss.estimators._fitting.train_one_candidate`), its
+    #: members from new weights.
+    parallel, start = False, None
+
     def __init__(self, chunks, validation_data=None) -> None:
         self.passes = _passes(chunks)
         self.validation_data = validation_data

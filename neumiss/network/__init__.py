@@ -17,6 +17,7 @@ from ._device import apply_on_device, standardize
 from ._divergence import DivergenceWarning, constant_output
 from ._ensemble import COMBINE, EPSILON, EnsembleNetwork, combine_outputs, first_equal_blocks
 from ._optimizer import OPTIMIZERS
+from ._parallel import EvenBatches, all_reduced_loss, data_parallel
 from ._search import (
     AUTO_DEPTHS,
     AUTO_MLP_DEPTHS,
@@ -53,6 +54,7 @@ __all__ = [
     "DivergenceWarning",
     "EPSILON",
     "EnsembleNetwork",
+    "EvenBatches",
     "GPU_AUTO_BATCH_SIZE",
     "MIDPOINT_ROWS_PER_FEATURE",
     "NeuMissBlock",
@@ -69,6 +71,7 @@ __all__ = [
     "TrainingConfig",
     "TrainingData",
     "UNTIE_ROWS_PER_PARAMETER",
+    "all_reduced_loss",
     "analytic_network",
     "apply_on_device",
     "auto_batch_size",
@@ -78,6 +81,7 @@ __all__ = [
     "clearly_lower",
     "combine_outputs",
     "constant_output",
+    "data_parallel",
     "evaluate_loss",
     "first_equal_blocks",
     "fit_temperature",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import torch
@@ -25,7 +25,7 @@ from ._data import LossFunction, ScoreFunction, TrainingData, evaluate_loss
 from ._divergence import EXACT_LOSS, DivergenceGuard, DivergenceWarning
 from ._graphs import GraphedSteps, eager_step, graphs_pay
 from ._optimizer import Steps
-from ._stopping import EarlyStopping, abandon_level
+from ._stopping import Checkpoint, EarlyStopping, abandon_level, copy_state
 
 #: Largest mini-batch of the automatic batch size (:func:`auto_batch_size`).
 AUTO_BATCH_SIZE = 2048
@@ -348,6 +348,19 @@ def _kept(result: TrainingResult, stopping: EarlyStopping, divergence: Divergenc
         result.constant, result.best_epoch = True, 0
 
 
+def _first_candidate(network: nn.Module, val_data: TrainingData | None, loss_fn: LossFunction,
+                     score_fn: ScoreFunction, divergence: DivergenceGuard | None,
+                     keep_start: bool, evaluate) -> Checkpoint | None:
+    """The weights an epoch must beat to be kept (:class:`~._stopping.EarlyStopping`): the
+    guard's, the initial weights with ``keep_start`` and validation rows, else None."""
+    if divergence is not None:
+        return divergence.first_candidate(score_fn)
+    if not keep_start or val_data is None:
+        return None
+    loss = evaluate(network, val_data, loss_fn)
+    return Checkpoint(copy_state(network), loss, score_fn(loss))
+
+
 def train(
     network: nn.Module,
     train_data: TrainingData,
@@ -361,6 +374,8 @@ def train(
     guard: bool = True,
     warn: bool = True,
     best_seen: float = math.inf,
+    evaluate: Callable[[nn.Module, TrainingData, LossFunction], float] = evaluate_loss,
+    keep_start: bool = False,
 ) -> TrainingResult:
     """Train ``network`` in place; on return it holds the best validation weights.
 
@@ -409,6 +424,11 @@ def train(
     ``loss_fn(output, target)`` returns the loss of each row, shape (batch,);
     batches and epochs average it, weighted by the data's ``weight`` if any. ``score_fn`` maps a
     validation loss to a score shown in the progress bar and history (e.g. R²).
+    ``evaluate(network, val_data, loss_fn)`` is the validation loss (by default
+    :func:`evaluate_loss`; a data-parallel training's is over every process's rows,
+    :func:`~neumiss.network._parallel.all_reduced_loss`). Without the guard,
+    ``keep_start`` makes the initial weights (a network started from another fit) the
+    first candidate to beat: an epoch is kept only if it validates better.
     """
     if guard and not isinstance(train_data, TrainingData):
         raise TypeError("the divergence guard needs the training rows in memory (TrainingData)")
@@ -417,7 +437,8 @@ def train(
     schedule = PlateauSchedule(network, config)
     stopping = EarlyStopping(
         network, config.patience, config.tol,
-        None if divergence is None else divergence.first_candidate(score_fn),
+        _first_candidate(network, val_data, loss_fn, score_fn, divergence, keep_start,
+                         evaluate),
         math.inf if divergence is None else abandon_level(best_seen, divergence.loss))
     progress = ProgressReport(config.max_epochs, description, verbose)
     result = TrainingResult(history={key: [] for key in HISTORY})
@@ -426,7 +447,7 @@ def train(
     for epoch in progress:
         train_loss = _train_epoch(network, train_data, schedule.optimizer, loss_fn, batch_size,
                                   generator, graphs)
-        val_loss = train_loss if val_data is None else evaluate_loss(network, val_data, loss_fn)
+        val_loss = train_loss if val_data is None else evaluate(network, val_data, loss_fn)
         score = score_fn(val_loss)
         result.record(epoch, train_loss, val_loss, score, schedule.learning_rate)
         cause = (_check_finite(epoch, train_loss) if divergence is None
@@ -444,8 +465,8 @@ def train(
     if result.best_epoch == 0 and (result.rejected is not None or not result.constant):
         # The weights kept are no epoch's (every epoch diverged, or the constant replaced
         # them): their loss is measured anew.
-        result.best_val_loss = evaluate_loss(
-            network, train_data if val_data is None else val_data, loss_fn)
+        result.best_val_loss = (evaluate_loss(network, train_data, loss_fn) if val_data is None
+                                else evaluate(network, val_data, loss_fn))
         result.best_val_score = score_fn(result.best_val_loss)
     network.eval()
     if divergence is not None:

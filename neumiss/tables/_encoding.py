@@ -433,6 +433,21 @@ class TableEncoder:
             start += encoding.width
         return out
 
+    def unseen_categories(self, X: pd.DataFrame) -> dict:
+        """The categories of ``X`` (a DataFrame with the fitted columns) that no column
+        seen at fit holds, as ``{column name: sorted list of up to 5 of them}``, for the
+        categorical columns without an ``<other>`` column (``transform`` would read them
+        as missing); columns without such categories are left out."""
+        unseen = {}
+        for position, encoding in enumerate(self.columns_):
+            if encoding.kind != "categorical" or encoding.other:
+                continue
+            text = _category_strings(plain_column(X.iloc[:, position]).dropna())
+            new = set(text[~text.isin(encoding.categories)])
+            if new:
+                unseen[encoding.name] = sorted(new)[:5]
+        return unseen
+
     def check_input(self, X) -> None:
         """Refuse an input that is not a DataFrame when some column is boolean or
         categorical: an array has no column names to match, nor cells of categories.

@@ -1,0 +1,389 @@
+"""Fitting where the rows live: a NeuMiss estimator trained data-parallel on Dask, on Spark,
+or by ``torchrun`` processes on a folder of Parquet files.
+
+:func:`fit_dask` (``estimator.fit`` with a Dask DataFrame), :func:`fit_spark` and
+:func:`fit_parquet` run the same plan:
+
+1. the engine counts the rows, draws a sample of at most
+   :data:`~neumiss.estimators._engines.SAMPLE_ROWS`, on which an ordinary ``fit`` chooses
+   the encoding and the network (depth, head, learning rate), and computes the columns'
+   statistics over every row in one pass (:mod:`~neumiss.estimators._engines`);
+2. :func:`worker_estimator` is that choice as an estimator of one candidate (integer
+   depths, the learning rate found, a batch of the one-process size shared among the
+   processes), with the encoder of the sample and the standardization of every row;
+3. one process per worker (Dask: a task on each worker; Spark: ``TorchDistributor``;
+   files: ``torchrun``) runs :func:`train_rank` on its own partitions, its members
+   started from the sample's network: every process prepares its rows,
+   holds out its share of validation rows, and trains the same network with DDP
+   (:func:`~neumiss.network.data_parallel`), early stopping on the validation loss of
+   all of them (:func:`~neumiss.network.all_reduced_loss`); rank 0 returns the fitted
+   estimator, whose fitted attributes the caller's estimator takes.
+
+The result is an ordinary fitted estimator: ``predict``, ``save`` and ``to_onnx`` work as
+after ``fit``. A process that fails (or a worker that dies) fails the fit with an error
+naming it; nothing is written.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import os
+import pickle
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.distributed as dist
+from sklearn.base import clone
+from sklearn.model_selection import train_test_split
+
+from ..checks import check_params
+from ..network import EnsembleNetwork, EvenBatches, StackedNetwork, auto_batch_size
+from ._engines import TARGET_COLUMN, PartitionEncoder, fitted_preprocessing
+from ._fitting import HOLDOUT_FRACTION, FitPlan, FitRows, draw_seed, training_data
+
+#: How long a process waits for the others (to start, or in a collective operation)
+#: before it fails: a process that died is noticed by its peers' closed connections
+#: sooner; this bounds the wait when it hangs instead.
+PROCESS_TIMEOUT = datetime.timedelta(minutes=10)
+
+#: The fitted attributes of the sample's estimator a worker's estimator keeps: the
+#: columns, their encoding and the target's (its scale and moments come from every row).
+SAMPLE_ATTRIBUTES = ("n_features_in_", "feature_names_in_", "encoder_", "log_target_",
+                     "classes_")
+
+
+def check_parallel_params(estimator) -> None:
+    """Refuse what a data-parallel fit cannot do: validate without held-out rows (the
+    training loss of each process is its own), a spline term, or train on a GPU (gloo is
+    for CPUs)."""
+    if estimator.validation_fraction == 0:
+        raise ValueError("a data-parallel fit validates on held-out rows of every worker: "
+                         "validation_fraction must be above 0 (or 'auto')")
+    if estimator.spline is True:
+        raise ValueError("a data-parallel fit has no spline term (its knots are quantiles "
+                         "of the rows): use spline=False or 'auto' (False here)")
+    if estimator.device != "cpu":
+        raise ValueError(f"a data-parallel fit trains on CPUs (gloo): device must be 'cpu', "
+                         f"got {estimator.device!r}")
+
+
+def worker_estimator(estimator, sample, statistics, n_rows: int, n_processes: int):
+    """The estimator every process trains: ``estimator``'s parameters with the choices of
+    ``sample`` (``estimator`` fitted on the sample) as one candidate, the encoder of the
+    sample, the standardization of ``statistics`` (every row's), a seed drawn from
+    ``random_state``, and each process's batch ``1 / n_processes`` of the batch one
+    process would take on the ``n_rows`` rows' training share. Its members start from
+    the sample's network (``sample_network``), trained further on every row."""
+    fraction = estimator.validation_fraction
+    fraction = HOLDOUT_FRACTION if fraction == "auto" else float(fraction)
+    n_train = n_rows - math.ceil(fraction * n_rows)
+    batch = (auto_batch_size(n_train) if estimator.batch_size == "auto"
+             else int(estimator.batch_size))
+    worker = clone(estimator).set_params(
+        depth=sample.best_depth_, mlp_depth=sample.mlp_depth_,
+        weight_sharing=sample.weight_sharing_, mask_skip=sample.mask_skip_, spline=False,
+        integer_levels=sample.encoder_.has_levels, learning_rate=sample.learning_rate_,
+        batch_size=max(1, math.ceil(batch / n_processes)), validation_fraction=fraction,
+        random_state=draw_seed(estimator.random_state), verbose=0)
+    for name in SAMPLE_ATTRIBUTES:
+        if hasattr(sample, name):
+            setattr(worker, name, getattr(sample, name))
+    fitted_preprocessing(worker, sample, statistics)
+    worker.sample_network = sample.network_
+    return worker
+
+
+class PartitionRows:
+    """The rows of one process of a data-parallel fit, for
+    :class:`~neumiss.estimators._fitting.FitPlan`: its partitions ``frames`` (DataFrames
+    of the columns of ``X`` and ``y`` in the column ``target``), encoded with the fitted
+    ``encoder_`` and ``preprocessor_`` of the estimator (not refitted), a
+    ``validation_fraction`` share of them held out
+    (drawn with the seed and the process's rank); the training rows are cut into as many
+    batches as every other process's (:class:`~neumiss.network.EvenBatches`). The members
+    start from the network of the sample (``start``)."""
+
+    #: This process trains with the others (:func:`~neumiss.network.data_parallel`).
+    parallel = True
+
+    def __init__(self, frames: list[pd.DataFrame], target: str) -> None:
+        self.frames, self.target = frames, target
+
+    def prepare(self, estimator, device: torch.device) -> None:
+        if not self.frames:
+            raise ValueError(f"process {dist.get_rank()} of {dist.get_world_size()} has no "
+                             "rows: give every process some (fewer processes, or more "
+                             "partitions or files)")
+        X = pd.concat(self.frames, ignore_index=True)
+        y = X.pop(self.target).to_numpy()
+        self.x, self.mask = estimator.preprocessor_.transform(
+            estimator.encoder_.transform(X[list(estimator.feature_names_in_)]))
+        self.y = estimator._encode_validation_target(y)
+        self.estimator, self.device = estimator, device
+        network = estimator.sample_network
+        members = list(network.members) if isinstance(network, EnsembleNetwork) else [network]
+        self.start = StackedNetwork(members, estimator._combine())
+
+    def split(self, seed: int) -> FitRows:
+        estimator, y, n_rows = self.estimator, self.y, len(self.y)
+        n_val = min(n_rows - 1, math.ceil(estimator.validation_fraction * n_rows))
+        if n_val < 1:
+            raise ValueError(f"a worker holds {n_rows} row(s): too few to hold some out "
+                             "for validation; give every worker more rows")
+        train_idx, val_idx = train_test_split(
+            np.arange(n_rows), test_size=n_val, random_state=seed + dist.get_rank(),
+            stratify=estimator._stratify(y, n_val))
+        rows = [training_data(estimator, self.x[index], self.mask[index], y[index], None,
+                              self.device) for index in (train_idx, val_idx)]
+        return FitRows(EvenBatches(rows[0]), rows[1], y[val_idx], None)
+
+
+def train_rank(payload: bytes, frames, target: str, rank: int, n_processes: int,
+               init_method: str = "env://") -> bytes:
+    """The training of process ``rank`` of ``n_processes``: ``payload`` (the pickled
+    :func:`worker_estimator`) fitted data-parallel on ``frames`` with ``y`` in their column
+    ``target`` (:class:`PartitionRows`)
+    in a gloo process group reached at ``init_method`` (``validation_score_`` is the score
+    of the validation loss over every process's held-out rows, against the variance of
+    rank 0's). Returns rank 0's fitted estimator,
+    pickled (its network's state dict among its attributes), in every process (a
+    launcher may keep any one's: ``TorchDistributor`` keeps the last to finish)."""
+    estimator = pickle.loads(payload)
+    dist.init_process_group("gloo", init_method=init_method, rank=rank,
+                            world_size=n_processes, timeout=PROCESS_TIMEOUT)
+    try:
+        FitPlan(estimator, PartitionRows(frames, target)).fit()
+        n_validation = torch.tensor([estimator.n_validation_rows_])
+        dist.all_reduce(n_validation)  # every process's held-out rows validated
+        estimator.n_validation_rows_ = int(n_validation)
+        fitted = [pickle.dumps(estimator) if rank == 0 else None]
+        dist.broadcast_object_list(fitted, src=0)
+    finally:
+        dist.destroy_process_group()
+    return fitted[0]
+
+
+def adopt(estimator, payload: bytes):
+    """``estimator`` with the fitted attributes of the pickled fitted estimator
+    ``payload`` (rank 0's): the model a ``fit`` would have left."""
+    fitted = pickle.loads(payload)
+    for name, value in vars(fitted).items():
+        if name.endswith("_") and not name.startswith("_"):
+            setattr(estimator, name, value)
+    return estimator
+
+
+def _plan(estimator, table, n_processes: int) -> tuple[bytes, int]:
+    """Steps 1 and 2 of the module docstring on ``table`` (a
+    :class:`~neumiss.estimators._engines.DaskTable` or ``SparkTable``): the pickled
+    :func:`worker_estimator` for ``n_processes`` processes, and the number of rows."""
+    check_params(type(estimator).__name__, estimator.get_params(deep=False),
+                 estimator._parameter_constraints)
+    check_parallel_params(estimator)
+    n_rows = table.count()
+    X_sample, y_sample = table.sample(n_rows, draw_seed(estimator.random_state))
+    # The data-parallel training has no spline term (its knots are quantiles of the rows).
+    sample = clone(estimator).set_params(spline=False).fit(X_sample, y_sample)
+    statistics = table.statistics(PartitionEncoder(sample))
+    worker = worker_estimator(estimator, sample, statistics, n_rows, n_processes)
+    return pickle.dumps(worker), n_rows
+
+
+def _free_port() -> int:
+    """A TCP port free on this machine now (rank 0's rendezvous, on a Dask worker)."""
+    with socket.socket() as probe:
+        probe.bind(("", 0))
+        return probe.getsockname()[1]
+
+
+def fit_dask(estimator, X, y):
+    """Fit ``estimator`` on a Dask DataFrame ``X`` and a Dask Series ``y`` of the same
+    partitions, one training process on each worker of the current Dask client (the
+    module docstring); returns ``estimator``, fitted.
+
+    Raises
+    ------
+    RuntimeError
+        When a process fails or its worker dies, naming them.
+    """
+    from distributed import get_client
+
+    from ._engines import DaskTable
+
+    try:
+        client = get_client()
+    except ValueError as exc:
+        raise ValueError("fitting a Dask DataFrame trains on the workers of a Dask client: "
+                         "start one first (distributed.Client)") from exc
+    workers = list(client.scheduler_info()["workers"])
+    table = DaskTable(X, y)
+    payload, _ = _plan(estimator, table, len(workers))
+    parts = client.compute(table.rows.to_delayed())
+    host = client.scheduler_info()["workers"][workers[0]]["host"]
+    port = client.run(_free_port, workers=[workers[0]])[workers[0]]
+    token = uuid.uuid4().hex
+    futures = [client.submit(train_rank, payload, parts[rank::len(workers)], TARGET_COLUMN,
+                             rank, len(workers), f"tcp://{host}:{port}", workers=[worker],
+                             allow_other_workers=False, pure=False,
+                             key=f"neumiss-rank-{rank}-{token}")
+               for rank, worker in enumerate(workers)]
+    return adopt(estimator, _wait_for_ranks(client, workers, futures))
+
+
+#: Seconds between two looks at the training processes of :func:`fit_dask`.
+POLL_SECONDS = 0.2
+
+
+def _wait_for_ranks(client, workers: list[str], futures) -> bytes:
+    """Rank 0's result once every process is done; a RuntimeError naming the workers
+    that died, or the ranks that failed (and their errors), as soon as one does."""
+    while True:
+        alive = set(client.scheduler_info()["workers"])
+        dead = [f"rank {rank} on worker {worker}" for rank, worker in enumerate(workers)
+                if worker not in alive]
+        failed = [(rank, workers[rank], future.exception())
+                  for rank, future in enumerate(futures) if future.status == "error"]
+        if dead or failed:
+            client.cancel(futures)
+            reasons = ([f"the worker of {what} died" for what in dead]
+                       + [f"rank {rank} on worker {worker} failed: {error!r}"
+                          for rank, worker, error in failed])
+            raise RuntimeError("the data-parallel fit failed, no model was fitted: "
+                               + "; ".join(reasons)) from (failed[0][2] if failed else None)
+        if all(future.status == "finished" for future in futures):
+            return futures[0].result()
+        time.sleep(POLL_SECONDS)
+
+
+def _train_files(payload: bytes, folder: str, label: str) -> bytes:
+    """:func:`train_rank` of the process ``torchrun`` (or ``TorchDistributor``) started
+    (``RANK`` and ``WORLD_SIZE`` in its environment) on its share of the Parquet files
+    of ``folder``: every ``WORLD_SIZE``-th file from the ``RANK``-th, in name order."""
+    rank, n_processes = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    files = sorted(Path(folder).rglob("*.parquet"))[rank::n_processes]
+    frames = [frame for frame in map(pd.read_parquet, files) if len(frame)]
+    return train_rank(payload, frames, label, rank, n_processes)
+
+
+def fit_spark(estimator, df, label_col: str = "y", num_processes: int = 2, *,
+              staging_dir=None, local_mode: bool = True):
+    """Fit ``estimator`` on a Spark DataFrame: its column ``label_col`` is ``y``, the
+    others ``X``; ``num_processes`` training processes started by Spark's
+    ``TorchDistributor`` (the module docstring). Returns ``estimator``, fitted.
+
+    Parameters
+    ----------
+    estimator : NeuMissRegressor or NeuMissClassifier
+    df : pyspark.sql.DataFrame
+    label_col : str
+    num_processes : int
+        Training processes (each a share of ``df``'s partitions).
+    staging_dir : str, optional
+        Where the executors write the rows as Parquet files for the processes to read
+        (a folder in it, removed afterwards): on a cluster, a path every node reaches;
+        default: the system's temporary folder (one machine).
+    local_mode : bool
+        ``TorchDistributor``'s: the processes run on the driver's machine (True), or as
+        Spark tasks on the executors.
+
+    Raises
+    ------
+    RuntimeError
+        When a training process fails or dies (``TorchDistributor``'s error chained).
+    """
+    from pyspark.ml.torch.distributor import TorchDistributor
+
+    from ._engines import SparkTable
+
+    table = SparkTable(df, label_col)
+    payload, _ = _plan(estimator, table, num_processes)
+    with tempfile.TemporaryDirectory(dir=staging_dir, prefix="neumiss-rows-") as staging:
+        rows = str(Path(staging) / "rows")
+        df.select(*table.features, label_col).write.parquet(rows)
+        distributor = TorchDistributor(num_processes=num_processes, local_mode=local_mode,
+                                       use_gpu=False)
+        try:
+            fitted = distributor.run(_train_files, payload, rows, label_col)
+        except Exception as exc:
+            raise RuntimeError(f"the data-parallel fit failed, no model was fitted: a "
+                               f"training process of {num_processes} failed: {exc}") from exc
+    return adopt(estimator, fitted)
+
+
+def fit_parquet(estimator, path, target: str, num_processes: int = 2):
+    """Fit ``estimator`` on a folder of Parquet files (column ``target`` is ``y``, the
+    others ``X``): the statistics by Dask over the files on this machine, the training
+    by ``num_processes`` processes started with ``torchrun``, each reading its share of
+    the files (every ``num_processes``-th, in name order). Returns ``estimator``, fitted.
+
+    Raises
+    ------
+    RuntimeError
+        When a training process fails or dies (``torchrun``'s report of it included);
+        no model is fitted.
+    """
+    import dask
+    import dask.dataframe as dd
+
+    from ._engines import DaskTable
+
+    _check_files(path, target)
+    rows = dd.read_parquet(str(path))
+    with dask.config.set(scheduler="threads"):
+        payload, _ = _plan(estimator, DaskTable(rows.drop(columns=[target]), rows[target]),
+                           num_processes)
+    with tempfile.TemporaryDirectory(prefix="neumiss-torchrun-") as folder:
+        plan, fitted = Path(folder) / "plan.pickle", Path(folder) / "fitted.pickle"
+        plan.write_bytes(payload)
+        command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                   f"--nproc-per-node={num_processes}", "-m", __name__, str(plan),
+                   str(path), target, str(fitted)]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            errors = dict.fromkeys(line.strip() for line in done.stderr.splitlines()
+                                   if "Error: " in line or "exitcode" in line)
+            raise RuntimeError("the data-parallel fit failed, no model was fitted: torchrun "
+                               f"exited with {done.returncode}: " + "; ".join(errors))
+        return adopt(estimator, fitted.read_bytes())
+
+
+def _check_files(path, target: str) -> None:
+    """Refuse a folder without Parquet files, or whose files do not all hold the columns
+    of the first (the target among them), naming the file (their schemas only are read)."""
+    import pyarrow.parquet as pq
+
+    files = sorted(Path(path).rglob("*.parquet"))
+    if not files:
+        raise ValueError(f"{path}: no .parquet files in this folder")
+    names = pq.read_schema(files[0]).names
+    if target not in names:
+        raise ValueError(f"{files[0]}: no target column {target!r} (columns: {names})")
+    for file in files[1:]:
+        missing = [name for name in names if name not in pq.read_schema(file).names]
+        if missing:
+            raise ValueError(f"{file} has no column {missing[0]!r} (missing: {missing}); "
+                             f"every file needs the columns of {files[0].name}: {names}")
+
+
+def main(argv: list[str]) -> None:
+    """The process ``torchrun`` starts (:func:`fit_parquet`): ``PLAN FOLDER TARGET OUT``;
+    rank 0 writes the fitted estimator to ``OUT`` once whole (a rename)."""
+    plan, folder, target, out = argv
+    fitted = _train_files(Path(plan).read_bytes(), folder, target)
+    if int(os.environ["RANK"]) == 0:
+        partial = Path(f"{out}.partial")
+        partial.write_bytes(fitted)
+        partial.replace(out)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

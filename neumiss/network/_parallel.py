@@ -1,0 +1,111 @@
+"""Data-parallel training: one process per share of the rows, the gradients averaged by
+``torch.distributed``'s :class:`~torch.nn.parallel.DistributedDataParallel` (DDP).
+
+Every process of an initialised process group (gloo on CPU) runs
+:func:`~neumiss.network.train` on its own rows with the same network, seed and
+settings. Three pieces make the processes take the same decisions:
+
+- :func:`data_parallel` wraps the network in DDP, which starts every process from rank
+  0's weights and averages the gradients of each step among them (nothing is exchanged
+  by hand); the training steps reach the members' outputs through it;
+- :class:`EvenBatches` gives every process the same number of equal batches an epoch
+  (DDP's collective operations need each process to take every step);
+- :func:`all_reduced_loss` is the validation loss over the validation rows of every
+  process: early stopping, the learning-rate schedule and the weights kept then follow
+  the same numbers everywhere, so the networks stay equal.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from ._data import LossFunction, TrainingData, evaluate_loss
+
+
+class _Outputs(nn.Module):
+    """A network's combined output, or its members' (``members=True``), behind one
+    ``forward``: the one call DDP watches."""
+
+    def __init__(self, network: nn.Module) -> None:
+        super().__init__()
+        self.network = network
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, members: bool = False) -> torch.Tensor:
+        return self.network.member_outputs(x, mask) if members else self.network(x, mask)
+
+
+class _DataParallel(DistributedDataParallel):
+    """DDP over :class:`_Outputs`, with the network's ``member_outputs`` (the training
+    loss of a :class:`~neumiss.network.StackedNetwork` reads them)."""
+
+    def member_outputs(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self(x, mask, members=True)
+
+
+def data_parallel(network: nn.Module) -> nn.Module:
+    """``network`` (a :class:`~neumiss.network.StackedNetwork`, on CPU) wrapped for
+    data-parallel training in the default process group: the same parameters, rank 0's
+    values broadcast to every process now, and each step's gradients averaged among the
+    processes during the backward pass. Buffers are not synchronised at each step
+    (they are constants of the data: every process holds the same)."""
+    return _DataParallel(_Outputs(network), **{_NO_BUFFER_SYNC: False})
+
+
+#: DDP's switch of the buffers' synchronisation at each forward pass (renamed in torch 2.13).
+_NO_BUFFER_SYNC = ("forward_sync_buffers" if "forward_sync_buffers" in
+                   inspect.signature(DistributedDataParallel.__init__).parameters
+                   else "broadcast_buffers")
+
+
+@torch.no_grad()
+def all_reduced_loss(network: nn.Module, data: TrainingData, loss_fn: LossFunction) -> float:
+    """The mean (case-weighted) loss of ``network`` over the rows ``data`` of every process
+    of the default group: :func:`~neumiss.network.evaluate_loss` of their union (a
+    network wrapped by :func:`data_parallel` is evaluated unwrapped: every process
+    may evaluate a different number of chunks)."""
+    network = network.module if isinstance(network, DistributedDataParallel) else network
+    size = float(len(data)) if data.weight is None else float(data.weight.sum())
+    local = evaluate_loss(network, data, loss_fn) * size if size > 0 else 0.0
+    totals = torch.tensor([local, size], dtype=torch.float64)
+    dist.all_reduce(totals)
+    return float(totals[0] / max(float(totals[1]), 1e-300))
+
+
+class EvenBatches:
+    """The training rows of one process, cut each epoch into as many batches as every
+    other process's: the same ``n_rows`` rows of a new shuffle of ``data`` (the fewest
+    any process holds, agreed on with the others when made), so that every process
+    takes each step of the epoch. Rows beyond them sit out that epoch only.
+
+    Parameters
+    ----------
+    data : TrainingData
+        This process's training rows.
+    """
+
+    def __init__(self, data: TrainingData) -> None:
+        fewest = torch.tensor([len(data)], dtype=torch.int64)
+        dist.all_reduce(fewest, op=dist.ReduceOp.MIN)
+        if int(fewest) == 0:
+            raise ValueError("a process of the data-parallel fit has no training rows: give "
+                             "every worker rows (fewer processes, or more partitions)")
+        self.data, self.n_rows = data, int(fewest)
+
+    def __len__(self) -> int:
+        return self.n_rows
+
+    @property
+    def device(self) -> torch.device:
+        return self.data.device
+
+    def batches(self, batch_size: int, generator: torch.Generator) -> Iterator[TrainingData]:
+        order = torch.randperm(len(self.data), generator=generator)[: self.n_rows]
+        shuffled = self.data.subset(order)
+        for start in range(0, self.n_rows, batch_size):
+            yield shuffled.rows(start, start + batch_size)

@@ -1,0 +1,265 @@
+"""Data-parallel fitting where the rows live: the engines' statistics (Dask, Spark), the
+training of every process with DDP, and the fits they launch."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from neumiss import NeuMissRegressor
+
+dd = pytest.importorskip("dask.dataframe", reason="Dask is in the dev extra")
+
+
+def _table(n=1200, seed=0):
+    """A regression table with missing values, a column far from 0 and a categorical one."""
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame(rng.normal(size=(n, 3)) * [1, 10, 1e3] + [0, 5, 1e6], columns=list("abc"))
+    X = X.mask(rng.random(X.shape) < 0.2)
+    X["k"] = rng.choice(["u", "v", "w"], n)
+    y = pd.Series(X["a"].fillna(0) * 2 + (X["k"] == "u") + rng.normal(size=n), name="y")
+    return X, y
+
+
+def _small(**params):
+    """An estimator that fits in a fraction of a second."""
+    return NeuMissRegressor(**{"depth": 1, "mlp_depth": 0, "weight_sharing": "shared",
+                               "ensemble_size": 1, "max_epochs": 3, "random_state": 0,
+                               **params})
+
+
+@pytest.fixture
+def synchronous():
+    import dask
+
+    with dask.config.set(scheduler="synchronous"):
+        yield
+
+
+def test_dask_statistics_give_fits_standardization(synchronous):
+    """One pass of Dask reductions over 4 partitions gives the standardizer and target scale
+    ``fit`` computes in memory on the same rows (the sample is every row here)."""
+    from neumiss.estimators._engines import DaskTable, PartitionEncoder, fitted_preprocessing
+
+    X, y = _table()
+    table = DaskTable(dd.from_pandas(X, npartitions=4), dd.from_pandas(y, npartitions=4))
+    X_sample, y_sample = table.sample(table.count(), seed=0)
+    assert len(X_sample) == len(X)
+    sample = _small().fit(X_sample, y_sample)
+    expected, y_moments = sample.preprocessor_, (sample.y_mean_, sample.y_scale_)
+    fitted_preprocessing(sample, sample, table.statistics(PartitionEncoder(sample)))
+    for name in ("mean_", "scale_", "inverse_bound_", "lower_", "upper_"):
+        np.testing.assert_allclose(getattr(sample.preprocessor_, name), getattr(expected, name),
+                                   rtol=1e-12, atol=1e-12, err_msg=name)
+    np.testing.assert_allclose((sample.y_mean_, sample.y_scale_), y_moments, rtol=1e-12)
+
+
+def _partitions(frames, meta):
+    return dd.from_map(lambda i: frames[i], range(len(frames)), meta=meta,
+                       enforce_metadata=False)
+
+
+def test_dask_statistics_refuse_a_partition_without_a_column_or_with_an_unseen_category(
+        synchronous):
+    from neumiss.estimators._engines import DaskTable, PartitionEncoder
+
+    X, y = _table(400)
+    sample = _small().fit(X.iloc[:200], y.iloc[:200])
+    y_parts = _partitions([y.iloc[:200], y.iloc[200:]], y.iloc[:0])
+    lacking = _partitions([X.iloc[:200], X.iloc[200:].drop(columns="b")], X.iloc[:0])
+    with pytest.raises(ValueError, match=r"partition 1 of X has no column 'b'"):
+        DaskTable(lacking, y_parts).statistics(PartitionEncoder(sample))
+    unseen = X.copy()
+    unseen.loc[300, "k"] = "z"
+    with pytest.raises(ValueError, match=r"partition 1: column 'k' holds categories the "
+                                         r"sample .* did not: \['z'\]"):
+        DaskTable(_partitions([unseen.iloc[:200], unseen.iloc[200:]], X.iloc[:0]),
+                  y_parts).statistics(PartitionEncoder(sample))
+
+
+def test_dask_table_refuses_an_empty_partition_and_unaligned_y(synchronous):
+    from neumiss.estimators._engines import DaskTable
+
+    X, y = _table(400)
+    empty = DaskTable(_partitions([X, X.iloc[:0]], X.iloc[:0]),
+                      _partitions([y, y.iloc[:0]], y.iloc[:0]))
+    with pytest.raises(ValueError, match="partition 1 of X is empty"):
+        empty.count()
+    shorter = DaskTable(_partitions([X.iloc[:200], X.iloc[200:]], X.iloc[:0]),
+                        _partitions([y.iloc[:200], y.iloc[250:]], y.iloc[:0]))
+    with pytest.raises(ValueError, match="partition 1: X has 200 rows and y 150"):
+        shorter.count()
+    with pytest.raises(ValueError, match="y must be a Dask Series of the same partitions"):
+        DaskTable(dd.from_pandas(X, npartitions=2), y)
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    """A Dask cluster of 2 worker processes of one thread each."""
+    distributed = pytest.importorskip("distributed", reason="Dask is in the dev extra")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            yield client
+
+
+def _classes(n=2000, seed=1):
+    X, y = _table(n, seed)
+    return X, pd.Series(np.where(y > y.median(), "high", "low"), name="y")
+
+
+@pytest.mark.parametrize("kind", ["regressor", "classifier"])
+def test_dask_fit_trains_on_two_workers_and_saves_an_ordinary_model(dask_client, kind,
+                                                                    tmp_path):
+    """``fit`` with Dask collections: 2 workers train data-parallel; the model predicts
+    what it predicts after a save and load, and learns the signal. The classifier's rows
+    are read from 4 Parquet files, ``y`` a column of them (Dask may then fuse small files
+    into fewer partitions when it optimizes a computation: X and y must stay aligned)."""
+    import neumiss
+    from neumiss import NeuMissClassifier
+
+    X, y = _table(2000) if kind == "regressor" else _classes()
+    params = {"depth": "auto", "mlp_depth": 0, "ensemble_size": 2, "max_epochs": 15,
+              "random_state": 0}
+    estimator = (NeuMissRegressor if kind == "regressor" else NeuMissClassifier)(**params)
+    if kind == "regressor":
+        X_dask, y_dask = dd.from_pandas(X, npartitions=4), dd.from_pandas(y, npartitions=4)
+    else:
+        rows = dd.read_parquet(_parquet_folder(tmp_path / "rows", X, y, 4))
+        X_dask, y_dask = rows.drop(columns="y"), rows["y"]
+    returned = estimator.fit(X_dask, y_dask)
+    assert returned is estimator and estimator.best_depth_ in (0, 1, 2, 3, 4, 5)
+    assert estimator.validation_scheme_ == "holdout" and estimator.n_epochs_ >= 1
+    assert estimator.n_validation_rows_ == 200  # a tenth of each worker's 1,000 rows
+    assert estimator.get_params() == {**estimator.get_params(), **params}  # as given
+    path = tmp_path / "model.neumiss"
+    estimator.save(path)
+    loaded = neumiss.load(path)
+    if kind == "regressor":
+        np.testing.assert_array_equal(loaded.predict(X), estimator.predict(X))
+        assert estimator.score(X, y) > 0.5
+    else:
+        np.testing.assert_array_equal(loaded.predict_proba(X), estimator.predict_proba(X))
+        assert estimator.score(X, y) > 0.7
+
+
+def _die():
+    """Kill the process that runs this (a Dask worker, from ``client.run``)."""
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _training_tasks(dask_scheduler):
+    """The training processes of a data-parallel fit running on the scheduler's workers."""
+    return [key for key, task in dask_scheduler.tasks.items()
+            if str(key).startswith("neumiss-rank") and task.state == "processing"]
+
+
+def test_dask_fit_fails_naming_a_worker_that_dies(dask_client, monkeypatch):
+    """A worker killed while the processes train fails the fit with an error naming it;
+    the estimator stays unfitted. (A small sample: the data-parallel training of 1,000
+    epochs runs for long after the sample's.)"""
+    from neumiss.estimators import _engines
+
+    monkeypatch.setattr(_engines, "SAMPLE_ROWS", 200)
+    import contextlib
+    import threading
+    import time
+
+    X, y = _table(2000)
+    rank_1 = list(dask_client.scheduler_info()["workers"])[1]
+
+    def kill_rank_1():
+        for _ in range(600):  # until the training tasks run (at most a minute)
+            if dask_client.run_on_scheduler(_training_tasks):
+                time.sleep(0.5)
+                with contextlib.suppress(Exception):  # its answer never comes
+                    dask_client.run(_die, workers=[rank_1])
+                return
+            time.sleep(0.1)
+
+    killer = threading.Thread(target=kill_rank_1)
+    killer.start()
+    estimator = _small(max_epochs=1000, patience=1000, lr_patience=1000, tol=0.0)
+    try:
+        with pytest.raises(RuntimeError, match=f"the worker of rank 1 on worker {rank_1} died"):
+            estimator.fit(dd.from_pandas(X, npartitions=4), dd.from_pandas(y, npartitions=4))
+    finally:
+        killer.join()
+    assert not hasattr(estimator, "network_")
+
+
+@pytest.mark.slow
+def test_spark_fit_trains_with_torch_distributor_and_refuses_unseen_categories(monkeypatch,
+                                                                              tmp_path):
+    """``fit_spark`` on a local session: 2 processes started by ``TorchDistributor`` train
+    a model whose predictions equal its own after a save and load (and its ONNX
+    export's); a category the sample did not hold is refused by name."""
+    import sys
+
+    import neumiss
+    from neumiss.scoring import load_model, score_frame
+
+    from .test_scoring import _spark_session
+
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)  # workers: this Python
+    spark = _spark_session()
+    X, y = _table(2000)
+    estimator = NeuMissRegressor(depth=1, mlp_depth=0, weight_sharing="shared",
+                                 ensemble_size=2, max_epochs=15, random_state=0)
+    try:
+        df = spark.createDataFrame(X.assign(y=y)).repartition(4)
+        assert neumiss.fit_spark(estimator, df, label_col="y", num_processes=2) is estimator
+        unseen = X.assign(y=y)
+        unseen.loc[7, "k"] = "z"
+        monkeypatch.setattr("neumiss.estimators._engines.SAMPLE_ROWS", 1000)
+        with pytest.raises(ValueError, match=r"column 'k' holds categories .* \['z'\]"):
+            neumiss.fit_spark(_small(), spark.createDataFrame(unseen), label_col="y")
+    finally:
+        spark.stop()
+    path = tmp_path / "model.neumiss"
+    estimator.save(path)
+    np.testing.assert_array_equal(neumiss.load(path).predict(X), estimator.predict(X))
+    estimator.to_onnx(tmp_path / "model.onnx")
+    onnx = score_frame(X, load_model(str(tmp_path / "model.onnx")))["prediction"]
+    np.testing.assert_allclose(onnx, estimator.predict(X), rtol=1e-4, atol=1e-4)
+    assert estimator.score(X, y) > 0.5
+
+
+def _parquet_folder(folder, X, y, n_files):
+    """``X`` with ``y`` as column ``y`` in ``n_files`` Parquet files of ``folder``."""
+    folder.mkdir()
+    for i, rows in enumerate(np.array_split(np.arange(len(X)), n_files)):
+        X.iloc[rows].assign(y=y.iloc[rows]).to_parquet(folder / f"part-{i}.parquet")
+    return folder
+
+
+def test_fit_parquet_trains_with_torchrun_on_a_folder(tmp_path):
+    """``fit_parquet``: 2 processes started by torchrun, each reading 2 of 4 files, train
+    a model that predicts as after a save and load and learns the signal."""
+    import neumiss
+    from neumiss.estimators import fit_parquet
+
+    X, y = _table(2000)
+    folder = _parquet_folder(tmp_path / "rows", X, y, 4)
+    estimator = fit_parquet(_small(max_epochs=10, ensemble_size=2), folder, "y", 2)
+    estimator.save(tmp_path / "model.neumiss")
+    np.testing.assert_array_equal(neumiss.load(tmp_path / "model.neumiss").predict(X),
+                                  estimator.predict(X))
+    assert estimator.score(X, y) > 0.5
+
+
+def test_fit_parquet_refuses_a_file_without_a_column_and_a_process_without_rows(tmp_path):
+    from neumiss.estimators import fit_parquet
+
+    X, y = _table(400)
+    folder = _parquet_folder(tmp_path / "rows", X, y, 2)
+    X.iloc[:10].drop(columns="b").assign(y=y.iloc[:10]).to_parquet(folder / "part-2.parquet")
+    with pytest.raises(ValueError, match=r"part-2.parquet has no column 'b'"):
+        fit_parquet(_small(), folder, "y", 2)
+    one_file = _parquet_folder(tmp_path / "one", X, y, 1)
+    estimator = _small()
+    with pytest.raises(RuntimeError, match="torchrun exited with 1: .*process 1 of 2 has no rows"):
+        fit_parquet(estimator, one_file, "y", 2)
+    assert not hasattr(estimator, "network_")
