@@ -74,6 +74,8 @@ class OutOfMemory:
 
 
 class StreamedRows(RecordingRows):
+    parallel, start = False, None  # as StreamRows: one process, no network to start from
+
     def split(self, seed):
         rows = super().split(seed)
         return rows._replace(train=OutOfMemory(rows.train))

@@ -30,10 +30,15 @@ def test_a_classifier_tells_out_of_fold_validation_and_its_log_loss():
     text = model.summary()
     assert "1 categorical (2 one-hot)" in text
     assert model.validation_scheme_ == "out_of_fold"
-    assert text.splitlines()[-1] == (
+    assert text.splitlines()[-2] == (
         "Validation: 600 rows out of fold (every row, each by the member that did not train "
         f"on it); log loss {-model.validation_score_:.4f}")
     assert model.validation_score_ < 0  # minus the log loss: the summary shows it positive
+    calibration = model.calibration_result_
+    assert text.splitlines()[-1] == (
+        f"Calibration: logits divided by the temperature {model.temperature_:.3g} "
+        f"(validation log loss {-model.validation_score_:.4f} -> "
+        f"{calibration['val_loss']:.4f})")
 
 
 def test_without_validation_and_unfitted():
