@@ -27,6 +27,18 @@ def _small(**params):
                                **params})
 
 
+@pytest.fixture(autouse=True)
+def one_process_group_at_a_time(tmp_path_factory):
+    """The tests here start process groups (Dask workers, torchrun, Spark's
+    TorchDistributor), each as many processes as this machine has cores: one test at a
+    time across the pytest-xdist workers (a lock in their shared temporary folder), so
+    that two groups never contend for the cores and the rendezvous side by side."""
+    from filelock import FileLock
+
+    with FileLock(tmp_path_factory.getbasetemp().parent / "neumiss-process-groups.lock"):
+        yield
+
+
 @pytest.fixture
 def synchronous():
     import dask

@@ -350,7 +350,8 @@ def fit_parquet(estimator, path, target: str, num_processes: int = 2):
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
             errors = dict.fromkeys(line.strip() for line in done.stderr.splitlines()
-                                   if "Error: " in line or "exitcode" in line)
+                                   if "Error" in line or "exitcode" in line
+                                   or "what():" in line or "terminate" in line)
             raise RuntimeError("the data-parallel fit failed, no model was fitted: torchrun "
                                f"exited with {done.returncode}: " + "; ".join(errors))
         return adopt(estimator, fitted.read_bytes())
