@@ -416,12 +416,12 @@ def test_automatic_learning_rate_falls_as_one_over_the_root_of_the_columns():
     assert auto_learning_rate(2000) ** 2 * 2000 == pytest.approx(auto_learning_rate(64) ** 2 * 64)
 
 
-def test_a_start_better_than_every_epoch_is_kept():
-    # The network starts at the least-squares fit of the training rows; a learning rate
-    # far too high ruins every epoch, so the start is what training keeps.
+def _started_at_the_coefficients(noise: float) -> tuple[TrainingData, NeuMissNetwork]:
+    """400 rows of a linear target of 3 complete features with ``noise``, and a depth-0
+    network whose linear head starts at the noiseless coefficients."""
     rng = np.random.default_rng(0)
     x = rng.normal(size=(400, 3)).astype(np.float32)
-    y = x @ np.array([1.0, -1.0, 0.5], dtype=np.float32) + 0.1 * rng.normal(size=400)
+    y = x @ np.array([1.0, -1.0, 0.5], dtype=np.float32) + noise * rng.normal(size=400)
     data = TrainingData(torch.from_numpy(x), torch.zeros(400, 3),
                         torch.tensor(y, dtype=torch.float32))
     network = NeuMissNetwork(3, depth=0)
@@ -429,6 +429,13 @@ def test_a_start_better_than_every_epoch_is_kept():
         network.block.mu.zero_()
         network.head[-1].weight.copy_(torch.tensor([[1.0, -1.0, 0.5]]))
         network.head[-1].bias.zero_()
+    return data, network
+
+
+def test_a_start_better_than_every_epoch_is_kept():
+    # The network starts at the least-squares fit of the training rows; a learning rate
+    # far too high ruins every epoch, so the start is what training keeps.
+    data, network = _started_at_the_coefficients(0.1)
     start = {name: value.clone() for name, value in network.state_dict().items()}
     train_rows, val_rows = data.rows(0, 300), data.rows(300, 400)
     config = TrainingConfig(learning_rate=10.0, max_epochs=3, optimizer="sgd")
@@ -447,16 +454,7 @@ def test_without_the_guard_keep_start_keeps_a_start_no_epoch_beats(keep_start):
     """A network started at the noiseless coefficients, trained with a learning rate that
     makes the epochs worse: ``keep_start`` keeps the start (the data-parallel fit's warm
     start from the sample's network); without it an epoch is kept, however worse."""
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(400, 3)).astype(np.float32)
-    y = x @ np.array([1.0, -1.0, 0.5], dtype=np.float32) + 0.3 * rng.normal(size=400)
-    data = TrainingData(torch.from_numpy(x), torch.zeros(400, 3),
-                        torch.tensor(y, dtype=torch.float32))
-    network = NeuMissNetwork(3, depth=0)
-    with torch.no_grad():
-        network.block.mu.zero_()
-        network.head[-1].weight.copy_(torch.tensor([[1.0, -1.0, 0.5]]))
-        network.head[-1].bias.zero_()
+    data, network = _started_at_the_coefficients(0.3)
     start = _weights(network)
     config = TrainingConfig(learning_rate=0.5, max_epochs=3, optimizer="sgd")
     result = train(network, data.rows(0, 300), data.rows(300, 400), _mse, config,

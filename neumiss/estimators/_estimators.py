@@ -471,7 +471,9 @@ class NeuMissClassifier(ClassifierMixin, BaseNeuMiss):
         (temperature scaling, Guo et al. 2017: out of fold on small tables, each row
         scored by the member that held it out; else the held-out rows or
         ``validation_data``), so that the probabilities are not overconfident where the
-        training rows are few. It changes no ranking (ROC AUC) nor any predicted class.
+        training rows are few. A single network keeps its ranking (ROC AUC) and every
+        predicted class; an ensemble, which averages its members' probabilities, keeps them
+        but where its members disagree.
         ``1 / T`` is folded into the heads' output layers: ``predict_proba``, the ONNX
         graph and the R package compute the calibrated probabilities alike. Without
         validation rows (``validation_fraction=0``) ``T`` is 1. ``"none"`` keeps the

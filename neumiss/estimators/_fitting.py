@@ -500,4 +500,4 @@ def _warn_features_never_observed(estimator, X: np.ndarray) -> None:
         names = getattr(estimator, "feature_names_in_", None)
         labels = [names[i] if names is not None else int(i) for i in never_observed]
         warn_user(f"features {labels} are missing in every training row: they carry no "
-             "information and are ignored in practice")
+                  "information and are ignored in practice")

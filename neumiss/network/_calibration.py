@@ -2,11 +2,13 @@
 
 A network trained by log loss and stopped on validation is still overconfident where its
 training rows are few for its capacity: its logits are too large. One scalar ``T`` divides
-every logit of every member; it is fitted by minimising the validation log loss and
-changes no ranking (the order of the rows' probabilities, hence ROC AUC, and each row's
-most probable class stay as they were). :func:`fit_temperature` fits it on the rows that
-validated the network (the out-of-fold rows, each scored by the member that held it out,
-or the held-out rows, scored by the combined members); :meth:`StackedNetwork.scale_outputs
+every logit of every member; it is fitted by minimising the validation log loss. A
+network's ranking of the rows (hence ROC AUC) and each row's most probable class stay as
+they were; an ensemble averages its members' probabilities, so they can move where the
+members disagree (AUC within 0.0004 on the real-data suite's first seven binary tasks).
+:func:`fit_temperature` fits it on the rows that validated the network (the out-of-fold
+rows, each scored by the member that held it out, or the held-out rows, scored by the
+combined members); :meth:`StackedNetwork.scale_outputs
 <neumiss.network.StackedNetwork.scale_outputs>` folds ``1 / T`` into the heads' output
 layers, so that every scorer of the network (``predict_proba``, ONNX, R) computes the
 calibrated probabilities with no operator of its own.
