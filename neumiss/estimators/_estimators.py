@@ -472,12 +472,10 @@ class NeuMissClassifier(ClassifierMixin, BaseNeuMiss):
         scored by the member that held it out; else the held-out rows or
         ``validation_data``), so that the probabilities are not overconfident where the
         training rows are few. A single network keeps its ranking (ROC AUC) and every
-        predicted class; an ensemble, which averages its members' probabilities, keeps them
-        but where its members disagree.
-        ``1 / T`` is folded into the heads' output layers: ``predict_proba``, the ONNX
-        graph and the R package compute the calibrated probabilities alike. Without
-        validation rows (``validation_fraction=0``) ``T`` is 1. ``"none"`` keeps the
-        trained logits.
+        predicted class; an ensemble (averaged probabilities) keeps them but where its
+        members disagree. ``1 / T`` is folded into the heads' output layers: ``predict_proba``,
+        ONNX and R compute the calibrated probabilities alike. Without validation rows
+        (``validation_fraction=0``) ``T`` is 1. ``"none"`` keeps the trained logits.
     other parameters
         As :class:`NeuMissRegressor`.
 
