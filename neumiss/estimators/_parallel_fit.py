@@ -27,6 +27,7 @@ naming it; nothing is written.
 from __future__ import annotations
 
 import datetime
+import gc
 import math
 import os
 import pickle
@@ -168,6 +169,10 @@ def train_rank(payload: bytes, frames, target: str, rank: int, n_processes: int,
         fitted = [pickle.dumps(estimator) if rank == 0 else None]
         dist.broadcast_object_list(fitted, src=0)
     finally:
+        # The DDP wrapper of the training holds the group, and a reference cycle may keep
+        # it past the training: freed here, while the group is destroyed, not at the
+        # interpreter's exit, where stopping gloo's threads aborts the process (SIGABRT).
+        gc.collect()
         dist.destroy_process_group()
     return fitted[0]
 
