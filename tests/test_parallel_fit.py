@@ -247,6 +247,30 @@ def _parquet_folder(folder, X, y, n_files):
     return folder
 
 
+def test_a_rank_frees_its_ddp_wrapper_before_the_group_is_destroyed(synchronous, tmp_path):
+    """After ``train_rank`` (one process, a group of one), no DDP wrapper is left alive,
+    even with the cycle collector off: a wrapper kept by a reference cycle holds the gloo
+    group until the interpreter's exit, where freeing it aborted torchrun's processes."""
+    import gc
+
+    from torch.nn.parallel import DistributedDataParallel
+
+    from neumiss.estimators._engines import TARGET_COLUMN, DaskTable
+    from neumiss.estimators._parallel_fit import _plan, train_rank
+
+    X, y = _table(600)
+    table = DaskTable(dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2))
+    payload, _ = _plan(_small(), table, 1)
+    gc.disable()
+    try:
+        train_rank(payload, [X.assign(**{TARGET_COLUMN: y})], TARGET_COLUMN, 0, 1,
+                   f"file://{tmp_path / 'rendezvous'}")
+        alive = [o for o in gc.get_objects() if isinstance(o, DistributedDataParallel)]
+    finally:
+        gc.enable()
+    assert alive == []
+
+
 def test_fit_parquet_trains_with_torchrun_on_a_folder(tmp_path):
     """``fit_parquet``: 2 processes started by torchrun, each reading 2 of 4 files, train
     a model that predicts as after a save and load and learns the signal."""
