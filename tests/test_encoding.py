@@ -68,6 +68,24 @@ def test_unseen_category_is_missing_with_a_warning():
     np.testing.assert_array_equal(out, [[np.nan, np.nan], [0.0, 1.0]])
 
 
+def test_a_handful_of_unseen_categories_is_missing_without_a_warning():
+    """Unseen cells up to UNSEEN_WARNING_SHARE of a column's observed cells (a rare level
+    in a test fold) are missing silently; one more cell warns."""
+    from neumiss.tables import UNSEEN_WARNING_SHARE
+
+    encoder = TableEncoder().fit(pd.DataFrame({"t": ["u", "v"] * 10}))
+    n_rows = 200
+    allowed = int(UNSEEN_WARNING_SHARE * n_rows)
+    cells = pd.DataFrame({"t": [f"new{i}" for i in range(allowed)] + ["u"] * (n_rows - allowed)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = encoder.transform(cells)
+    assert np.isnan(out[:allowed]).all() and not np.isnan(out[allowed:]).any()
+    cells.loc[allowed, "t"] = "one more"
+    with pytest.warns(UserWarning, match=r"column 't' has categories not seen at fit"):
+        encoder.transform(cells)
+
+
 def test_a_category_with_spaces_around_it_is_the_category_stripped():
     encoder = TableEncoder().fit(pd.DataFrame({"t": ["Nice", " z", "Nice", "a", "a "]}))
     # spelled as a level: that level; else equal to one once both are stripped

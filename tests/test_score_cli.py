@@ -301,7 +301,8 @@ def categorical_model(tmp_path_factory):
 def test_scorer_encodes_categories_as_the_estimator(score, categorical_model, tmp_path):
     estimator, frame, path = categorical_model
     table = frame.iloc[:40].astype(object).copy()
-    table.loc[table.index[0], "size"] = "XXL"  # unseen: scored as missing, with a warning
+    # unseen in 4 rows of 40, more than UNSEEN_WARNING_SHARE: missing, with a warning
+    table.loc[table.index[:4], "size"] = "XXL"
     csv_path = tmp_path / "input.csv"
     table.to_csv(csv_path, index=False, na_rep="NA")
     code, out, err = _score(path, csv_path)

@@ -14,6 +14,7 @@ from ._encoding import (
     OTHER,
     TARGET,
     TARGET_FOLDS,
+    UNSEEN_WARNING_SHARE,
     TableEncoder,
 )
 from ._preprocessing import (
@@ -41,6 +42,7 @@ __all__ = [
     "TARGET",
     "TARGET_FOLDS",
     "TableEncoder",
+    "UNSEEN_WARNING_SHARE",
     "check_outputs_finite",
     "describe_cells",
     "mean_scale",

@@ -21,7 +21,8 @@ network's preprocessing works on:
   treats it as a missing value and not as "none of the categories".
   A cell is a category seen at fit when spelled as it, or when equal to it once both are
   stripped of their spaces (:func:`category_codes`, the scorers' rule); a category not
-  seen at fit is treated as missing, with a warning.
+  seen at fit is treated as missing, with a warning when such cells are more than
+  :data:`UNSEEN_WARNING_SHARE` of the column's observed cells.
 * a categorical column with more than :data:`MAX_CATEGORIES` categories (a postcode,
   a product code) is embedded by **target statistics** when the encoder is fitted
   with the target (the estimators do): each category becomes its smoothed mean of
@@ -54,6 +55,12 @@ from ..checks import warn_user
 #: its categories' target statistics (fitted with a target), or else the least frequent
 #: categories share one ``<other>`` column.
 MAX_CATEGORIES = 100
+
+#: A category not seen at fit is read as missing; a warning says so when such cells are
+#: more than this share of a column's observed cells in the rows transformed: a handful of
+#: rare levels in a test fold (a level seen by no training row) is what missing values
+#: are for, a column of new categories is a sign of another encoding.
+UNSEEN_WARNING_SHARE = 0.05
 
 #: Name of the shared column of infrequent categories, after ``"<column>="``.
 OTHER = "<other>"
@@ -554,7 +561,7 @@ def _encode_column(encoding: ColumnEncoding, column: pd.Series, out: np.ndarray)
     if encoding.other:
         codes[unseen] = len(encoding.categories)
         unseen[:] = False
-    elif unseen.any():
+    elif unseen.any() and unseen.mean() > UNSEEN_WARNING_SHARE:
         examples = sorted(set(text[unseen]))[:5]
         warn_user(
             f"column {name!r} has categories not seen at fit, treated as missing: {examples!r}"

@@ -334,7 +334,8 @@
 # The scores of a column of newdata for an ordered factor of the fit, whose levels are
 # `levels`: the levels of a factor, ordered or not, or a character column are matched
 # by label, as the Python side matches categories: spelled as a level, or equal to one
-# once both are stripped of spaces (a level not seen at fit is missing, with a warning);
+# once both are stripped of spaces (a level not seen at fit is missing, with a warning
+# when such cells are more than Python's UNSEEN_WARNING_SHARE of the observed ones);
 # numbers are scores.
 .ordered_scores <- function(col, levels, name) {
   labels <- attr(col, "ordered_levels")
@@ -345,8 +346,9 @@
   scores <- match(values, levels)
   spaced <- is.na(scores) & !is.na(values)
   scores[spaced] <- match(trimws(values[spaced]), trimws(levels))
-  unseen <- unique(values[is.na(scores) & !is.na(values)])
-  if (length(unseen)) {
+  new <- is.na(scores) & !is.na(values)
+  unseen <- unique(values[new])
+  if (length(unseen) && sum(new) > .adapter()$UNSEEN_WARNING_SHARE * sum(!is.na(values))) {
     .warn("column '%s' of `newdata` has levels not seen at fit, treated as missing: %s.",
           name, .quote(unseen))
   }

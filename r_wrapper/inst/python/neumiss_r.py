@@ -27,6 +27,7 @@ import pandas as pd
 
 import neumiss
 from neumiss.network import DivergenceWarning
+from neumiss.tables import UNSEEN_WARNING_SHARE  # noqa: F401 (read by R's ordered factors)
 
 _TASKS = {"regression": "NeuMissRegressor", "classification": "NeuMissClassifier"}
 

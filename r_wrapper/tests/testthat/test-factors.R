@@ -32,6 +32,8 @@ test_that("factors with NA are one-hot encoded, levels stored, and used", {
   expect_warning(unseen <- predict(fit, data.frame(x = 0, g = "z")),
                  "column 'g' has categories not seen at fit, treated as missing: 'z'$")
   expect_identical(unseen, pred[4])
+  expect_no_warning(rare <- predict(fit, data.frame(x = 0, g = c("z", rep("a", 39)))))
+  expect_identical(rare[1], pred[4])
   # an all-NA column (logical in R) where the fit had a factor
   expect_identical(predict(fit, data.frame(x = 0, g = NA)), pred[4])
   expect_error(predict(fit, data.frame(x = 0, g = 1)),
@@ -98,6 +100,9 @@ test_that("ordered factors are the scores of their levels, matched by label", {
   expect_warning(unseen <- predict(fit, data.frame(size = "XL", x = 0)),
                  "column 'size' of `newdata` has levels not seen at fit, treated as missing: 'XL'")
   expect_equal(unseen, predict(fit, data.frame(size = NA_character_, x = 0)))
+  # one unseen label in 40 rows (a rare level of a test fold): missing, without a warning
+  expect_no_warning(rare <- predict(fit, data.frame(size = c("XL", rep("M", 39)), x = 0)))
+  expect_equal(rare[1], unseen)
 })
 
 test_that("the NA level of addNA() is a category of its own", {
