@@ -263,23 +263,6 @@ def test_tol_counts_only_relative_improvements(small_regression):
     assert loose.n_epochs_ > strict.n_epochs_
 
 
-def test_auto_patiences_are_the_small_tables_up_to_large_table_rows_then_the_large():
-    """patience="auto" and lr_patience="auto" train as AUTO_PATIENCE's numbers: those of a
-    small table on up to LARGE_TABLE_ROWS rows, of a large one beyond (same histories)."""
-    from neumiss.network import AUTO_PATIENCE, LARGE_TABLE_ROWS
-
-    X, y = gaussian_regression(3, None, np.random.default_rng(0))[0](LARGE_TABLE_ROWS + 1)
-    y = y + np.sin(3 * np.nan_to_num(X[:, 0]))  # a nonlinear part the MLP head learns
-    params = dict(depth=0, mlp_depth=2, ensemble_size=1, tol=0.0, random_state=0)
-    for rows, (patience, lr_patience) in zip((slice(LARGE_TABLE_ROWS), slice(None)),
-                                             AUTO_PATIENCE):
-        auto = NeuMissRegressor(**params).fit(X[rows], y[rows])
-        given = NeuMissRegressor(**params, patience=patience,
-                                 lr_patience=lr_patience).fit(X[rows], y[rows])
-        assert auto.history_ == given.history_
-    assert auto.n_epochs_ >= 1 + AUTO_PATIENCE[1][0]  # on past a small table's patience
-
-
 @pytest.mark.parametrize("kwargs", [{"optimizer": "sgd", "learning_rate": 0.01},
                                     {"mlp_depth": 2, "mlp_width": 16},
                                     {"weight_sharing": "shared", "residual": True}])

@@ -198,19 +198,16 @@ def test_a_kept_chebyshev_start_survives_save_and_load(tmp_path):
 
 
 def test_the_mlp_width_is_the_encoded_columns_at_most_64_and_older_files_keep_theirs(tmp_path):
-    """At most 64 units, the encoded columns' number on up to LARGE_TABLE_ROWS rows; 64 on
-    more (a large table of 3 columns)."""
     from pathlib import Path
 
-    from neumiss.network import AUTO_MLP_WIDTH, LARGE_TABLE_ROWS
+    from neumiss.network import AUTO_MLP_WIDTH
 
     params = dict(depth=1, mlp_depth=2, max_epochs=1, ensemble_size=2, random_state=0)
-    for n, d, width in [(200, 3, 3), (LARGE_TABLE_ROWS, 3, 3), (LARGE_TABLE_ROWS + 1, 3, 64),
-                        (200, 70, AUTO_MLP_WIDTH)]:
-        X, y = linear_data(n=n, d=d, seed=0)
+    for d, width in [(3, 3), (70, AUTO_MLP_WIDTH)]:
+        X, y = linear_data(n=200, d=d, seed=0)
         model = NeuMissRegressor(**params).fit(X, y)
         assert model.mlp_width_ == width == model.network_.members[0].head[0].out_features
-        assert model.n_samples_fit_ == n
+        assert model.mlp_width_ == min(d, 64)
     assert NeuMissRegressor(**params, mlp_width=5).fit(X, y).mlp_width_ == 5
     model.save(tmp_path / "model.pt")  # the width survives save and load
     assert neumiss.load(tmp_path / "model.pt").mlp_width_ == AUTO_MLP_WIDTH

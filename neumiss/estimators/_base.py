@@ -81,8 +81,8 @@ class BaseNeuMiss(BaseEstimator):
         "batch_size": AnyOf(Options("auto"), Integer(1)),
         "max_epochs": Integer(1),
         "validation_fraction": AnyOf(Options("auto"), Real(0, 1, closed="left")),
-        "patience": AnyOf(Options("auto"), Integer(1)),
-        "lr_patience": AnyOf(Options("auto"), Integer(0)),
+        "patience": Integer(1),
+        "lr_patience": Integer(0),
         "tol": Real(0, 1, closed="left"),
         "weight_decay": Real(0),
         "random_state": AnyOf(
@@ -111,8 +111,8 @@ class BaseNeuMiss(BaseEstimator):
         batch_size="auto",
         max_epochs=_TRAINING.max_epochs,
         validation_fraction="auto",
-        patience="auto",
-        lr_patience="auto",
+        patience=_TRAINING.patience,
+        lr_patience=_TRAINING.lr_patience,
         tol=_TRAINING.tol,
         weight_decay=_TRAINING.weight_decay,
         random_state=None,
@@ -243,11 +243,10 @@ class BaseNeuMiss(BaseEstimator):
 
     def _mlp_width(self, n_ramps: int) -> int:
         """``mlp_width``, or its automatic value for the columns the MLP reads: the encoded
-        ones and the spline's ``n_ramps`` ramps, for a fit on ``n_samples_fit_`` rows
-        (:func:`~neumiss.network.auto_mlp_width`)."""
+        ones and the spline's ``n_ramps`` ramps (:func:`~neumiss.network.auto_mlp_width`)."""
         if self.mlp_width is not None:
             return int(self.mlp_width)
-        return auto_mlp_width(self.encoder_.n_features_out_ + n_ramps, self.n_samples_fit_)
+        return auto_mlp_width(self.encoder_.n_features_out_ + n_ramps)
 
     def _build_fitted_network(self) -> NeuMissNetwork | EnsembleNetwork:
         """An untrained network shaped like ``network_``, to load saved weights into."""

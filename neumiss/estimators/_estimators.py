@@ -90,9 +90,9 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
     ----------
     depth : int >= 0, "auto" or sequence of int, default="auto"
         Number of matrices in the NeuMiss block before ``W_mix``: ``S^(0)`` and
-        ``depth - 1`` Neumann iterations (the authors' convention). A sequence of candidate
-        depths (``"auto"``: :data:`neumiss.network.AUTO_DEPTHS`) trains them on the same
-        split in increasing order. Each new depth's block starts from the
+        ``depth - 1`` Neumann iterations (the authors' convention). A sequence
+        of candidate depths (``"auto"``: :data:`neumiss.network.AUTO_DEPTHS`) trains them on the
+        same split in increasing order. Each new depth's block starts from the
         training data's moments: ``mu`` the observed means, the matrices the
         Neumann iterates of the pairwise-complete covariance, so that it computes
         the Neumann approximation of ``E[X_mis | X_obs]`` before any training
@@ -122,9 +122,9 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         rows), untrained (``head_results_[0]["epochs"]`` is 0), and kept unless
         the MLP head is clearly better on validation (one-standard-error rule).
     mlp_width : int or None, default=None
-        Width of those hidden layers; ``None``: the number of columns the MLP reads
-        (the encoded ones, and the spline's ramps with ``spline_``), at most 64, and 64
-        on more than 2,000 rows (:func:`neumiss.network.auto_mlp_width`; ``mlp_width_``).
+        Width of those hidden layers; ``None`` means the number of columns the MLP
+        reads (the encoded ones, and the spline's ramps with ``spline_``), at most 64
+        (:func:`neumiss.network.auto_mlp_width`; ``mlp_width_``).
     weight_sharing : {"independent", "shared", "auto"}, default="auto"
         One matrix per Neumann iteration (paper 2020) or one shared matrix.
         ``"auto"`` trains with a shared matrix, then, at the chosen depth (2 or
@@ -219,16 +219,16 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         member ``k`` does not train on fold ``k``, and each row is scored by the
         member that held it out, so that every row validates and trains; on
         larger tables, or with one network, 10% of the rows are held out.
-    patience : int or "auto", default="auto"
-        Epochs without validation improvement before stopping; the weights of the best
-        epoch are restored. ``"auto"``: 3 on up to 2,000 rows, 8 on more
-        (:func:`neumiss.network.auto_patience`).
-    lr_patience : int or "auto", default="auto"
-        Epochs without improvement before the learning rate is multiplied by 0.2
-        (ReduceLROnPlateau, as in the paper); ``"auto"``: 1 on up to 2,000 rows, 3 on more.
+    patience : int, default=3
+        Epochs without validation improvement before stopping; the weights of
+        the best epoch are restored.
+    lr_patience : int, default=1
+        Epochs without improvement before the learning rate is multiplied by
+        0.2 (ReduceLROnPlateau, as in the paper).
     tol : float in [0, 1), default=2e-3
-        Relative decrease of the validation loss that counts as an improvement for the
-        patiences (0: any decrease); the weights kept are those of the lowest validation loss.
+        Relative decrease of the validation loss an epoch needs to count as an
+        improvement for ``patience`` and ``lr_patience`` (0: any decrease).
+        The weights kept are still those of the lowest validation loss.
     weight_decay : float, default=0.0
         L2 penalty of the optimizer.
     random_state : int, RandomState or None, default=None
@@ -240,8 +240,9 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         standardizes on the device (:func:`neumiss.network.apply_on_device`). CPU
         fits are repeatable bit for bit with ``random_state``; GPU fits are not.
     n_jobs : int or None, default=None
-        Torch CPU threads during fit and predict (restored afterwards); None means 1,
-        -1 all cores: NeuMiss matrices are small (d x d), more threads only contend.
+        Torch CPU threads during fit and predict (restored afterwards); None
+        means 1, -1 all cores. One thread by default, because NeuMiss matrices
+        are small (d x d) and more threads only contend on a busy machine.
     verbose : int, default=0
         ``>= 1`` shows a tqdm progress bar (epoch, losses, validation R²).
     log_target : bool or "auto", default="auto"
@@ -315,8 +316,6 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         or, when that start is worse, the constant predictor).
     learning_rate_ : float
         The initial learning rate used (``learning_rate``, or its automatic value).
-    n_samples_fit_ : int
-        The rows of the fit (all processes'), which set the automatic width and patiences.
     mlp_width_ : int
         The width of the MLP head's hidden layers (``mlp_width``, or its
         automatic value).

@@ -38,7 +38,6 @@ from ..checks import check_features, check_params, check_training_data, warn_use
 from ..network import (
     AUTO_DEPTHS,
     AUTO_MLP_DEPTHS,
-    LARGE_TABLE_ROWS,
     Candidate,
     DepthSearch,
     Objective,
@@ -47,7 +46,6 @@ from ..network import (
     TrainingData,
     all_reduced_loss,
     auto_learning_rate,
-    auto_patience,
     clearly_lower,
     data_parallel,
     evaluate_loss,
@@ -86,7 +84,7 @@ VALIDATION_SCHEMES = ("holdout", "out_of_fold", "validation_data", "none")
 #: ``validation_fraction="auto"`` validates an ensemble out of fold on tables of up to
 #: this many rows, where a held-out tenth is too few rows to choose epochs and depths
 #: reliably; beyond it, and with one network, it holds out :data:`HOLDOUT_FRACTION`.
-OUT_OF_FOLD_ROWS = LARGE_TABLE_ROWS
+OUT_OF_FOLD_ROWS = 2_000
 
 #: The share of rows ``validation_fraction="auto"`` holds out when it does not validate
 #: out of fold.
@@ -218,7 +216,6 @@ class FitPlan:
         device = resolve_device(estimator.device)
         with torch_threads(estimator.n_jobs):
             self.source.prepare(estimator, device)
-            estimator.n_samples_fit_ = self.source.n_rows
             seed = draw_seed(estimator.random_state)
             rows, objective = self.rows(seed)
             if estimator.integer_levels == "auto" and estimator.encoder_.has_levels:
@@ -283,19 +280,15 @@ class FitPlan:
         return float(estimator.learning_rate)
 
     def training_config(self) -> TrainingConfig:
-        """The estimator's optimisation parameters, with ``learning_rate_`` and the
-        patiences of ``"auto"`` for its ``n_samples_fit_`` rows
-        (:func:`~neumiss.network.auto_patience`)."""
+        """The estimator's optimisation parameters, with ``learning_rate_``."""
         estimator = self.estimator
-        patience, lr_patience = auto_patience(estimator.n_samples_fit_)
         return TrainingConfig(
             optimizer=estimator.optimizer,
             learning_rate=estimator.learning_rate_,
             batch_size=None if estimator.batch_size == "auto" else int(estimator.batch_size),
             max_epochs=int(estimator.max_epochs),
-            patience=patience if estimator.patience == "auto" else int(estimator.patience),
-            lr_patience=(lr_patience if estimator.lr_patience == "auto"
-                         else int(estimator.lr_patience)),
+            patience=int(estimator.patience),
+            lr_patience=int(estimator.lr_patience),
             tol=float(estimator.tol),
             weight_decay=float(estimator.weight_decay),
         )
@@ -421,7 +414,6 @@ class InMemoryRows:
             estimator.compress_tails, numeric=estimator.encoder_.numeric_columns()
         ).fit(X)
         self.x, self.mask = estimator.preprocessor_.transform(X)
-        self.n_rows = len(self.y)
         self.validation = (None if self.validation_data is None
                            else validation_rows(estimator, self.validation_data))
         self.estimator, self.device = estimator, device

@@ -47,13 +47,7 @@ from sklearn.base import clone
 from sklearn.model_selection import train_test_split
 
 from ..checks import check_params
-from ..network import (
-    EnsembleNetwork,
-    EvenBatches,
-    StackedNetwork,
-    auto_batch_size,
-    auto_patience,
-)
+from ..network import EnsembleNetwork, EvenBatches, StackedNetwork, auto_batch_size
 from ._engines import TARGET_COLUMN, PartitionEncoder, fitted_preprocessing
 from ._fitting import HOLDOUT_FRACTION, FitPlan, FitRows, draw_seed, training_data
 
@@ -88,19 +82,15 @@ def worker_estimator(estimator, sample, statistics, n_rows: int, n_processes: in
     ``sample`` (``estimator`` fitted on the sample) as one candidate, the encoder of the
     sample, the standardization of ``statistics`` (every row's), a seed drawn from
     ``random_state``, and each process's batch ``1 / n_processes`` of the batch one
-    process would take on the ``n_rows`` rows' training share, and the patiences of
-    ``"auto"`` for ``n_rows`` rows. Its members start from the sample's network
-    (``sample_network``, whose head width it keeps), trained further on every row."""
+    process would take on the ``n_rows`` rows' training share. Its members start from
+    the sample's network (``sample_network``), trained further on every row."""
     fraction = estimator.validation_fraction
     fraction = HOLDOUT_FRACTION if fraction == "auto" else float(fraction)
     n_train = n_rows - math.ceil(fraction * n_rows)
     batch = (auto_batch_size(n_train) if estimator.batch_size == "auto"
              else int(estimator.batch_size))
-    patience, lr_patience = auto_patience(n_rows)
     worker = clone(estimator).set_params(
-        depth=sample.best_depth_, mlp_depth=sample.mlp_depth_, mlp_width=sample.mlp_width_,
-        patience=patience if estimator.patience == "auto" else estimator.patience,
-        lr_patience=lr_patience if estimator.lr_patience == "auto" else estimator.lr_patience,
+        depth=sample.best_depth_, mlp_depth=sample.mlp_depth_,
         weight_sharing=sample.weight_sharing_, mask_skip=sample.mask_skip_, spline=False,
         integer_levels=sample.encoder_.has_levels, learning_rate=sample.learning_rate_,
         batch_size=max(1, math.ceil(batch / n_processes)), validation_fraction=fraction,
@@ -136,7 +126,6 @@ class PartitionRows:
                              "partitions or files)")
         X = pd.concat(self.frames, ignore_index=True)
         y = X.pop(self.target).to_numpy()
-        self.n_rows = len(y)  # this process's: train_rank sums them
         self.x, self.mask = estimator.preprocessor_.transform(
             estimator.encoder_.transform(X[list(estimator.feature_names_in_)]))
         self.y = estimator._encode_validation_target(y)
@@ -174,9 +163,9 @@ def train_rank(payload: bytes, frames, target: str, rank: int, n_processes: int,
                             world_size=n_processes, timeout=PROCESS_TIMEOUT)
     try:
         FitPlan(estimator, PartitionRows(frames, target)).fit()
-        counts = torch.tensor([estimator.n_validation_rows_, estimator.n_samples_fit_])
-        dist.all_reduce(counts)  # every process's rows, and held-out rows validated
-        estimator.n_validation_rows_, estimator.n_samples_fit_ = map(int, counts)
+        n_validation = torch.tensor([estimator.n_validation_rows_])
+        dist.all_reduce(n_validation)  # every process's held-out rows validated
+        estimator.n_validation_rows_ = int(n_validation)
         fitted = [pickle.dumps(estimator) if rank == 0 else None]
         dist.broadcast_object_list(fitted, src=0)
     finally:

@@ -261,7 +261,7 @@ class StreamRows:
         """Check that ``estimator`` trains one candidate, read the stream once for the
         statistics, and set the validation rows."""
         _check_one_candidate(estimator)
-        self.n_rows = n_rows = _first_pass(estimator, self.passes)
+        n_rows = _first_pass(estimator, self.passes)
         if self.validation_data is not None:
             x, mask, self.y_val = validation_rows(estimator, self.validation_data)
             n_train = n_rows

@@ -82,47 +82,21 @@ def auto_learning_rate(n_features: int) -> float:
 #: The largest automatic width of the MLP head's hidden layers (:func:`auto_mlp_width`).
 AUTO_MLP_WIDTH = 64
 
-#: A fit on more rows than this is a large table (the estimators' ``OUT_OF_FOLD_ROWS``:
-#: it validates on held-out rows): :func:`auto_mlp_width` gives its head
-#: :data:`AUTO_MLP_WIDTH` units whatever its columns, and :func:`auto_patience` waits
-#: longer for its validation loss to improve.
-LARGE_TABLE_ROWS = 2_000
 
-
-def auto_mlp_width(n_features: int, n_rows: int) -> int:
-    """The width of the MLP head's hidden layers for ``n_features`` columns and a fit on
-    ``n_rows`` rows: ``min(n_features, AUTO_MLP_WIDTH)``, and :data:`AUTO_MLP_WIDTH` on a
-    large table (more than :data:`LARGE_TABLE_ROWS` rows).
-
-    On wide tables a head of ``d`` units costs ``d^2`` per row and layer, and the MLP of
-    a wide table fits little beyond the linear skip: at d = 200, n = 1e5 the two 200-unit
-    layers of five members made depth 0's training 2.9 times as slow as 64 units (37 s
-    against 13 s, in one comparison) at the same score (R² - Bayes -0.0444 both); on the
-    real suite's widest tables the same scores (msq_neuroticism, 72 encoded columns: R²
-    0.197 -> 0.198; seatbelt_fatalities 0.863 both). On small tables of fewer columns the
-    head keeps their number: wider heads help the small nonlinear tables (un_lifeexp R²
-    0.882 -> 0.892) but lose on small binary ones. A large table of few columns can pay
-    for interactions its columns' number of units cannot fit (with :func:`auto_patience`:
-    tbc_hgt, 3,098 rows of 7 columns, R² 0.497 -> 0.520; gapminder_lifeexp 0.980 ->
-    0.985; results/realdata/README.md, "A wider head, trained longer, on large tables")."""
-    if n_rows > LARGE_TABLE_ROWS:
-        return AUTO_MLP_WIDTH
+def auto_mlp_width(n_features: int) -> int:
+    """``min(n_features, AUTO_MLP_WIDTH)``: the hidden layers of the MLP head are as wide
+    as the encoded columns, at most :data:`AUTO_MLP_WIDTH`. On wide tables a head of
+    ``d`` units costs ``d^2`` per row and layer, and the MLP of a wide table fits little
+    beyond the linear skip: at d = 200, n = 1e5 the two 200-unit layers of five members
+    made depth 0's training 2.9 times as slow as 64 units (37 s against 13 s, in one
+    comparison) at the same score (R² - Bayes -0.0444 both; the whole fit 88 s, 129 s
+    before); on the real suite's widest tables
+    the same scores (msq_neuroticism, 72 encoded columns: R² 0.197 -> 0.198;
+    seatbelt_fatalities 0.863 both). Below 64 columns the head keeps their number:
+    wider heads help the small nonlinear tables (un_lifeexp R² 0.882 -> 0.892) but
+    lose on small binary ones and double the reference fit of 10k x 10
+    (results/realdata/README.md, "tried, not kept")."""
     return min(int(n_features), AUTO_MLP_WIDTH)
-
-
-#: ``(patience, lr_patience)`` of ``patience="auto"`` and ``lr_patience="auto"``
-#: (:func:`auto_patience`): on a table of at most :data:`LARGE_TABLE_ROWS` rows, then on
-#: a larger one.
-AUTO_PATIENCE = ((3, 1), (8, 3))
-
-
-def auto_patience(n_rows: int) -> tuple[int, int]:
-    """``(patience, lr_patience)`` for a fit on ``n_rows`` rows (:data:`AUTO_PATIENCE`).
-
-    On a small table the validation loss is noisy and training stops soon after it stops
-    improving; a large table's held-out rows measure slow improvements, which its wider
-    head (:func:`auto_mlp_width`) keeps making for several epochs after a plateau."""
-    return AUTO_PATIENCE[n_rows > LARGE_TABLE_ROWS]
 
 
 @contextlib.contextmanager
@@ -150,8 +124,8 @@ class TrainingConfig:
     learning_rate: float = 1e-2
     batch_size: int | None = None
     max_epochs: int = 100
-    patience: int = AUTO_PATIENCE[0][0]
-    lr_patience: int = AUTO_PATIENCE[0][1]
+    patience: int = 3
+    lr_patience: int = 1
     lr_factor: float = 0.2
     min_learning_rate: float = 1e-6
     weight_decay: float = 0.0
