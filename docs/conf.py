@@ -112,14 +112,25 @@ html_title = f"neumiss {version}"
 html_static_path: list[str] = []
 
 
+#: A constant's value is shown (after its comment) when its ``repr`` is this short; the
+#: subpackage pages document constants with ``:no-value:`` (tables of tasks and methods
+#: would fill the page).
+VALUE_SHOWN_CHARS = 80
+
+
 def _constant_doc(app, what, name, obj, options, lines):
-    """Give a re-exported constant the ``#:`` comment it has where it is defined.
+    """Give a re-exported constant the ``#:`` comment it has where it is defined, and its
+    value when short (:data:`VALUE_SHOWN_CHARS`).
 
     Constants are defined in a subpackage's private modules and exported by its
-    ``__init__``; autodoc reads the comments of the module it documents the name in.
+    ``__init__``; autodoc reads the comments of the module it documents the name in, and
+    else gives the docstring of the value's type (``float``'s), which is replaced here.
     """
-    if what != "data" or lines:
+    if what != "data":
         return
+    if lines and getattr(obj, "__doc__", None) != getattr(type(obj), "__doc__", None):
+        return  # a docstring of its own
+    lines.clear()
     from sphinx.pycode import ModuleAnalyzer
 
     package_name, _, attribute = name.rpartition(".")
@@ -129,7 +140,9 @@ def _constant_doc(app, what, name, obj, options, lines):
         comment = analyzer.find_attr_docs().get(("", attribute))
         if comment:
             lines.extend(comment)
-            return
+            break
+    if len(repr(obj)) <= VALUE_SHOWN_CHARS:
+        lines.extend(["", f"Value: ``{obj!r}``"])
 
 
 def _find(path: str, module_name: str | None):
