@@ -93,7 +93,7 @@ def test_the_plan_prepares_and_splits_once_with_the_drawn_seed(data):
     split = rows.split(seed)
     for member, summary in zip(model.network_.members, model.members_):
         assert summary["val_loss"] == pytest.approx(
-            neumiss.network.evaluate_loss(member, split.val, model._loss), rel=1e-5)
+            neumiss.network.evaluate_loss(member, split.val, model._get_loss()), rel=1e-5)
     assert model.validation_score_ == model.history_["val_score"][model.best_epoch_ - 1]
 
 
@@ -158,7 +158,7 @@ def test_one_candidate_is_repeatable_and_refuses_a_search(data):
     rows = RecordingRows(X, y)
     rows.prepare(model, torch.device("cpu"))
     split = rows.split(0)
-    objective = Objective(model._loss, lambda loss: -loss)
+    objective = Objective(model._get_loss(), lambda loss: -loss)
     config = TrainingConfig(max_epochs=2)
 
     def weights(seed, depths=(1,)):

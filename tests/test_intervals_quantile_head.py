@@ -19,7 +19,7 @@ def test_quantile_head_trains_the_pinball_loss():
 
     out = torch.tensor([[0.0, 1.0], [2.0, -1.0]])
     model.quantiles = (0.2, 0.5)
-    loss = model._loss(out, torch.tensor([1.0, 0.0])).numpy()
+    loss = model._get_loss()(out, torch.tensor([1.0, 0.0])).numpy()
     # pinball(1 - 0) at 0.2 = 0.2; (1 - 1) = 0; (0 - 2) at 0.2 = 1.6; (0 + 1) at 0.5 = 0.5
     np.testing.assert_allclose(loss, [(0.2 + 0.0) / 2, (1.6 + 0.5) / 2], rtol=1e-6)
 

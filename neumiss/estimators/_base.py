@@ -32,6 +32,7 @@ from ..network import (
     OPTIMIZERS,
     EnsembleNetwork,
     NeuMissNetwork,
+    TargetLoss,
     TrainingConfig,
     auto_mlp_width,
     torch_threads,
@@ -151,26 +152,10 @@ class BaseNeuMiss(BaseEstimator):
     def _encode_validation_target(self, y: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
-    def _n_outputs(self) -> int:
+    def _get_loss(self) -> TargetLoss:
+        """The loss object of the fitted target (:mod:`neumiss.network._losses`): the
+        loss, the outputs, how members combine, the validation score and the link."""
         raise NotImplementedError
-
-    def _loss(self, output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        """The loss of each row: (batch, n_outputs), (batch,) -> (batch,)."""
-        raise NotImplementedError
-
-    def _target_tensor(self, y: np.ndarray, device: torch.device) -> torch.Tensor:
-        return torch.as_tensor(y, dtype=torch.float32, device=device)
-
-    def _score_from_loss(self, val_loss: float, y_val: np.ndarray, w_val) -> float:
-        return -val_loss
-
-    def _stratify(self, y: np.ndarray, n_val: int):
-        """The labels to stratify a validation split of ``n_val`` rows by, or None."""
-        return None
-
-    def _combine(self) -> str:
-        """The ``combine`` of an ensemble (:class:`~neumiss.network.EnsembleNetwork`)."""
-        return "mean"
 
     def _linear_outputs(self, out: np.ndarray) -> np.ndarray:
         """Raw network outputs (n_samples, n_outputs) in the units of the estimator's
@@ -229,7 +214,7 @@ class BaseNeuMiss(BaseEstimator):
         lower, upper = lower - margin, upper + margin
         network = NeuMissNetwork(
             lower.shape[0],
-            n_outputs=self._n_outputs(),
+            n_outputs=self._get_loss().n_outputs,
             depth=depth,
             weight_sharing=weight_sharing,
             residual=self.residual,
@@ -255,7 +240,8 @@ class BaseNeuMiss(BaseEstimator):
                                 self.mask_skip_, self.spline_ramps_, self.mlp_width_)
             for _ in range(self.ensemble_size)
         ]
-        return networks[0] if len(networks) == 1 else EnsembleNetwork(networks, self._combine())
+        combine = self._get_loss().combine
+        return networks[0] if len(networks) == 1 else EnsembleNetwork(networks, combine)
 
     # ----------------------------------------------------------------- predict
     def _apply(self, X, *, block_only: bool = False) -> tuple[np.ndarray, np.ndarray]:

@@ -11,8 +11,6 @@ import inspect
 import warnings
 
 import numpy as np
-import torch
-from scipy.special import expit
 from scipy.stats import skew
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
@@ -23,6 +21,7 @@ from ..checks import (
     Options,
     check_class_labels,
 )
+from ..network import BinaryLogLoss, MultinomialLogLoss, SquaredError
 from ..tables import (
     check_outputs_finite,
     mean_scale,
@@ -355,8 +354,6 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
     """
 
     _y_numeric = True
-    #: The loss is the squared error: linear starts are ridge regressions in closed form.
-    _squared_loss = True
     #: ``validation_score_`` as :meth:`summary` tells it: its name and sign.
     _score_metric = ("R²", 1.0)
 
@@ -429,16 +426,8 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         ``exp`` of them when ``log_target_``, unchanged otherwise."""
         return np.exp(values) if self.log_target_ else values
 
-    def _n_outputs(self):
-        return 1
-
-    def _loss(self, output, target):
-        return (output[:, 0] - target) ** 2
-
-    def _score_from_loss(self, val_loss, y_val, w_val):
-        mean = np.average(y_val, weights=w_val)
-        variance = float(np.average((y_val - mean) ** 2, weights=w_val))
-        return 1.0 - val_loss / variance if variance > 0 else -val_loss
+    def _get_loss(self):
+        return SquaredError()
 
     def _linear_outputs(self, out):
         return out * self.y_scale_ + self.y_mean_
@@ -550,32 +539,9 @@ class NeuMissClassifier(ClassifierMixin, BaseNeuMiss):
             )
         return np.searchsorted(self.classes_, y)
 
-    def _n_outputs(self):
+    def _get_loss(self):
         n_classes = len(self.classes_)
-        return 1 if n_classes == 2 else n_classes
-
-    def _combine(self):
-        return "binary_probability" if len(self.classes_) == 2 else "probability"
-
-    @property
-    def _logistic_loss(self) -> bool:
-        """Whether the loss is the log loss of one logit (two classes)."""
-        return len(self.classes_) == 2
-
-    def _target_tensor(self, y, device):
-        dtype = torch.float32 if len(self.classes_) == 2 else torch.int64
-        return torch.as_tensor(y, dtype=dtype, device=device)
-
-    def _loss(self, output, target):
-        if output.shape[1] == 1:
-            return torch.nn.functional.binary_cross_entropy_with_logits(
-                output[:, 0], target, reduction="none"
-            )
-        return torch.nn.functional.cross_entropy(output, target, reduction="none")
-
-    def _stratify(self, y, n_val):
-        counts = np.bincount(y)
-        return y if counts.min() >= 2 and n_val >= counts.shape[0] else None
+        return BinaryLogLoss() if n_classes == 2 else MultinomialLogLoss(n_classes)
 
     def decision_function(self, X):
         """Logits: shape (n_samples,) for two classes, (n_samples, n_classes) otherwise."""
@@ -584,13 +550,8 @@ class NeuMissClassifier(ClassifierMixin, BaseNeuMiss):
 
     def predict_proba(self, X):
         """Class probabilities, ndarray of shape (n_samples, n_classes), rows sum to 1."""
-        out = self._forward(X)
-        if out.shape[1] == 1:
-            p1 = expit(out[:, 0])
-            return np.column_stack([1.0 - p1, p1])
-        out = out - out.max(axis=1, keepdims=True)
-        proba = np.exp(out)
-        return proba / proba.sum(axis=1, keepdims=True)
+        raw = self._forward(X)  # checks that the estimator is fitted first
+        return self._get_loss().inverse_link(raw)
 
     def predict(self, X):
         """Most probable class of each row, ndarray of shape (n_samples,)."""

@@ -129,7 +129,7 @@ def training_data(estimator, x, mask, y, weight, device) -> TrainingData:
     return TrainingData(
         torch.from_numpy(x).to(device),
         torch.from_numpy(mask).to(device),
-        estimator._target_tensor(y, device),
+        estimator._get_loss().target_tensor(y, device),
         None if weight is None else torch.as_tensor(weight, dtype=torch.float32, device=device),
     )
 
@@ -229,10 +229,10 @@ class FitPlan:
     def rows(self, seed: int) -> tuple[FitRows, Objective]:
         """The source's split and the objective scored on its validation rows."""
         estimator, rows = self.estimator, self.source.split(seed)
-        objective = Objective(estimator._loss, functools.partial(
-            estimator._score_from_loss, y_val=rows.y_val, w_val=rows.w_val),
-            squared=getattr(estimator, "_squared_loss", False),
-            logistic=getattr(estimator, "_logistic_loss", False))
+        loss = estimator._get_loss()
+        objective = Objective(loss, functools.partial(loss.score, y_val=rows.y_val,
+                                                      w_val=rows.w_val),
+                              squared=loss.squared, logistic=loss.logistic)
         return rows, objective
 
     def choose_levels(self, rows: FitRows, objective: Objective, seed: int,
@@ -268,7 +268,7 @@ class FitPlan:
         # Members trained on their own rows (out of fold) differ; else their start is one.
         members = 1 if train.member_weight is None else int(estimator.ensemble_size)
         search = DepthSearch(build, train, val, objective, seed, n_members=members,
-                             combine=estimator._combine(),
+                             combine=estimator._get_loss().combine,
                              moments=observed_moments(train, seed))
         return search.start_losses(0, "shared")[0]
 
@@ -301,7 +301,7 @@ class FitPlan:
                      estimator.weight_sharing, candidate_mlp_depths(estimator.mlp_depth),
                      rows.train, rows.val, objective, self.training_config(), seed)
         options = {"verbose": int(estimator.verbose), "label": type(estimator).__name__,
-                   "n_members": int(estimator.ensemble_size), "combine": estimator._combine(),
+                   "n_members": int(estimator.ensemble_size), "combine": estimator._get_loss().combine,
                    "mask_skip": estimator.mask_skip, "spline": estimator.spline}
         if isinstance(rows.train, TrainingData):
             return search_depths(*arguments, **options,
@@ -460,7 +460,7 @@ class InMemoryRows:
             )
         train_idx, val_idx = train_test_split(
             np.arange(n_samples), test_size=n_val, random_state=seed,
-            stratify=estimator._stratify(y, n_val),
+            stratify=estimator._get_loss().stratify(y, n_val),
         )
         w_val = None if self.weight is None else self.weight[val_idx]
         if w_val is not None and not w_val.sum() > 0:
@@ -475,7 +475,7 @@ class InMemoryRows:
         row by the member that held it out (``TrainingData.held_out_by``)."""
         estimator, y = self.estimator, self.y
         n_members = int(estimator.ensemble_size)
-        classes = estimator._stratify(y, len(y))
+        classes = estimator._get_loss().stratify(y, len(y))
         if classes is not None and np.bincount(classes).min() < n_members:
             classes = None  # a class too rare to appear in every fold
         folds = (KFold if classes is None else StratifiedKFold)(

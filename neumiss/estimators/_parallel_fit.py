@@ -132,7 +132,7 @@ class PartitionRows:
         self.estimator, self.device = estimator, device
         network = estimator.sample_network
         members = list(network.members) if isinstance(network, EnsembleNetwork) else [network]
-        self.start = StackedNetwork(members, estimator._combine())
+        self.start = StackedNetwork(members, estimator._get_loss().combine)
 
     def split(self, seed: int) -> FitRows:
         estimator, y, n_rows = self.estimator, self.y, len(self.y)
@@ -142,7 +142,7 @@ class PartitionRows:
                              "for validation; give every worker more rows")
         train_idx, val_idx = train_test_split(
             np.arange(n_rows), test_size=n_val, random_state=seed + dist.get_rank(),
-            stratify=estimator._stratify(y, n_val))
+            stratify=estimator._get_loss().stratify(y, n_val))
         rows = [training_data(estimator, self.x[index], self.mask[index], y[index], None,
                               self.device) for index in (train_idx, val_idx)]
         return FitRows(EvenBatches(rows[0]), rows[1], y[val_idx], None)

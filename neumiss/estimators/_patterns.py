@@ -86,7 +86,7 @@ def _check_linear_head(estimator) -> None:
             "ramps of the features), so its predictions are nonlinear in the observed "
             "values; fit with spline=False for per-pattern linear models"
         )
-    if estimator._combine() != "mean" and estimator.ensemble_size > 1:
+    if estimator._get_loss().combine != "mean" and estimator.ensemble_size > 1:
         raise ValueError(
             f"no linear model: the classifier is an ensemble of {estimator.ensemble_size} "
             "networks that averages their probabilities, so its logits are nonlinear in the "

@@ -4,9 +4,9 @@ one output per quantile level, trained by the pinball loss."""
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from ..checks import Real, SequenceOf, check_params
+from ..network import PinballLoss
 from ..tables import check_outputs_finite
 from ._estimators import _DEFAULTS, NeuMissRegressor, parameters_of
 
@@ -91,19 +91,10 @@ class NeuMissQuantileRegressor(NeuMissRegressor):
         _quantile_levels(self.quantiles)
         return super().fit(X, y, sample_weight=sample_weight, validation_data=validation_data)
 
-    _squared_loss = False
     _score_metric = ("pinball loss (standardized y)", -1.0)
 
-    def _n_outputs(self):
-        return len(self.quantiles)
-
-    def _loss(self, output, target):
-        levels = torch.as_tensor(self.quantiles, dtype=output.dtype, device=output.device)
-        error = target[:, None] - output
-        return torch.maximum(levels * error, (levels - 1) * error).mean(dim=1)
-
-    def _score_from_loss(self, val_loss, y_val, w_val):
-        return -val_loss
+    def _get_loss(self):
+        return PinballLoss(self.quantiles)
 
     def predict_quantiles(self, X):
         """The quantiles of ``y`` given ``X`` (NaN = missing).

@@ -28,6 +28,7 @@ from ._search import (
     search_depths,
 )
 from ._spline import SPLINE_BINS, SPLINE_MAX_RAMPS, PiecewiseLinearEncoding, quantile_ramps
+from ._losses import BinaryLogLoss, MultinomialLogLoss, PinballLoss, SquaredError, TargetLoss
 from ._stacked import StackedNetwork
 from ._start import MIDPOINT_ROWS_PER_FEATURE, moment_scale, observed_moments, start_from_moments
 from ._training import (
@@ -47,6 +48,7 @@ __all__ = [
     "AUTO_DEPTHS",
     "AUTO_MLP_DEPTHS",
     "AUTO_MLP_WIDTH",
+    "BinaryLogLoss",
     "COMBINE",
     "Candidate",
     "DepthSearch",
@@ -57,15 +59,19 @@ __all__ = [
     "EvenBatches",
     "GPU_AUTO_BATCH_SIZE",
     "MIDPOINT_ROWS_PER_FEATURE",
+    "MultinomialLogLoss",
     "NeuMissBlock",
     "NeuMissNetwork",
     "OPTIMIZERS",
     "Objective",
     "PiecewiseLinearEncoding",
+    "PinballLoss",
     "SPLINE_BINS",
     "SPLINE_MAX_RAMPS",
     "SearchResult",
+    "SquaredError",
     "TEMPERATURE_BOUNDS",
+    "TargetLoss",
     "Temperature",
     "StackedNetwork",
     "TrainingConfig",

@@ -1,0 +1,144 @@
+"""The task of a network as one object: its loss, its outputs and their link.
+
+As scikit-learn's gradient boosting keeps its loss, an estimator hands the search one
+loss object (:class:`SquaredError`, :class:`BinaryLogLoss`,
+:class:`MultinomialLogLoss` or :class:`PinballLoss`), which says everything the fit
+needs to know about the target:
+
+- ``loss(output, target)``: the loss of each row, (batch, n_outputs), (batch,) ->
+  (batch,);
+- ``n_outputs``, and ``combine``, how an ensemble's members' outputs combine
+  (:data:`~neumiss.network.COMBINE`);
+- ``target_tensor(y, device)``: the encoded targets as the loss reads them;
+- ``score(val_loss, y_val, w_val)``: the validation score shown for a mean loss
+  (larger is better: R² for the squared error, minus the loss otherwise);
+- ``stratify(y, n_val)``: the labels a validation split is stratified by, or None;
+- ``squared`` and ``logistic``: the linear starts are solved in closed form (a ridge
+  regression), or by Newton's method on one logit;
+- ``inverse_link(raw)``: raw outputs (n, n_outputs) in the units of the prediction
+  (class probabilities for the log losses; the outputs themselves otherwise).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from scipy.special import expit
+
+
+class TargetLoss:
+    """What every loss object has; the subclasses define ``loss`` and ``n_outputs``."""
+
+    n_outputs = 1
+    combine = "mean"
+    squared = False
+    logistic = False
+
+    def __call__(self, output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        return self.loss(output, target)
+
+    def loss(self, output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def target_tensor(self, y: np.ndarray, device: torch.device) -> torch.Tensor:
+        """Encoded targets ``y`` (n,) as the float32 tensor the loss reads."""
+        return torch.as_tensor(y, dtype=torch.float32, device=device)
+
+    def score(self, val_loss: float, y_val: np.ndarray, w_val: np.ndarray | None) -> float:
+        """The score of a mean validation loss: minus the loss."""
+        return -val_loss
+
+    def stratify(self, y: np.ndarray, n_val: int) -> np.ndarray | None:
+        """No stratification: None."""
+        return None
+
+    def inverse_link(self, raw: np.ndarray) -> np.ndarray:
+        """The raw outputs, unchanged."""
+        return raw
+
+
+class SquaredError(TargetLoss):
+    """The squared error of one output (a standardized ``y``); scored by R²."""
+
+    squared = True
+
+    def loss(self, output, target):
+        return (output[:, 0] - target) ** 2
+
+    def score(self, val_loss, y_val, w_val):
+        """R²: one minus the mean loss over the variance of ``y_val`` (minus the loss
+        when ``y_val`` is constant)."""
+        mean = np.average(y_val, weights=w_val)
+        variance = float(np.average((y_val - mean) ** 2, weights=w_val))
+        return 1.0 - val_loss / variance if variance > 0 else -val_loss
+
+
+class PinballLoss(TargetLoss):
+    """The pinball (quantile) loss of one output per level of ``quantiles``, averaged.
+
+    Parameters
+    ----------
+    quantiles : sequence of float in (0, 1)
+    """
+
+    def __init__(self, quantiles) -> None:
+        self.quantiles = tuple(float(q) for q in quantiles)
+        self.n_outputs = len(self.quantiles)
+
+    def loss(self, output, target):
+        levels = torch.as_tensor(self.quantiles, dtype=output.dtype, device=output.device)
+        error = target[:, None] - output
+        return torch.maximum(levels * error, (levels - 1) * error).mean(dim=1)
+
+
+class _ClassLoss(TargetLoss):
+    """A log loss of class codes ``0 .. n_classes - 1``: stratified validation splits."""
+
+    def stratify(self, y, n_val):
+        """``y`` when every class has 2 rows or more and ``n_val`` holds every class."""
+        counts = np.bincount(y)
+        return y if counts.min() >= 2 and n_val >= counts.shape[0] else None
+
+
+class BinaryLogLoss(_ClassLoss):
+    """The log loss of one logit (class 1 against class 0); members average their
+    probabilities."""
+
+    combine = "binary_probability"
+    logistic = True
+
+    def loss(self, output, target):
+        return F.binary_cross_entropy_with_logits(output[:, 0], target, reduction="none")
+
+    def inverse_link(self, raw):
+        """Class probabilities (n, 2) of the logits ``raw`` (n, 1)."""
+        p1 = expit(raw[:, 0])
+        return np.column_stack([1.0 - p1, p1])
+
+
+class MultinomialLogLoss(_ClassLoss):
+    """The log loss of the softmax of one logit per class; members average their
+    probabilities.
+
+    Parameters
+    ----------
+    n_classes : int, at least 3
+    """
+
+    combine = "probability"
+
+    def __init__(self, n_classes: int) -> None:
+        self.n_outputs = int(n_classes)
+
+    def loss(self, output, target):
+        return F.cross_entropy(output, target, reduction="none")
+
+    def target_tensor(self, y, device):
+        """Class codes as an int64 tensor."""
+        return torch.as_tensor(y, dtype=torch.int64, device=device)
+
+    def inverse_link(self, raw):
+        """Class probabilities (n, n_classes): the softmax of the rows of ``raw``."""
+        shifted = np.exp(raw - raw.max(axis=1, keepdims=True))
+        return shifted / shifted.sum(axis=1, keepdims=True)

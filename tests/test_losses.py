@@ -1,0 +1,79 @@
+"""The loss objects: each loss against an independent computation, their scores, links and
+stratification, and the estimators' choice of them."""
+
+import numpy as np
+import pytest
+import torch
+from sklearn.metrics import log_loss, mean_pinball_loss, r2_score
+
+from neumiss import NeuMissClassifier, NeuMissQuantileRegressor, NeuMissRegressor
+from neumiss.network import (
+    COMBINE,
+    BinaryLogLoss,
+    MultinomialLogLoss,
+    PinballLoss,
+    SquaredError,
+)
+
+RNG = np.random.default_rng(0)
+
+
+def test_the_squared_errors_mean_and_score_are_the_mse_and_r2():
+    y, prediction = RNG.normal(size=50), RNG.normal(size=50)
+    loss = SquaredError()
+    mean = float(loss(torch.tensor(prediction[:, None]), torch.tensor(y)).mean())
+    assert mean == pytest.approx(float(np.mean((y - prediction) ** 2)))
+    assert loss.score(mean, y, None) == pytest.approx(r2_score(y, prediction))
+    assert loss.score(0.5, np.ones(4), None) == -0.5  # a constant y: minus the loss
+    assert loss.squared and not loss.logistic and loss.n_outputs == 1
+
+
+def test_the_log_losses_are_sklearns_and_their_links_its_probabilities():
+    logits = RNG.normal(size=(40, 3)) * 3
+    classes = RNG.integers(0, 3, 40)
+    multinomial = MultinomialLogLoss(3)
+    target = multinomial.target_tensor(classes, torch.device("cpu"))
+    losses = multinomial(torch.tensor(logits), target).numpy()
+    proba = multinomial.inverse_link(logits)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert losses.mean() == pytest.approx(log_loss(classes, proba, labels=[0, 1, 2]))
+    binary = BinaryLogLoss()
+    z, labels = logits[:, :1], (classes == 1).astype(float)
+    losses = binary(torch.tensor(z), binary.target_tensor(labels, torch.device("cpu")))
+    two = binary.inverse_link(z)
+    assert float(losses.mean()) == pytest.approx(log_loss(labels, two[:, 1]))
+    # one logit z is the softmax of (0, z)
+    np.testing.assert_allclose(two, multinomial.inverse_link(np.column_stack([0 * z, z, z - 1e9])
+                                                             )[:, :2], atol=1e-12)
+    assert binary.logistic and binary.combine in COMBINE and multinomial.combine in COMBINE
+
+
+def test_the_pinball_loss_is_sklearns_averaged_over_the_levels():
+    y, out = RNG.normal(size=30), RNG.normal(size=(30, 2))
+    loss = PinballLoss([0.1, 0.9])
+    mean = float(loss(torch.tensor(out), torch.tensor(y)).mean())
+    expected = np.mean([mean_pinball_loss(y, out[:, k], alpha=a) for k, a in enumerate((0.1, 0.9))])
+    assert mean == pytest.approx(expected) and loss.n_outputs == 2
+
+
+def test_class_losses_stratify_when_every_class_can_be_split():
+    y = np.array([0, 0, 1, 1, 2, 2])
+    assert MultinomialLogLoss(3).stratify(y, 3) is y
+    assert MultinomialLogLoss(3).stratify(y, 2) is None  # too few rows for every class
+    assert BinaryLogLoss().stratify(np.array([0, 0, 0, 1]), 2) is None  # a class of one row
+    assert SquaredError().stratify(y, 3) is None
+
+
+def test_each_estimator_fits_with_its_loss_object():
+    X = RNG.normal(size=(60, 2))
+    y = X[:, 0] + 0.1 * RNG.normal(size=60)
+    params = dict(depth=0, max_epochs=2, ensemble_size=1, random_state=0)
+    assert isinstance(NeuMissRegressor(**params).fit(X, y)._get_loss(), SquaredError)
+    binary = NeuMissClassifier(**params).fit(X, y > 0)
+    assert isinstance(binary._get_loss(), BinaryLogLoss)
+    multi = NeuMissClassifier(**params).fit(X, np.digitize(y, [-0.5, 0.5]))
+    assert multi._get_loss().n_outputs == 3
+    np.testing.assert_allclose(multi.predict_proba(X),
+                               multi._get_loss().inverse_link(multi.decision_function(X)))
+    quantile = NeuMissQuantileRegressor((0.1, 0.5, 0.9), **params).fit(X, y)
+    assert quantile._get_loss().quantiles == (0.1, 0.5, 0.9)
