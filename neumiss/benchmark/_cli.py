@@ -459,6 +459,9 @@ def _run_intervals(args: argparse.Namespace) -> int:
             print("error: --suite intervals: probit_sm has no closed-form oracle interval; "
                   "use MCAR, MAR or gaussian_sm", file=sys.stderr)
             return 2
+        if args.classification and (reason := interval_classes.mapie_unavailable()):
+            print(f"skipping methods {', '.join(map(repr, interval_classes.MAPIE_METHODS))}: "
+                  f"{reason}", file=sys.stderr)
         runs = interval_runner.plan(
             args.mechanisms or grid.MECHANISMS, rates, args.n_train or grid.N_TRAIN,
             args.repeats or 1,

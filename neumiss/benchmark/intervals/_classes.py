@@ -9,7 +9,8 @@ classes until they hold ``1 - alpha`` (the smallest set with that coverage for e
 row). Each :data:`METHODS` of :class:`~neumiss.intervals.ConformalClassifier` is fitted
 at ``alpha`` over one NeuMiss classifier (``"lac"`` and ``"aps"`` fitted with the same
 seed, hence the same split and network; their Mondrian forms recalibrate the same
-scores), and scored on ``n_test`` fresh rows per number of missing entries:
+scores), with MAPIE's LAC on the same calibration rows where MAPIE is installed
+(:mod:`._mapie`), and scored on ``n_test`` fresh rows per number of missing entries:
 ``classes_runs.csv`` gets rows, rows covered, summed set sizes (the method's and the
 oracle's) and empty sets; ``classes_summary.md`` pools them.
 """
@@ -24,10 +25,12 @@ import numpy as np
 from scipy.stats import norm
 
 from .._store import read_rows
+from ._mapie import MAPIE_METHODS, mapie_sets, mapie_unavailable
 from ._runner import ALPHA, BASE_PARAMS, KEY_COLUMNS, N_FEATURES, IntervalRun, Task, simulate
 
-#: Methods compared: ConformalClassifier methods, and the oracle set.
-METHODS = ("lac", "aps", "lac-mondrian", "aps-mondrian", "oracle")
+#: Methods compared: ConformalClassifier methods, MAPIE's LAC (:mod:`._mapie`; left out
+#: where MAPIE is not installed), and the oracle set.
+METHODS = ("lac", "aps", "lac-mondrian", "aps-mondrian", *MAPIE_METHODS, "oracle")
 #: The issue's grid: MCAR, MAR and self-masking, 20 repeats.
 MECHANISMS = ("MCAR", "MAR", "gaussian_sm")
 MISSING_RATES = (0.3,)
@@ -83,10 +86,14 @@ def execute_classes_run(run: IntervalRun, seed: int = 0, n_test: int = N_TEST,
         for method in (score, f"{score}-mondrian"):
             sets[method] = model.set_params(method=method).predict_set(X_test)[0]
             seconds[method] = time.perf_counter() - start
+        if score == "lac" and mapie_unavailable() is None:
+            start = time.perf_counter()
+            sets |= mapie_sets(model, X, labels, X_test, model_seed)
+            seconds |= dict.fromkeys(MAPIE_METHODS, time.perf_counter() - start)
     n_missing = np.isnan(X_test).sum(axis=1)
     oracle_size = sets["oracle"].sum(axis=1)
     rows = []
-    for method in METHODS:
+    for method in [name for name in METHODS if name in sets]:
         covered = sets[method][np.arange(labels_test.size), labels_test]
         size = sets[method].sum(axis=1)
         for q in np.unique(n_missing):
