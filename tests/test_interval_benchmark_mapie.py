@@ -7,8 +7,7 @@ from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 
-from neumiss.benchmark.intervals import IntervalRun
-from neumiss.benchmark.intervals import _classes, _mapie
+from neumiss.benchmark.intervals import IntervalRun, _classes, _mapie
 from neumiss.cli import main as cli_main
 from neumiss.intervals import SET_METHODS, ConformalClassifier, calibration_split
 from neumiss.simulation import make_regression
