@@ -66,46 +66,67 @@ def oracle_sets(proba: np.ndarray, alpha: float) -> np.ndarray:
     return sets
 
 
-def execute_classes_run(run: IntervalRun, seed: int = 0, n_test: int = N_TEST,
-                        n_features: int = N_FEATURES, alpha: float = ALPHA,
-                        base_params: dict | None = None) -> list[dict]:
-    """Simulate, fit and score one classification run; its ``classes_runs.csv`` rows."""
+def conformal_sets(X, labels, X_test, seed: int, alpha: float, params: dict,
+                   imputed=None) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    """The sets of ``X_test`` (bool (n_test, n_classes), columns the sorted labels) of
+    every :class:`~neumiss.intervals.ConformalClassifier` method of :data:`METHODS`, and
+    MAPIE's where it is installed (``imputed`` as :func:`~._mapie.mapie_sets` takes it),
+    fitted on ``(X, labels)`` over ``NeuMissClassifier(**params)`` with ``seed``; and
+    the seconds each took (fit and sets)."""
     from ...estimators import NeuMissClassifier
     from ...intervals import ConformalClassifier
 
-    params = dict(BASE_PARAMS if base_params is None else base_params)
-    X, y, truth, X_test, y_test, model_seed = simulate(run, seed, n_test, n_features)
-    cuts = np.quantile(y, np.arange(1, N_CLASSES) / N_CLASSES)
-    labels, labels_test = np.digitize(y, cuts), np.digitize(y_test, cuts)
-    sets = {"oracle": oracle_sets(class_probabilities(truth, X_test, cuts), alpha)}
-    seconds = {"oracle": 0.0}
+    sets, seconds = {}, {}
     for score in ("lac", "aps"):
         start = time.perf_counter()
         model = ConformalClassifier(NeuMissClassifier(**params), method=score, alpha=alpha,
-                                    random_state=model_seed).fit(X, labels)
+                                    random_state=seed).fit(X, labels)
         for method in (score, f"{score}-mondrian"):
             sets[method] = model.set_params(method=method).predict_set(X_test)[0]
             seconds[method] = time.perf_counter() - start
         if score == "lac" and mapie_unavailable() is None:
             start = time.perf_counter()
-            sets |= mapie_sets(model, X, labels, X_test, model_seed)
+            sets |= mapie_sets(model, X, labels, X_test, seed, imputed)
             seconds |= dict.fromkeys(MAPIE_METHODS, time.perf_counter() - start)
-    n_missing = np.isnan(X_test).sum(axis=1)
-    oracle_size = sets["oracle"].sum(axis=1)
+    return sets, seconds
+
+
+def set_rows(sets: dict, labels: np.ndarray, n_missing: np.ndarray, seconds: dict,
+             sums: dict | None = None) -> list[dict]:
+    """Per method of ``sets`` (in the order of :data:`METHODS`) and number of missing
+    entries (``n_missing``, per test row): rows, rows whose set holds their label, summed
+    set sizes, empty sets, the method's ``seconds``, and the per-group sums of the
+    per-row arrays of ``sums`` (column name -> (n_test,))."""
     rows = []
     for method in [name for name in METHODS if name in sets]:
-        covered = sets[method][np.arange(labels_test.size), labels_test]
+        covered = sets[method][np.arange(labels.size), labels]
         size = sets[method].sum(axis=1)
         for q in np.unique(n_missing):
             group = n_missing == q
-            rows.append(dict(zip(KEY_COLUMNS, run.key())) | {
+            rows.append({
                 "method": method, "n_missing": int(q), "n_rows": int(group.sum()),
                 "n_covered": int(covered[group].sum()), "size_sum": int(size[group].sum()),
-                "oracle_size_sum": int(oracle_size[group].sum()),
                 "n_empty": int((size[group] == 0).sum()),
                 "fit_seconds": f"{seconds[method]:.2f}",
-            })
+            } | {name: int(values[group].sum()) for name, values in (sums or {}).items()})
     return rows
+
+
+def execute_classes_run(run: IntervalRun, seed: int = 0, n_test: int = N_TEST,
+                        n_features: int = N_FEATURES, alpha: float = ALPHA,
+                        base_params: dict | None = None) -> list[dict]:
+    """Simulate, fit and score one classification run; its ``classes_runs.csv`` rows."""
+    params = dict(BASE_PARAMS if base_params is None else base_params)
+    X, y, truth, X_test, y_test, model_seed = simulate(run, seed, n_test, n_features)
+    cuts = np.quantile(y, np.arange(1, N_CLASSES) / N_CLASSES)
+    labels, labels_test = np.digitize(y, cuts), np.digitize(y_test, cuts)
+    sets, seconds = conformal_sets(X, labels, X_test, model_seed, alpha, params)
+    sets["oracle"] = oracle_sets(class_probabilities(truth, X_test, cuts), alpha)
+    seconds["oracle"] = 0.0
+    key = dict(zip(KEY_COLUMNS, run.key()))
+    return [key | row for row in set_rows(
+        sets, labels_test, np.isnan(X_test).sum(axis=1), seconds,
+        {"oracle_size_sum": sets["oracle"].sum(axis=1)})]
 
 
 def read_classes_runs(path) -> list[dict]:

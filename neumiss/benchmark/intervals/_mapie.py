@@ -46,18 +46,27 @@ def lac_sets(estimator, X_cal, y_cal, X_test, alpha: float) -> np.ndarray:
     return mapie.conformalize(X_cal, y_cal).predict_set(X_test)[1][:, :, 0]
 
 
-def mapie_sets(model, X, y, X_test, seed: int) -> dict[str, np.ndarray]:
+def _rows(X, index: np.ndarray):
+    """Rows ``index`` of an array or a DataFrame."""
+    return X.iloc[index] if hasattr(X, "iloc") else X[index]
+
+
+def mapie_sets(model, X, y, X_test, seed: int, imputed=None) -> dict[str, np.ndarray]:
     """``{method: sets}`` of :data:`MAPIE_METHODS` for ``X_test``, bool (n_test,
     n_classes): ``model`` is a split :class:`~neumiss.intervals.ConformalClassifier`
-    fitted on ``(X, y)`` with ``random_state=seed`` (int), whose training and
-    calibration rows, base model and ``alpha`` the MAPIE methods share."""
+    fitted on ``(X, y)`` (an array or a DataFrame) with ``random_state=seed`` (int),
+    whose training and calibration rows, base model and ``alpha`` the MAPIE methods
+    share. ``imputed``: the unfitted ``mice_linear`` model that takes ``X`` (None: the
+    registry's, for numeric arrays; a table with categories needs them dummy-coded)."""
     from ...baselines import make_baseline
     from ...intervals import calibration_split
 
     train, cal = calibration_split(len(y), model.calibration_fraction, seed)
-    mice = make_baseline("mice_linear", "classification", random_state=seed)
-    mice.fit(X[train], y[train])
+    if imputed is None:
+        imputed = make_baseline("mice_linear", "classification", random_state=seed)
+    imputed.fit(_rows(X, train), y[train])
+    X_cal, y_cal = _rows(X, cal), y[cal]
     return {
-        "mapie-lac": lac_sets(model.estimator_, X[cal], y[cal], X_test, model.alpha),
-        "mapie-lac-mice": lac_sets(mice, X[cal], y[cal], X_test, model.alpha),
+        "mapie-lac": lac_sets(model.estimator_, X_cal, y_cal, X_test, model.alpha),
+        "mapie-lac-mice": lac_sets(imputed, X_cal, y_cal, X_test, model.alpha),
     }
