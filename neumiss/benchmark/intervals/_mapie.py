@@ -23,6 +23,7 @@ from __future__ import annotations
 import importlib.util
 
 import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
 
 #: The MAPIE methods of the classification runs.
 MAPIE_METHODS = ("mapie-lac", "mapie-lac-mice")
@@ -35,13 +36,36 @@ def mapie_unavailable() -> str | None:
     return None
 
 
+class Fitted(ClassifierMixin, BaseEstimator):
+    """A fitted classifier as MAPIE's prefit mode is given it: its classes and
+    probabilities, nothing else. MAPIE probes a model holding ``n_features_in_`` with an
+    array of zeros, which a NeuMiss model fitted on a DataFrame with categories refuses
+    (it asks for the DataFrame); this one holds no ``n_features_in_``."""
+
+    def __init__(self, model):
+        self.model = model
+
+    @property
+    def classes_(self) -> np.ndarray:
+        """The model's class labels, the columns of :meth:`predict_proba`."""
+        return self.model.classes_
+
+    def predict_proba(self, X) -> np.ndarray:
+        """The model's probabilities of ``X``, (n, n_classes)."""
+        return self.model.predict_proba(X)
+
+    def predict(self, X) -> np.ndarray:
+        """The model's predicted labels of ``X``, (n,)."""
+        return self.model.predict(X)
+
+
 def lac_sets(estimator, X_cal, y_cal, X_test, alpha: float) -> np.ndarray:
     """MAPIE's split LAC sets over the fitted ``estimator``, calibrated on ``(X_cal,
     y_cal)``, for ``X_test`` at miscoverage ``alpha``: bool (n_test, n_classes), the
     columns in the order of ``estimator.classes_``."""
     from mapie.classification import SplitConformalClassifier
 
-    mapie = SplitConformalClassifier(estimator, confidence_level=1 - alpha,
+    mapie = SplitConformalClassifier(Fitted(estimator), confidence_level=1 - alpha,
                                      conformity_score="lac", prefit=True)
     return mapie.conformalize(X_cal, y_cal).predict_set(X_test)[1][:, :, 0]
 
