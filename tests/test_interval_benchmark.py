@@ -94,7 +94,8 @@ def test_runs_in_worker_processes_give_the_rows_of_one_process_and_resume(tmp_pa
     (["--methods", "em"], "--methods: not an option of --suite intervals"),
     (["--mechanisms", "probit_sm"], "no closed-form oracle"),
     (["--missing-rates", "1.5"], "--missing-rates must lie in (0, 1)"),
-    (["--tasks", "titanic"], "--tasks: not an option of --suite intervals"),
+    (["--n-features", "5"], "--n-features: not an option of --suite intervals"),
+    (["--tasks", "titanic"], "select real tasks: add --classification --real"),
 ])
 def test_bad_interval_options_give_one_line_errors(argv, message, capsys, tmp_path):
     code = cli_main(["benchmark", "--suite", "intervals", *argv, "--out", str(tmp_path)])

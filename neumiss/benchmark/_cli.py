@@ -31,6 +31,7 @@ from ._report import FIGURE_FILE, SUMMARY_FILE, write_report
 from ._runner import run_benchmark
 from ._store import RUNS_FILE, read_runs
 from .intervals import _classes as interval_classes
+from .intervals import _real as interval_real
 from .intervals import _runner as interval_runner
 from .realdata import _methods as real_methods
 from .realdata._cache import DEFAULT_CACHE
@@ -47,7 +48,7 @@ SUITE_OPTIONS = {
                   "neumiss_depths", "mlp_widths", "methods", "jobs", "threads"),
     "real": ("tasks", "half", "cache", "neumiss_params", "methods", "jobs", "threads"),
     "intervals": ("mechanisms", "n_train", "n_test", "missing_rates", "jobs", "threads",
-                  "classification"),
+                  "classification", "real", "tasks", "half", "cache"),
 }
 
 #: The ``--quick`` preset: a small grid, to try the command or check a change.
@@ -219,6 +220,13 @@ def _add_interval_options(intervals) -> None:
         f"{' '.join(interval_classes.MECHANISMS)}, missing rate "
         f"{' '.join(map(str, interval_classes.MISSING_RATES))}, --n-train "
         f"{' '.join(map(str, interval_classes.N_TRAIN))}, --n-test {interval_classes.N_TEST})",
+    )
+    intervals.add_argument(
+        "--real", action="store_true",
+        help="with --classification: the sets on the real-data suite's binary tasks "
+        "(--tasks, --half and --cache select them; --repeats: cross-validation repeats, "
+        f"default {REAL_REPEATS}) instead of simulated classes, into "
+        f"OUT/{interval_real.RUNS_FILE} and OUT/{interval_real.SUMMARY_FILE}",
     )
 
 
@@ -443,10 +451,55 @@ def _available(methods: dict, names) -> list[str]:
     return available
 
 
+def _say_mapie_skipped() -> None:
+    """Name the MAPIE methods on stderr, with the reason, where MAPIE is not installed."""
+    if reason := interval_classes.mapie_unavailable():
+        print(f"skipping methods {', '.join(map(repr, interval_classes.MAPIE_METHODS))}: "
+              f"{reason}", file=sys.stderr)
+
+
+def _run_interval_real(args: argparse.Namespace) -> int:
+    """``neumiss benchmark --suite intervals --classification --real``; the exit status."""
+    from .realdata._cache import CacheMissingError
+
+    out = args.out or OUT["intervals"]
+    tasks = interval_real.binary_tasks(args.tasks, args.half)
+    if not args.classification or not tasks:
+        print("error: --real needs --classification and a binary task among --tasks "
+              "(and --half)", file=sys.stderr)
+        return 2
+    if not args.report_only:
+        _say_mapie_skipped()
+        try:
+            computed, skipped = interval_real.run_real_classes(
+                tasks, out, args.cache or DEFAULT_CACHE, repeats=args.repeats or REAL_REPEATS,
+                seed=args.seed, threads=args.threads, progress=not args.no_progress)
+        except CacheMissingError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt as error:
+            return _interrupted(error, out, "task repeats")
+        print(f"{computed} task repeats computed, {skipped} already in "
+              f"{out / interval_real.RUNS_FILE}")
+    if not interval_real.read_real_classes_runs(out / interval_real.RUNS_FILE):
+        print(f"error: no runs in {out / interval_real.RUNS_FILE}", file=sys.stderr)
+        return 1
+    for path in interval_real.write_real_classes_report(out):
+        print(f"wrote {path}")
+    print((out / interval_real.SUMMARY_FILE).read_text())
+    return 0
+
+
 def _run_intervals(args: argparse.Namespace) -> int:
     """``neumiss benchmark --suite intervals``; return the exit status."""
     from .intervals import _report as interval_report
 
+    if args.real:
+        return _run_interval_real(args)
+    if args.tasks or args.half or args.cache:
+        print("error: --tasks, --half and --cache select real tasks: add --classification "
+              "--real", file=sys.stderr)
+        return 2
     out = args.out or OUT["intervals"]
     grid = interval_classes if args.classification else interval_runner
     task = interval_classes.CLASSIFICATION if args.classification else interval_runner.REGRESSION
@@ -459,6 +512,8 @@ def _run_intervals(args: argparse.Namespace) -> int:
             print("error: --suite intervals: probit_sm has no closed-form oracle interval; "
                   "use MCAR, MAR or gaussian_sm", file=sys.stderr)
             return 2
+        if args.classification:
+            _say_mapie_skipped()
         runs = interval_runner.plan(
             args.mechanisms or grid.MECHANISMS, rates, args.n_train or grid.N_TRAIN,
             args.repeats or 1,

@@ -15,6 +15,7 @@ from ._mda import MDAExactMethod, MDANestedMethod
 from ._methods import Calibration, CQRMethod, IntervalMethod, MondrianMethod, SplitMethod
 from ._ranks import confident_rank, required_calibration_rows, upper_rank
 from ._sets import SET_METHODS, APSScore, LACScore, SetMethod
+from ._split import calibration_split
 
 __all__ = [
     "CROSS_ROWS",
@@ -33,6 +34,7 @@ __all__ = [
     "SetMethod",
     "SplitMethod",
     "assign_cells",
+    "calibration_split",
     "confident_rank",
     "mask_cells",
     "required_calibration_rows",

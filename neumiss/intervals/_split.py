@@ -65,6 +65,18 @@ def check_alpha(alpha, n_calibration: int | None = None,
     return float(alpha)
 
 
+def calibration_split(n: int, calibration_fraction: float,
+                      random_state=None) -> tuple[np.ndarray, np.ndarray]:
+    """The rows a split fit of ``n`` rows trains on and those it calibrates on (sorted
+    indices, ``ceil(calibration_fraction * n)`` calibrating), drawn by the next permutation
+    of ``random_state`` (int, RandomState or None). A split ``fit`` draws them first from
+    its ``random_state``: the same seed gives the fit's rows (to calibrate another method
+    on the same rows, as the interval benchmark does)."""
+    n_cal = int(math.ceil(calibration_fraction * n))
+    order = check_random_state(random_state).permutation(n)
+    return np.sort(order[n_cal:]), np.sort(order[:n_cal])
+
+
 class SplitConformal(BaseEstimator):
     """Split conformal prediction: the fit and calibration both estimators share
     (module docstring). Not used on its own."""
@@ -137,15 +149,14 @@ class SplitConformal(BaseEstimator):
         if n_folds is not None:
             self._fit_cross(X, y, method, n_folds, rng)
             return self
-        n_cal = int(math.ceil(self.calibration_fraction * n))
+        train, cal = calibration_split(n, self.calibration_fraction, rng)
+        n_cal = cal.size
         check_alpha(self.alpha, n_cal, self._confidence(method))
         if n - n_cal < 2:
             raise ValueError(
                 f"{type(self).__name__}: {n} rows leave {n - n_cal} to train the base model "
                 f"with calibration_fraction={self.calibration_fraction}; give more rows"
             )
-        order = rng.permutation(n)
-        train, cal = np.sort(order[n_cal:]), np.sort(order[:n_cal])
         base = self._base_estimator(int(rng.randint(np.iinfo(np.int32).max)))
         self.estimator_ = base.fit(take_rows(X, train), y[train])
         self._check_base(self.estimator_, y[train])

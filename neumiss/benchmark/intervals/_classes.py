@@ -9,7 +9,8 @@ classes until they hold ``1 - alpha`` (the smallest set with that coverage for e
 row). Each :data:`METHODS` of :class:`~neumiss.intervals.ConformalClassifier` is fitted
 at ``alpha`` over one NeuMiss classifier (``"lac"`` and ``"aps"`` fitted with the same
 seed, hence the same split and network; their Mondrian forms recalibrate the same
-scores), and scored on ``n_test`` fresh rows per number of missing entries:
+scores), with MAPIE's LAC on the same calibration rows where MAPIE is installed
+(:mod:`._mapie`), and scored on ``n_test`` fresh rows per number of missing entries:
 ``classes_runs.csv`` gets rows, rows covered, summed set sizes (the method's and the
 oracle's) and empty sets; ``classes_summary.md`` pools them.
 """
@@ -24,10 +25,12 @@ import numpy as np
 from scipy.stats import norm
 
 from .._store import read_rows
+from ._mapie import MAPIE_METHODS, mapie_sets, mapie_unavailable
 from ._runner import ALPHA, BASE_PARAMS, KEY_COLUMNS, N_FEATURES, IntervalRun, Task, simulate
 
-#: Methods compared: ConformalClassifier methods, and the oracle set.
-METHODS = ("lac", "aps", "lac-mondrian", "aps-mondrian", "oracle")
+#: Methods compared: ConformalClassifier methods, MAPIE's LAC (:mod:`._mapie`; left out
+#: where MAPIE is not installed), and the oracle set.
+METHODS = ("lac", "aps", "lac-mondrian", "aps-mondrian", *MAPIE_METHODS, "oracle")
 #: The issue's grid: MCAR, MAR and self-masking, 20 repeats.
 MECHANISMS = ("MCAR", "MAR", "gaussian_sm")
 MISSING_RATES = (0.3,)
@@ -63,42 +66,67 @@ def oracle_sets(proba: np.ndarray, alpha: float) -> np.ndarray:
     return sets
 
 
+def conformal_sets(X, labels, X_test, seed: int, alpha: float, params: dict,
+                   imputed=None) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    """The sets of ``X_test`` (bool (n_test, n_classes), columns the sorted labels) of
+    every :class:`~neumiss.intervals.ConformalClassifier` method of :data:`METHODS`, and
+    MAPIE's where it is installed (``imputed`` as :func:`~._mapie.mapie_sets` takes it),
+    fitted on ``(X, labels)`` over ``NeuMissClassifier(**params)`` with ``seed``; and
+    the seconds each took (fit and sets)."""
+    from ...estimators import NeuMissClassifier
+    from ...intervals import ConformalClassifier
+
+    sets, seconds = {}, {}
+    for score in ("lac", "aps"):
+        start = time.perf_counter()
+        model = ConformalClassifier(NeuMissClassifier(**params), method=score, alpha=alpha,
+                                    random_state=seed).fit(X, labels)
+        for method in (score, f"{score}-mondrian"):
+            sets[method] = model.set_params(method=method).predict_set(X_test)[0]
+            seconds[method] = time.perf_counter() - start
+        if score == "lac" and mapie_unavailable() is None:
+            start = time.perf_counter()
+            sets |= mapie_sets(model, X, labels, X_test, seed, imputed)
+            seconds |= dict.fromkeys(MAPIE_METHODS, time.perf_counter() - start)
+    return sets, seconds
+
+
+def set_rows(sets: dict, labels: np.ndarray, n_missing: np.ndarray, seconds: dict,
+             sums: dict | None = None) -> list[dict]:
+    """Per method of ``sets`` (in the order of :data:`METHODS`) and number of missing
+    entries (``n_missing``, per test row): rows, rows whose set holds their label, summed
+    set sizes, empty sets, the method's ``seconds``, and the per-group sums of the
+    per-row arrays of ``sums`` (column name -> (n_test,))."""
+    rows = []
+    for method in [name for name in METHODS if name in sets]:
+        covered = sets[method][np.arange(labels.size), labels]
+        size = sets[method].sum(axis=1)
+        for q in np.unique(n_missing):
+            group = n_missing == q
+            rows.append({
+                "method": method, "n_missing": int(q), "n_rows": int(group.sum()),
+                "n_covered": int(covered[group].sum()), "size_sum": int(size[group].sum()),
+                "n_empty": int((size[group] == 0).sum()),
+                "fit_seconds": f"{seconds[method]:.2f}",
+            } | {name: int(values[group].sum()) for name, values in (sums or {}).items()})
+    return rows
+
+
 def execute_classes_run(run: IntervalRun, seed: int = 0, n_test: int = N_TEST,
                         n_features: int = N_FEATURES, alpha: float = ALPHA,
                         base_params: dict | None = None) -> list[dict]:
     """Simulate, fit and score one classification run; its ``classes_runs.csv`` rows."""
-    from ...estimators import NeuMissClassifier
-    from ...intervals import ConformalClassifier
-
     params = dict(BASE_PARAMS if base_params is None else base_params)
     X, y, truth, X_test, y_test, model_seed = simulate(run, seed, n_test, n_features)
     cuts = np.quantile(y, np.arange(1, N_CLASSES) / N_CLASSES)
     labels, labels_test = np.digitize(y, cuts), np.digitize(y_test, cuts)
-    sets = {"oracle": oracle_sets(class_probabilities(truth, X_test, cuts), alpha)}
-    seconds = {"oracle": 0.0}
-    for score in ("lac", "aps"):
-        start = time.perf_counter()
-        model = ConformalClassifier(NeuMissClassifier(**params), method=score, alpha=alpha,
-                                    random_state=model_seed).fit(X, labels)
-        for method in (score, f"{score}-mondrian"):
-            sets[method] = model.set_params(method=method).predict_set(X_test)[0]
-            seconds[method] = time.perf_counter() - start
-    n_missing = np.isnan(X_test).sum(axis=1)
-    oracle_size = sets["oracle"].sum(axis=1)
-    rows = []
-    for method in METHODS:
-        covered = sets[method][np.arange(labels_test.size), labels_test]
-        size = sets[method].sum(axis=1)
-        for q in np.unique(n_missing):
-            group = n_missing == q
-            rows.append(dict(zip(KEY_COLUMNS, run.key())) | {
-                "method": method, "n_missing": int(q), "n_rows": int(group.sum()),
-                "n_covered": int(covered[group].sum()), "size_sum": int(size[group].sum()),
-                "oracle_size_sum": int(oracle_size[group].sum()),
-                "n_empty": int((size[group] == 0).sum()),
-                "fit_seconds": f"{seconds[method]:.2f}",
-            })
-    return rows
+    sets, seconds = conformal_sets(X, labels, X_test, model_seed, alpha, params)
+    sets["oracle"] = oracle_sets(class_probabilities(truth, X_test, cuts), alpha)
+    seconds["oracle"] = 0.0
+    key = dict(zip(KEY_COLUMNS, run.key()))
+    return [key | row for row in set_rows(
+        sets, labels_test, np.isnan(X_test).sum(axis=1), seconds,
+        {"oracle_size_sum": sets["oracle"].sum(axis=1)})]
 
 
 def read_classes_runs(path) -> list[dict]:
