@@ -301,7 +301,8 @@ class FitPlan:
                      estimator.weight_sharing, candidate_mlp_depths(estimator.mlp_depth),
                      rows.train, rows.val, objective, self.training_config(), seed)
         options = {"verbose": int(estimator.verbose), "label": type(estimator).__name__,
-                   "n_members": int(estimator.ensemble_size), "combine": estimator._get_loss().combine,
+                   "n_members": int(estimator.ensemble_size),
+                   "combine": estimator._get_loss().combine,
                    "mask_skip": estimator.mask_skip, "spline": estimator.spline}
         if isinstance(rows.train, TrainingData):
             return search_depths(*arguments, **options,

@@ -16,6 +16,7 @@ from ._data import TrainingData, evaluate_loss
 from ._device import apply_on_device, standardize
 from ._divergence import DivergenceWarning, constant_output
 from ._ensemble import COMBINE, EPSILON, EnsembleNetwork, combine_outputs, first_equal_blocks
+from ._losses import BinaryLogLoss, MultinomialLogLoss, PinballLoss, SquaredError, TargetLoss
 from ._optimizer import OPTIMIZERS
 from ._parallel import EvenBatches, all_reduced_loss, data_parallel
 from ._search import (
@@ -28,7 +29,6 @@ from ._search import (
     search_depths,
 )
 from ._spline import SPLINE_BINS, SPLINE_MAX_RAMPS, PiecewiseLinearEncoding, quantile_ramps
-from ._losses import BinaryLogLoss, MultinomialLogLoss, PinballLoss, SquaredError, TargetLoss
 from ._stacked import StackedNetwork
 from ._start import MIDPOINT_ROWS_PER_FEATURE, moment_scale, observed_moments, start_from_moments
 from ._training import (

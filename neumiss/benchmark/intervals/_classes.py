@@ -129,15 +129,17 @@ def execute_classes_run(run: IntervalRun, seed: int = 0, n_test: int = N_TEST,
         {"oracle_size_sum": sets["oracle"].sum(axis=1)})]
 
 
+def check_set_row(row: dict) -> None:
+    """Refuse a row of a prediction sets' runs file whose method is unknown or whose
+    counts are not whole numbers (ValueError)."""
+    if row["method"] not in METHODS:
+        raise ValueError(f"unknown method {row['method']!r}")
+    int(row["n_rows"]), int(row["n_covered"]), int(row["size_sum"])
+
+
 def read_classes_runs(path) -> list[dict]:
     """Rows of a ``classes_runs.csv`` (strings); [] when there is none."""
-
-    def check(row):
-        if row["method"] not in METHODS:
-            raise ValueError(f"unknown method {row['method']!r}")
-        int(row["n_rows"]), int(row["n_covered"]), int(row["size_sum"])
-
-    return read_rows(path, COLUMNS, check, "interval benchmark (classification)")
+    return read_rows(path, COLUMNS, check_set_row, "interval benchmark (classification)")
 
 
 #: The suite's prediction sets, for :func:`~._runner.run_intervals`.

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._processes import limited_threads
 from .._store import RunsWriter, read_rows
-from ._classes import METHODS, MIN_GROUP_ROWS, conformal_sets, set_rows
+from ._classes import METHODS, MIN_GROUP_ROWS, check_set_row, conformal_sets, set_rows
 from ._runner import ALPHA, BASE_PARAMS
 
 RUNS_FILE = "real_classes_runs.csv"
@@ -65,13 +65,7 @@ def execute_task(task, cache, repeat: int, seed: int = 0, alpha: float = ALPHA,
 
 def read_real_classes_runs(path) -> list[dict]:
     """Rows of a ``real_classes_runs.csv`` (strings); [] when there is none."""
-
-    def check(row):
-        if row["method"] not in METHODS:
-            raise ValueError(f"unknown method {row['method']!r}")
-        int(row["n_rows"]), int(row["n_covered"]), int(row["size_sum"])
-
-    return read_rows(path, COLUMNS, check, "interval benchmark (real binary tasks)")
+    return read_rows(path, COLUMNS, check_set_row, "interval benchmark (real binary tasks)")
 
 
 def run_real_classes(tasks: list, out: Path, cache, *, repeats: int = REPEATS, seed: int = 0,
