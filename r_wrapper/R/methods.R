@@ -29,7 +29,8 @@
 #'   (row) per row of `newdata`: rows with missing predictors get predictions.
 #'   A `newdata` without rows gives a prediction without values (length 0, or
 #'   0 rows).
-#'   A factor level not seen at fit is treated as missing, with a warning.
+#'   A factor level not seen at fit is treated as missing, with a warning when
+#'   such values are more than one in twenty of the column's values.
 #'   With `interval = "prediction"`, a matrix with columns `fit`, `lwr` and
 #'   `upr`, as [stats::predict.lm()] returns: the interval holds the response
 #'   with probability `level` within each cell of patterns of missing

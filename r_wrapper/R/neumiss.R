@@ -19,7 +19,8 @@
 #'   value marks the whole group missing, so the network treats it as a
 #'   missing value, not as "none of the levels". The levels are stored in the
 #'   fit (`xlevels`). At prediction a level not seen at fit is treated as
-#'   missing, with a warning. The `NA` level of a factor made by [addNA()] is a
+#'   missing, with a warning when such values are more than one in twenty of
+#'   the column's values. The `NA` level of a factor made by [addNA()] is a
 #'   category of its own, named `"<NA>"` (an `NA` value of such a factor is not
 #'   missing).
 #' * Ordered factors keep their order: they are numeric, the scores 1, 2, ...,
