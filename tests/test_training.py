@@ -31,7 +31,7 @@ from neumiss.network._divergence import (
     DivergenceGuard,
 )
 from neumiss.network._stopping import ABANDON_EPOCHS, Checkpoint, EarlyStopping, abandon_level
-from neumiss.network._training import PlateauSchedule, ProgressReport
+from neumiss.network._training import PlateauSchedule, TrainingResult
 
 CPU = torch.device("cpu")
 
@@ -342,19 +342,55 @@ def test_weights_worse_than_the_constant_on_the_training_rows_are_replaced_by_it
 # ------------------------------------------------------------------ progress report
 
 
-def test_progress_report_shows_each_epoch_when_verbose(capsys):
+def test_the_progress_bar_shows_each_epoch_when_verbose(capsys):
+    from neumiss.network import EpochLosses, ProgressBar
+
     for verbose in (1, 0):
-        progress, epochs = ProgressReport(3, "Net", verbose=verbose), []
-        for epoch in progress:
-            epochs.append(epoch)
-            progress.show(0.5, 0.25, 0.75)
-        progress.close()
-        assert epochs == [1, 2, 3]
+        progress = ProgressBar("Net", verbose=verbose)
+        progress.on_train_begin(None, TrainingConfig(max_epochs=3))
+        for epoch in (1, 2, 3):
+            assert progress.on_epoch_end(epoch, EpochLosses(0.5, 0.25, 0.75, 0.01)) is False
+        progress.on_train_end(TrainingResult())
         shown = capsys.readouterr().err
         if verbose:
             assert "Net" in shown and "train_loss=0.5" in shown and "val_score=0.75" in shown
+            assert "3/3" in shown
         else:
             assert shown == ""
+
+
+def test_callbacks_see_every_epoch_and_can_stop_the_training():
+    """A callback is called at the start, after each epoch with its losses (those of the
+    history) and at the end with the result; True after an epoch stops the training there,
+    and the weights kept are still the best epoch's."""
+    from neumiss.network import Callback
+
+    class Recorder(Callback):
+        def __init__(self, stop_after):
+            self.calls, self.stop_after = [], stop_after
+
+        def on_train_begin(self, network, config):
+            self.calls.append(("begin", config.max_epochs))
+
+        def on_epoch_end(self, epoch, losses):
+            self.calls.append((epoch, losses.val_loss))
+            return epoch == self.stop_after
+
+        def on_train_end(self, result):
+            self.calls.append(("end", result.n_epochs))
+
+    config = TrainingConfig(max_epochs=10, patience=100, learning_rate=0.05)
+    for stop_after, epochs in ((None, 10), (3, 3)):
+        network, generator = NeuMissNetwork(3, depth=1), torch.Generator().manual_seed(0)
+        network.reset_parameters(generator)
+        recorder = Recorder(stop_after)
+        result = train(network, _data(), _data(60, seed=1), _mse, config, generator,
+                       callbacks=[recorder])
+        assert result.n_epochs == epochs
+        assert recorder.calls == [("begin", 10),
+                                  *zip(range(1, epochs + 1), result.history["val_loss"]),
+                                  ("end", epochs)]
+        assert result.best_val_loss == min(result.history["val_loss"])
 
 
 # ------------------------------------------------------------------ train

@@ -11,6 +11,7 @@ estimators. May import :mod:`neumiss.checks`, :mod:`neumiss.simulation` and
 from ._analytic import analytic_network, set_analytic_weights, set_chebyshev_weights
 from ._block import NeuMissBlock, NeuMissNetwork
 from ._calibration import TEMPERATURE_BOUNDS, Temperature, fit_temperature
+from ._callbacks import Callback, EpochLosses, ProgressBar
 from ._choice import DEPTH_PATIENCE, UNTIE_ROWS_PER_PARAMETER, clearly_better, clearly_lower
 from ._data import TrainingData, evaluate_loss
 from ._device import apply_on_device, standardize
@@ -50,11 +51,13 @@ __all__ = [
     "AUTO_MLP_WIDTH",
     "BinaryLogLoss",
     "COMBINE",
+    "Callback",
     "Candidate",
     "DepthSearch",
     "DEPTH_PATIENCE",
     "DivergenceWarning",
     "EPSILON",
+    "EpochLosses",
     "EnsembleNetwork",
     "EvenBatches",
     "GPU_AUTO_BATCH_SIZE",
@@ -65,6 +68,7 @@ __all__ = [
     "OPTIMIZERS",
     "Objective",
     "PiecewiseLinearEncoding",
+    "ProgressBar",
     "PinballLoss",
     "SPLINE_BINS",
     "SPLINE_MAX_RAMPS",

@@ -4,8 +4,8 @@
 objects: the optimizer and its plateau learning-rate schedule
 (:class:`PlateauSchedule`), early stopping with the best weights
 (:class:`~._stopping.EarlyStopping`), the divergence guard with its back-off and
-constant fallback (:class:`~._divergence.DivergenceGuard`) and the progress bar
-(:class:`ProgressReport`).
+constant fallback (:class:`~._divergence.DivergenceGuard`), and the callbacks
+(:mod:`~._callbacks`: the progress bar, and any the caller hangs on the loop).
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from ..checks import warn_user
+from ._callbacks import Callback, EpochLosses, ProgressBar
 from ._data import LossFunction, ScoreFunction, TrainingData, evaluate_loss
 from ._divergence import EXACT_LOSS, DivergenceGuard, DivergenceWarning
 from ._graphs import GraphedSteps, eager_step, graphs_pay
@@ -258,28 +258,6 @@ def divergence_report(
     return f"{description}: {'; '.join(parts)}; {hint}"
 
 
-class ProgressReport:
-    """The progress bar of a training: one step per epoch, its losses and score shown.
-
-    Hidden with ``verbose <= 0``, left on screen when done with ``verbose > 1``.
-    Iterating it gives the epochs ``1 .. max_epochs``.
-    """
-
-    def __init__(self, max_epochs: int, description: str, verbose: int) -> None:
-        self._bar = tqdm(range(1, max_epochs + 1), desc=description, disable=verbose <= 0,
-                         leave=verbose > 1, unit="epoch")
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._bar)
-
-    def show(self, train_loss: float, val_loss: float, val_score: float) -> None:
-        self._bar.set_postfix(train_loss=f"{train_loss:.4g}", val_loss=f"{val_loss:.4g}",
-                              val_score=f"{val_score:.4g}")
-
-    def close(self) -> None:
-        self._bar.close()
-
-
 def _train_epoch(network: nn.Module, data, optimizer: Steps, loss_fn: LossFunction,
                  batch_size: int, generator: torch.Generator,
                  graphs: GraphedSteps | None = None) -> float:
@@ -348,6 +326,16 @@ def _kept(result: TrainingResult, stopping: EarlyStopping, divergence: Divergenc
         result.constant, result.best_epoch = True, 0
 
 
+def _measure_kept(result: TrainingResult, network: nn.Module, train_data, val_data,
+                  loss_fn: LossFunction, score_fn: ScoreFunction, evaluate) -> None:
+    """When the weights kept are no epoch's (every epoch diverged, or the constant replaced
+    them), their loss, measured anew, in ``result``."""
+    if result.best_epoch == 0 and (result.rejected is not None or not result.constant):
+        result.best_val_loss = (evaluate_loss(network, train_data, loss_fn) if val_data is None
+                                else evaluate(network, val_data, loss_fn))
+        result.best_val_score = score_fn(result.best_val_loss)
+
+
 def _first_candidate(network: nn.Module, val_data: TrainingData | None, loss_fn: LossFunction,
                      score_fn: ScoreFunction, divergence: DivergenceGuard | None,
                      keep_start: bool, evaluate) -> Checkpoint | None:
@@ -376,6 +364,7 @@ def train(
     best_seen: float = math.inf,
     evaluate: Callable[[nn.Module, TrainingData, LossFunction], float] = evaluate_loss,
     keep_start: bool = False,
+    callbacks: Sequence[Callback] = (),
 ) -> TrainingResult:
     """Train ``network`` in place; on return it holds the best validation weights.
 
@@ -429,6 +418,11 @@ def train(
     :func:`~neumiss.network._parallel.all_reduced_loss`). Without the guard,
     ``keep_start`` makes the initial weights (a network started from another fit) the
     first candidate to beat: an epoch is kept only if it validates better.
+
+    ``callbacks`` (:class:`~neumiss.network.Callback`) are called at the start, after
+    each epoch, and at the end, after the progress bar (``verbose``); one that returns
+    True after an epoch stops the training there (the best weights are kept as when
+    early stopping ends it).
     """
     if guard and not isinstance(train_data, TrainingData):
         raise TypeError("the divergence guard needs the training rows in memory (TrainingData)")
@@ -440,37 +434,35 @@ def train(
         _first_candidate(network, val_data, loss_fn, score_fn, divergence, keep_start,
                          evaluate),
         math.inf if divergence is None else abandon_level(best_seen, divergence.loss))
-    progress = ProgressReport(config.max_epochs, description, verbose)
+    callbacks = [ProgressBar(description, verbose), *callbacks]
+    for callback in callbacks:
+        callback.on_train_begin(network, config)
     result = TrainingResult(history={key: [] for key in HISTORY})
     batch_size = _batch_size(config.batch_size, train_data)
     graphs = GraphedSteps(batch_size) if graphs_pay(train_data, batch_size) else None
-    for epoch in progress:
+    for epoch in range(1, config.max_epochs + 1):
         train_loss = _train_epoch(network, train_data, schedule.optimizer, loss_fn, batch_size,
                                   generator, graphs)
         val_loss = train_loss if val_data is None else evaluate(network, val_data, loss_fn)
-        score = score_fn(val_loss)
-        result.record(epoch, train_loss, val_loss, score, schedule.learning_rate)
+        losses = EpochLosses(train_loss, val_loss, score_fn(val_loss), schedule.learning_rate)
+        result.record(epoch, *losses)
         cause = (_check_finite(epoch, train_loss) if divergence is None
                  else divergence.check(train_loss, val_loss))
-        progress.show(train_loss, val_loss, score)
+        asked = [callback.on_epoch_end(epoch, losses) for callback in callbacks]
         if cause is None:
-            stopping.update(epoch, val_loss, score)
+            stopping.update(epoch, val_loss, losses.val_score)
             schedule.step(val_loss)
-            if stopping.should_stop(epoch) or schedule.exhausted:
+            if stopping.should_stop(epoch) or schedule.exhausted or any(asked):
                 break
         elif not _back_off(divergence, stopping, schedule, epoch, cause):
             break
-    progress.close()
     _kept(result, stopping, divergence, train_data)
-    if result.best_epoch == 0 and (result.rejected is not None or not result.constant):
-        # The weights kept are no epoch's (every epoch diverged, or the constant replaced
-        # them): their loss is measured anew.
-        result.best_val_loss = (evaluate_loss(network, train_data, loss_fn) if val_data is None
-                                else evaluate(network, val_data, loss_fn))
-        result.best_val_score = score_fn(result.best_val_loss)
+    _measure_kept(result, network, train_data, val_data, loss_fn, score_fn, evaluate)
     network.eval()
     if divergence is not None:
         result.warning = divergence_report(description, result, config, divergence.stopped)
         if warn and result.warning is not None:
             warn_user(result.warning, DivergenceWarning)
+    for callback in callbacks:
+        callback.on_train_end(result)
     return result
