@@ -83,12 +83,10 @@ def worker_estimator(estimator, sample, statistics, n_rows: int, n_processes: in
     ``sample`` (``estimator`` fitted on the sample) as one candidate, the encoder of the
     sample, the standardization of ``statistics`` (every row's), a seed drawn from
     ``random_state``, and each process's batch: ``batch_size``, or the automatic batch of
-    its share (``1 / n_processes``) of the ``n_rows`` rows' training rows (the global
-    batch is ``n_processes`` times larger: each epoch takes ``1 / n_processes`` of the
-    steps of one process, whose cost, bound by the operations launched at d = 20, did
-    not halve with half the rows: 2 processes took 1.16 times one process's time with
-    half batches, 0.83 times with these, 1e6 rows, at the same gap to the Bayes rate).
-    Its members start from the sample's network (``sample_network``), trained further
+    its share (``1 / n_processes``) of the ``n_rows`` rows' training rows: the global
+    batch is ``n_processes`` times larger, and each epoch ``1 / n_processes`` of one
+    process's steps, whose cost does not halve with half the rows (results/README.md,
+    issue 46). Its members start from the sample's network (``sample_network``), trained further
     on every row."""
     fraction = estimator.validation_fraction
     fraction = HOLDOUT_FRACTION if fraction == "auto" else float(fraction)

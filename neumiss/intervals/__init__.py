@@ -12,7 +12,14 @@ from ._classifier import ConformalClassifier
 from ._conformal import METHODS, ConformalRegressor
 from ._cross import CROSS_ROWS
 from ._mda import MDAExactMethod, MDANestedMethod
-from ._methods import Calibration, CQRMethod, IntervalMethod, MondrianMethod, SplitMethod
+from ._methods import (
+    Calibration,
+    CQRMethod,
+    IntervalMethod,
+    MondrianMethod,
+    SplitMethod,
+    take_rows,
+)
 from ._ranks import confident_rank, required_calibration_rows, upper_rank
 from ._sets import SET_METHODS, APSScore, LACScore, SetMethod
 from ._split import calibration_split
@@ -38,5 +45,6 @@ __all__ = [
     "confident_rank",
     "mask_cells",
     "required_calibration_rows",
+    "take_rows",
     "upper_rank",
 ]

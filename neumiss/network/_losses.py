@@ -5,8 +5,8 @@ loss object (:class:`SquaredError`, :class:`BinaryLogLoss`,
 :class:`MultinomialLogLoss` or :class:`PinballLoss`), which says everything the fit
 needs to know about the target:
 
-- ``loss(output, target)``: the loss of each row, (batch, n_outputs), (batch,) ->
-  (batch,);
+- ``loss(output, target)`` (calling the object): the loss of each row,
+  (batch, n_outputs), (batch,) -> (batch,);
 - ``n_outputs``, and ``combine``, how an ensemble's members' outputs combine
   (:data:`~neumiss.network.COMBINE`);
 - ``target_tensor(y, device)``: the encoded targets as the loss reads them;
@@ -28,7 +28,7 @@ from scipy.special import expit
 
 
 class TargetLoss:
-    """What every loss object has; the subclasses define ``loss`` and ``n_outputs``."""
+    """What every loss object has; the subclasses define ``__call__`` and ``n_outputs``."""
 
     n_outputs = 1
     combine = "mean"
@@ -36,9 +36,7 @@ class TargetLoss:
     logistic = False
 
     def __call__(self, output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        return self.loss(output, target)
-
-    def loss(self, output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """The loss of each row: (batch, n_outputs), (batch,) -> (batch,)."""
         raise NotImplementedError
 
     def target_tensor(self, y: np.ndarray, device: torch.device) -> torch.Tensor:
@@ -63,7 +61,7 @@ class SquaredError(TargetLoss):
 
     squared = True
 
-    def loss(self, output, target):
+    def __call__(self, output, target):
         return (output[:, 0] - target) ** 2
 
     def score(self, val_loss, y_val, w_val):
@@ -86,7 +84,7 @@ class PinballLoss(TargetLoss):
         self.quantiles = tuple(float(q) for q in quantiles)
         self.n_outputs = len(self.quantiles)
 
-    def loss(self, output, target):
+    def __call__(self, output, target):
         levels = torch.as_tensor(self.quantiles, dtype=output.dtype, device=output.device)
         error = target[:, None] - output
         return torch.maximum(levels * error, (levels - 1) * error).mean(dim=1)
@@ -108,7 +106,7 @@ class BinaryLogLoss(_ClassLoss):
     combine = "binary_probability"
     logistic = True
 
-    def loss(self, output, target):
+    def __call__(self, output, target):
         return F.binary_cross_entropy_with_logits(output[:, 0], target, reduction="none")
 
     def inverse_link(self, raw):
@@ -131,7 +129,7 @@ class MultinomialLogLoss(_ClassLoss):
     def __init__(self, n_classes: int) -> None:
         self.n_outputs = int(n_classes)
 
-    def loss(self, output, target):
+    def __call__(self, output, target):
         return F.cross_entropy(output, target, reduction="none")
 
     def target_tensor(self, y, device):

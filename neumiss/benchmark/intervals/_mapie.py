@@ -70,11 +70,6 @@ def lac_sets(estimator, X_cal, y_cal, X_test, alpha: float) -> np.ndarray:
     return mapie.conformalize(X_cal, y_cal).predict_set(X_test)[1][:, :, 0]
 
 
-def _rows(X, index: np.ndarray):
-    """Rows ``index`` of an array or a DataFrame."""
-    return X.iloc[index] if hasattr(X, "iloc") else X[index]
-
-
 def mapie_sets(model, X, y, X_test, seed: int, imputed=None) -> dict[str, np.ndarray]:
     """``{method: sets}`` of :data:`MAPIE_METHODS` for ``X_test``, bool (n_test,
     n_classes): ``model`` is a split :class:`~neumiss.intervals.ConformalClassifier`
@@ -83,13 +78,13 @@ def mapie_sets(model, X, y, X_test, seed: int, imputed=None) -> dict[str, np.nda
     share. ``imputed``: the unfitted ``mice_linear`` model that takes ``X`` (None: the
     registry's, for numeric arrays; a table with categories needs them dummy-coded)."""
     from ...baselines import make_baseline
-    from ...intervals import calibration_split
+    from ...intervals import calibration_split, take_rows
 
     train, cal = calibration_split(len(y), model.calibration_fraction, seed)
     if imputed is None:
         imputed = make_baseline("mice_linear", "classification", random_state=seed)
-    imputed.fit(_rows(X, train), y[train])
-    X_cal, y_cal = _rows(X, cal), y[cal]
+    imputed.fit(take_rows(X, train), y[train])
+    X_cal, y_cal = take_rows(X, cal), y[cal]
     return {
         "mapie-lac": lac_sets(model.estimator_, X_cal, y_cal, X_test, model.alpha),
         "mapie-lac-mice": lac_sets(imputed, X_cal, y_cal, X_test, model.alpha),
