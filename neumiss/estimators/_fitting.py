@@ -231,8 +231,7 @@ class FitPlan:
         estimator, rows = self.estimator, self.source.split(seed)
         loss = estimator._get_loss()
         objective = Objective(loss, functools.partial(loss.score, y_val=rows.y_val,
-                                                      w_val=rows.w_val),
-                              squared=loss.squared, logistic=loss.logistic)
+                                                      w_val=rows.w_val))
         return rows, objective
 
     def choose_levels(self, rows: FitRows, objective: Objective, seed: int,

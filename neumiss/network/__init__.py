@@ -17,7 +17,14 @@ from ._data import TrainingData, evaluate_loss
 from ._device import apply_on_device, standardize
 from ._divergence import DivergenceWarning, constant_output
 from ._ensemble import COMBINE, EPSILON, EnsembleNetwork, combine_outputs, first_equal_blocks
-from ._losses import BinaryLogLoss, MultinomialLogLoss, PinballLoss, SquaredError, TargetLoss
+from ._losses import (
+    BinaryLogLoss,
+    MultinomialLogLoss,
+    Objective,
+    PinballLoss,
+    SquaredError,
+    TargetLoss,
+)
 from ._optimizer import OPTIMIZERS
 from ._parallel import EvenBatches, all_reduced_loss, data_parallel
 from ._search import (
@@ -25,7 +32,6 @@ from ._search import (
     AUTO_MLP_DEPTHS,
     Candidate,
     DepthSearch,
-    Objective,
     SearchResult,
     search_depths,
 )

@@ -67,7 +67,6 @@ import functools
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -88,6 +87,7 @@ from ._choice import (
 )
 from ._data import TrainingData, member_weights, missing_columns, row_losses, validation_loss
 from ._divergence import DivergenceWarning
+from ._losses import Objective
 from ._stacked import StackedNetwork
 from ._start import (
     data_ramps,
@@ -118,21 +118,6 @@ SPLINE_MIN_GAIN = 0.02
 #: Optimizer steps per epoch of the chain from the identity start (the first engine's
 #: batches of n / 64 rows; probit self-masking d = 20, n = 1e4: test R² 0.804, 0.777 on n / 8).
 IDENTITY_STEPS_PER_EPOCH = 64
-
-
-class Objective(NamedTuple):
-    """What training minimises and reports.
-
-    ``loss(output, target)`` is a mean loss; ``score(val_loss)`` maps a
-    validation loss to the score shown in histories (e.g. R²). ``squared``: the loss
-    is the squared error of one output (linear starts are then solved in closed form);
-    ``logistic``: it is the log loss of one logit (their gradient is then in closed form).
-    """
-
-    loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-    score: Callable[[float], float]
-    squared: bool = False
-    logistic: bool = False
 
 
 class DepthSearch:
@@ -249,8 +234,8 @@ class DepthSearch:
         the ramps: 164 L-BFGS evaluations instead of 214 from zero)."""
         terms = (self.mask_skip, self.spline)
         fitted = start_linear_parts(networks, self.train_data, self.objective.loss, self.seed,
-                                    squared=self.objective.squared, solution=solution,
-                                    logistic=self.objective.logistic,
+                                    squared=self.objective.loss.squared, solution=solution,
+                                    logistic=self.objective.loss.logistic,
                                     initial=self._last_fits.get(terms))
         self._last_fits[terms] = fitted
         return fitted
