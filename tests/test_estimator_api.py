@@ -14,6 +14,7 @@ from neumiss.network import (
     AUTO_MLP_DEPTHS,
     DEPTH_PATIENCE,
     UNTIE_ROWS_PER_PARAMETER,
+    History,
     train,
 )
 
@@ -48,6 +49,17 @@ def test_sklearn_compatible_estimator(estimator, check):
 @parametrize_with_checks([NeuMissRegressor(), NeuMissClassifier()],
                          expected_failed_checks=_expected_failures)
 def test_sklearn_checks_pass_with_the_defaults(estimator, check):
+    check(estimator)
+
+
+# With a callback: fitting never changes the parameter's (each fit calls copies), so the
+# checks that parameters are left as given, clones and pickles hold with one.
+@pytest.mark.slow
+@parametrize_with_checks(
+    [NeuMissRegressor(max_epochs=5, depth=1, ensemble_size=2, callbacks=[History()])],
+    expected_failed_checks=_expected_failures,
+)
+def test_sklearn_checks_pass_with_a_callback(estimator, check):
     check(estimator)
 
 

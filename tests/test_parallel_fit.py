@@ -271,6 +271,32 @@ def test_a_rank_frees_its_ddp_wrapper_before_the_group_is_destroyed(synchronous,
     assert alive == []
 
 
+def test_a_data_parallel_fit_calls_the_callbacks_on_the_samples_fit_only(synchronous,
+                                                                         tmp_path):
+    """The sample's fit, in this process, calls the estimator's callbacks (its
+    ``callbacks_`` become the estimator's); the processes' training calls none: the
+    pickled worker has no callbacks, so their classes need not exist there."""
+    import pickle
+
+    from neumiss.estimators._engines import TARGET_COLUMN, DaskTable
+    from neumiss.estimators._parallel_fit import _plan, adopt, train_rank
+    from neumiss.network import History, describe_training
+
+    X, y = _table(600)
+    table = DaskTable(dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2))
+    estimator = _small(callbacks=[History()])
+    payload, callbacks = _plan(estimator, table, 1)
+    assert pickle.loads(payload).callbacks is None
+    (history,) = callbacks
+    assert [training["description"] for training in history.trainings] == [
+        describe_training("NeuMissRegressor", "depth search", 1, "shared", 0)]
+    fitted = train_rank(payload, [X.assign(**{TARGET_COLUMN: y})], TARGET_COLUMN, 0, 1,
+                        f"file://{tmp_path / 'rendezvous'}")
+    assert pickle.loads(fitted).callbacks_ == []
+    assert adopt(estimator, fitted, callbacks).callbacks_ is callbacks
+    assert estimator.callbacks[0].trainings == []  # the parameter's is never called
+
+
 def test_fit_parquet_trains_with_torchrun_on_a_folder(tmp_path):
     """``fit_parquet``: 2 processes started by torchrun, each reading 2 of 4 files, train
     a model that predicts as after a save and load and learns the signal."""

@@ -19,7 +19,9 @@ from neumiss.network import (
     Candidate,
     NeuMissNetwork,
     Objective,
+    SquaredError,
     StackedNetwork,
+    TargetLoss,
     TrainingConfig,
     TrainingData,
     clearly_better,
@@ -44,7 +46,15 @@ def _mse(output, target):
     return (output[:, 0] - target) ** 2
 
 
-OBJECTIVE = Objective(_mse, lambda loss: -loss)
+class _MeanSquares(TargetLoss):
+    """The squared error as a loss object that does not say so (``squared`` False): the
+    linear starts are fitted iteratively, as for any other loss."""
+
+    def __call__(self, output, target):
+        return _mse(output, target)
+
+
+OBJECTIVE = Objective(_MeanSquares(), lambda loss: -loss)
 
 
 def _data(n, seed):
@@ -262,7 +272,7 @@ def test_at_depth_0_the_linear_head_is_the_ridge_fit_on_the_block_untrained():
 
     from neumiss.network._start import RIDGE_PENALTIES
 
-    objective = Objective(_mse, lambda loss: -loss, squared=True)
+    objective = Objective(SquaredError(), lambda loss: -loss)
     train, val = _data(300, 0), _data(150, 1)
     train = dataclasses.replace(train, member_weight=member_weights(300, 2, seed=0))
     search = DepthSearch(_build, train, val, objective, seed=0, n_members=2,
@@ -304,7 +314,7 @@ def test_the_fitted_linear_head_is_kept_unless_the_mlp_head_is_clearly_better(no
         x = data.x.double()
         return dataclasses.replace(data, target=(2 * x[:, 0] * x[:, 1] + x[:, 2]).float())
 
-    objective = Objective(_mse, lambda loss: -loss, squared=True)
+    objective = Objective(SquaredError(), lambda loss: -loss)
     train, val = rows(600, 0), rows(300, 1)
     search = DepthSearch(_build, train, val, objective, seed=0, n_members=2,
                          moments=observed_moments(train))

@@ -360,9 +360,10 @@ def test_the_progress_bar_shows_each_epoch_when_verbose(capsys):
 
 
 def test_callbacks_see_every_epoch_and_can_stop_the_training():
-    """A callback is called at the start, after each epoch with its losses (those of the
-    history) and at the end with the result; True after an epoch stops the training there,
-    and the weights kept are still the best epoch's."""
+    """A callback is told the training's description, then called at the start, after each
+    epoch with its losses (those of the history) and at the end with the result; True
+    after an epoch stops the training there, and the weights kept are still the best
+    epoch's."""
     from neumiss.network import Callback
 
     class Recorder(Callback):
@@ -370,7 +371,7 @@ def test_callbacks_see_every_epoch_and_can_stop_the_training():
             self.calls, self.stop_after = [], stop_after
 
         def on_train_begin(self, network, config):
-            self.calls.append(("begin", config.max_epochs))
+            self.calls.append(("begin", self.training, config.max_epochs))
 
         def on_epoch_end(self, epoch, losses):
             self.calls.append((epoch, losses.val_loss))
@@ -385,9 +386,9 @@ def test_callbacks_see_every_epoch_and_can_stop_the_training():
         network.reset_parameters(generator)
         recorder = Recorder(stop_after)
         result = train(network, _data(), _data(60, seed=1), _mse, config, generator,
-                       callbacks=[recorder])
+                       description="Net(depth=1)", callbacks=[recorder])
         assert result.n_epochs == epochs
-        assert recorder.calls == [("begin", 10),
+        assert recorder.calls == [("begin", "Net(depth=1)", 10),
                                   *zip(range(1, epochs + 1), result.history["val_loss"]),
                                   ("end", epochs)]
         assert result.best_val_loss == min(result.history["val_loss"])

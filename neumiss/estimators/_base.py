@@ -120,6 +120,7 @@ class BaseNeuMiss(BaseEstimator):
         device="cpu",
         n_jobs=None,
         verbose=0,
+        callbacks=None,
     ):
         self.depth = depth
         self.mlp_depth = mlp_depth
@@ -144,6 +145,7 @@ class BaseNeuMiss(BaseEstimator):
         self.device = device
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.callbacks = callbacks
 
     # ------------------------------------------------------------ subclass API
     def _encode_target(self, y: np.ndarray) -> np.ndarray:

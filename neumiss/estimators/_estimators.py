@@ -244,6 +244,20 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         are small (d x d) and more threads only contend on a busy machine.
     verbose : int, default=0
         ``>= 1`` shows a tqdm progress bar (epoch, losses, validation R²).
+    callbacks : list of :class:`neumiss.network.Callback` or None, default=None
+        Hooks on every training the fit runs, as skorch's: each candidate of the search
+        (the depths, the paper's chain from the identity, the untied and the heads'
+        fine-tunes) and the one training of :func:`~neumiss.estimators.fit_stream`. As
+        each training begins, a callback's ``training`` says which one it is
+        (:func:`neumiss.network.describe_training`: ``"NeuMissRegressor depth search
+        (depth=16, shared, mlp_depth=2)"``); ``on_epoch_end`` returning True stops that
+        training after the epoch, its best weights kept as by early stopping.
+        :class:`neumiss.network.History` records every training's losses. The list is
+        stored as given and never called: each ``fit`` calls deep copies of it,
+        ``callbacks_``, so that a refit starts afresh and clones share nothing. A
+        data-parallel fit (Dask, Spark, Parquet files) calls them on its sample's fit
+        only, in this process. :meth:`save` does not store them: the loaded model has
+        ``callbacks=None``.
     log_target : bool or "auto", default="auto"
         Fit the network to ``log y`` and predict ``exp`` of its output (the
         conditional geometric mean, the median under log-normal noise; no
@@ -338,6 +352,9 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
     y_mean_, y_scale_ : float
         Mean and deviation of the training ``y`` (of ``log y`` with ``log_target_``),
         which standardize the network's target.
+    callbacks_ : list of Callback
+        The copies of ``callbacks`` this fit called (empty without callbacks), e.g.
+        ``model.callbacks_[0].to_frame()`` for a :class:`~neumiss.network.History`.
     n_features_in_ : int
     feature_names_in_ : ndarray of str, when X was a DataFrame with string columns.
 
@@ -388,6 +405,7 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         device=_DEFAULTS["device"],
         n_jobs=_DEFAULTS["n_jobs"],
         verbose=_DEFAULTS["verbose"],
+        callbacks=_DEFAULTS["callbacks"],
         log_target="auto",
     ):
         super().__init__(**parameters_of(BaseNeuMiss, locals()))
@@ -515,6 +533,7 @@ class NeuMissClassifier(ClassifierMixin, BaseNeuMiss):
         device=_DEFAULTS["device"],
         n_jobs=_DEFAULTS["n_jobs"],
         verbose=_DEFAULTS["verbose"],
+        callbacks=_DEFAULTS["callbacks"],
         calibration="temperature",
     ):
         super().__init__(**parameters_of(BaseNeuMiss, locals()))

@@ -23,9 +23,11 @@ without the divergence guard, which needs the training rows in memory.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import time
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -38,6 +40,7 @@ from ..checks import check_features, check_params, check_training_data, warn_use
 from ..network import (
     AUTO_DEPTHS,
     AUTO_MLP_DEPTHS,
+    Callback,
     Candidate,
     DepthSearch,
     Objective,
@@ -48,6 +51,7 @@ from ..network import (
     auto_learning_rate,
     clearly_lower,
     data_parallel,
+    describe_training,
     evaluate_loss,
     fit_temperature,
     observed_moments,
@@ -110,6 +114,28 @@ def draw_seed(random_state) -> int:
     return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
 
 
+def fit_callbacks(estimator) -> list[Callback]:
+    """Deep copies of ``estimator.callbacks`` (None: none) for one fit, its
+    ``callbacks_``: a fit never changes the parameter's callbacks, and no fit or clone
+    shares a callback's state with another. ValueError, naming the parameter and the type
+    of the first element that is not a :class:`~neumiss.network.Callback`."""
+    callbacks, owner = estimator.callbacks, type(estimator).__name__
+    if callbacks is None:
+        return []
+    if not isinstance(callbacks, (list, tuple)):
+        raise ValueError(f"{owner}: callbacks must be None or a list of "
+                         f"neumiss.network.Callback, got a {type(callbacks).__name__}")
+    for index, callback in enumerate(callbacks):
+        if not isinstance(callback, Callback):
+            kind = type(callback)
+            name = (kind.__qualname__ if kind.__module__ == "builtins"
+                    else f"{kind.__module__}.{kind.__qualname__}")
+            raise ValueError(
+                f"{owner}: callbacks[{index}] is a {name}, not a neumiss.network.Callback "
+                "(subclass it: its on_train_begin, on_epoch_end and on_train_end are called)")
+    return copy.deepcopy(list(callbacks))
+
+
 def candidate_depths(depth) -> tuple[int, ...]:
     """The depths a ``depth`` parameter searches, increasing and distinct."""
     if isinstance(depth, str):
@@ -155,6 +181,7 @@ def train_one_candidate(
     config: TrainingConfig, seed: int, *, verbose: int = 0, label: str = "NeuMiss",
     n_members: int = 1, combine: str = "mean", mask_skip: bool | str = False,
     spline: bool | str = False, parallel: bool = False, start_from=None,
+    callbacks: Sequence[Callback] = (),
 ) -> SearchResult:
     """The search of :func:`~neumiss.network.search_depths` reduced to its one candidate, for
     training rows that are not in memory: trained without the divergence guard, which
@@ -166,7 +193,9 @@ def train_one_candidate(
     (:func:`~neumiss.network.all_reduced_loss`). ``start_from``: a
     :class:`~neumiss.network.StackedNetwork` of the same members, whose weights the
     members start from (:meth:`~neumiss.network.DepthSearch.members`) and that an epoch
-    must beat to be kept, or None."""
+    must beat to be kept, or None. ``callbacks`` are called on the training, described as
+    its stage, ``"stream"`` or ``"data-parallel"``
+    (:func:`~neumiss.network.describe_training`)."""
     if spline is True:
         raise ValueError("spline=True needs the training rows in memory (its knots are their "
                          "quantiles): use spline=False or 'auto' (False here) with fit_stream")
@@ -177,16 +206,16 @@ def train_one_candidate(
         )
     (depth,), (mlp_depth,) = depths, mlp_depths
     search = DepthSearch(build_network, train_rows, val_data, objective, seed, verbose,
-                         f"{label} (stream)", n_members, combine,
-                         mask_skip=mask_skip)
+                         label, n_members, combine, mask_skip=mask_skip)
     network = search.members(depth, weight_sharing, mlp_depth, start_from)
     started = time.perf_counter()
     result = train(
         data_parallel(network) if parallel else network, train_rows, val_data,
         objective.loss, config, torch.Generator().manual_seed(seed), objective.score,
-        verbose=verbose, description=f"{label} (stream)", guard=False,
-        evaluate=all_reduced_loss if parallel else evaluate_loss,
-        keep_start=start_from is not None,
+        verbose=verbose, guard=False, evaluate=all_reduced_loss if parallel else evaluate_loss,
+        description=describe_training(label, "data-parallel" if parallel else "stream", depth,
+                                      weight_sharing, mlp_depth),
+        keep_start=start_from is not None, callbacks=callbacks,
     )
     best = Candidate(depth, weight_sharing, mlp_depth, network, result,
                      time.perf_counter() - started)
@@ -208,11 +237,13 @@ class FitPlan:
         self.estimator, self.source = estimator, source
 
     def fit(self):
-        """Check the parameters, prepare the rows, search and train the members together;
-        returns the estimator."""
+        """Check the parameters, copy the callbacks for this fit (``callbacks_``:
+        :func:`fit_callbacks`), prepare the rows, search and train the members together,
+        each training calling the callbacks; returns the estimator."""
         estimator = self.estimator
         check_params(type(estimator).__name__, estimator.get_params(deep=False),
                      estimator._parameter_constraints)
+        estimator.callbacks_ = fit_callbacks(estimator)
         device = resolve_device(estimator.device)
         with torch_threads(estimator.n_jobs):
             self.source.prepare(estimator, device)
@@ -231,8 +262,7 @@ class FitPlan:
         estimator, rows = self.estimator, self.source.split(seed)
         loss = estimator._get_loss()
         objective = Objective(loss, functools.partial(loss.score, y_val=rows.y_val,
-                                                      w_val=rows.w_val),
-                              squared=loss.squared, logistic=loss.logistic)
+                                                      w_val=rows.w_val))
         return rows, objective
 
     def choose_levels(self, rows: FitRows, objective: Objective, seed: int,
@@ -303,7 +333,8 @@ class FitPlan:
         options = {"verbose": int(estimator.verbose), "label": type(estimator).__name__,
                    "n_members": int(estimator.ensemble_size),
                    "combine": estimator._get_loss().combine,
-                   "mask_skip": estimator.mask_skip, "spline": estimator.spline}
+                   "mask_skip": estimator.mask_skip, "spline": estimator.spline,
+                   "callbacks": estimator.callbacks_}
         if isinstance(rows.train, TrainingData):
             return search_depths(*arguments, **options,
                                  screen_depths=isinstance(estimator.depth, str))

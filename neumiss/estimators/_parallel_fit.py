@@ -6,7 +6,8 @@ or by ``torchrun`` processes on a folder of Parquet files.
 
 1. the engine counts the rows, draws a sample of at most
    :data:`~neumiss.estimators._engines.SAMPLE_ROWS`, on which an ordinary ``fit`` chooses
-   the encoding and the network (depth, head, learning rate), and computes the columns'
+   the encoding and the network (depth, head, learning rate), calling the estimator's
+   ``callbacks`` (they become its ``callbacks_``), and computes the columns'
    statistics over every row in one pass (:mod:`~neumiss.estimators._engines`);
 2. :func:`worker_estimator` is that choice as an estimator of one candidate (integer
    depths, the learning rate found, each process's batch the one a process would take
@@ -87,7 +88,9 @@ def worker_estimator(estimator, sample, statistics, n_rows: int, n_processes: in
     batch is ``n_processes`` times larger, and each epoch ``1 / n_processes`` of one
     process's steps, whose cost does not halve with half the rows (results/README.md,
     issue 46). Its members start from the sample's network (``sample_network``), trained further
-    on every row."""
+    on every row. It has no callbacks: they would run in other processes, where their
+    state is lost, and one that stops a process's training early would leave the others
+    waiting for it (the sample's fit calls them, in this process: :func:`_plan`)."""
     fraction = estimator.validation_fraction
     fraction = HOLDOUT_FRACTION if fraction == "auto" else float(fraction)
     share = math.ceil((n_rows - math.ceil(fraction * n_rows)) / n_processes)
@@ -98,7 +101,7 @@ def worker_estimator(estimator, sample, statistics, n_rows: int, n_processes: in
         weight_sharing=sample.weight_sharing_, mask_skip=sample.mask_skip_, spline=False,
         integer_levels=sample.encoder_.has_levels, learning_rate=sample.learning_rate_,
         batch_size=batch, validation_fraction=fraction,
-        random_state=draw_seed(estimator.random_state), verbose=0)
+        random_state=draw_seed(estimator.random_state), verbose=0, callbacks=None)
     for name in SAMPLE_ATTRIBUTES:
         if hasattr(sample, name):
             setattr(worker, name, getattr(sample, name))
@@ -181,20 +184,23 @@ def train_rank(payload: bytes, frames, target: str, rank: int, n_processes: int,
     return fitted[0]
 
 
-def adopt(estimator, payload: bytes):
+def adopt(estimator, payload: bytes, callbacks: list):
     """``estimator`` with the fitted attributes of the pickled fitted estimator
-    ``payload`` (rank 0's): the model a ``fit`` would have left."""
+    ``payload`` (rank 0's): the model a ``fit`` would have left; its ``callbacks_`` are
+    ``callbacks``, those the sample's fit called (:func:`_plan`)."""
     fitted = pickle.loads(payload)
     for name, value in vars(fitted).items():
         if name.endswith("_") and not name.startswith("_"):
             setattr(estimator, name, value)
+    estimator.callbacks_ = callbacks
     return estimator
 
 
-def _plan(estimator, table, n_processes: int) -> tuple[bytes, int]:
+def _plan(estimator, table, n_processes: int) -> tuple[bytes, list]:
     """Steps 1 and 2 of the module docstring on ``table`` (a
     :class:`~neumiss.estimators._engines.DaskTable` or ``SparkTable``): the pickled
-    :func:`worker_estimator` for ``n_processes`` processes, and the number of rows."""
+    :func:`worker_estimator` for ``n_processes`` processes, and the callbacks the
+    sample's fit called (its ``callbacks_``: the data-parallel training calls none)."""
     check_params(type(estimator).__name__, estimator.get_params(deep=False),
                  estimator._parameter_constraints)
     check_parallel_params(estimator)
@@ -204,7 +210,7 @@ def _plan(estimator, table, n_processes: int) -> tuple[bytes, int]:
     sample = clone(estimator).set_params(spline=False).fit(X_sample, y_sample)
     statistics = table.statistics(PartitionEncoder(sample))
     worker = worker_estimator(estimator, sample, statistics, n_rows, n_processes)
-    return pickle.dumps(worker), n_rows
+    return pickle.dumps(worker), sample.callbacks_
 
 
 def _free_port() -> int:
@@ -235,7 +241,7 @@ def fit_dask(estimator, X, y):
                          "start one first (distributed.Client)") from exc
     workers = list(client.scheduler_info()["workers"])
     table = DaskTable(X, y)
-    payload, _ = _plan(estimator, table, len(workers))
+    payload, callbacks = _plan(estimator, table, len(workers))
     parts = client.compute(table.rows.to_delayed())
     host = client.scheduler_info()["workers"][workers[0]]["host"]
     port = client.run(_free_port, workers=[workers[0]])[workers[0]]
@@ -245,7 +251,7 @@ def fit_dask(estimator, X, y):
                              allow_other_workers=False, pure=False,
                              key=f"neumiss-rank-{rank}-{token}")
                for rank, worker in enumerate(workers)]
-    return adopt(estimator, _wait_for_ranks(client, workers, futures))
+    return adopt(estimator, _wait_for_ranks(client, workers, futures), callbacks)
 
 
 #: Seconds between two looks at the training processes of :func:`fit_dask`.
@@ -314,7 +320,7 @@ def fit_spark(estimator, df, label_col: str = "y", num_processes: int = 2, *,
     from ._engines import SparkTable
 
     table = SparkTable(df, label_col)
-    payload, _ = _plan(estimator, table, num_processes)
+    payload, callbacks = _plan(estimator, table, num_processes)
     with tempfile.TemporaryDirectory(dir=staging_dir, prefix="neumiss-rows-") as staging:
         rows = str(Path(staging) / "rows")
         df.select(*table.features, label_col).write.parquet(rows)
@@ -325,7 +331,7 @@ def fit_spark(estimator, df, label_col: str = "y", num_processes: int = 2, *,
         except Exception as exc:
             raise RuntimeError(f"the data-parallel fit failed, no model was fitted: a "
                                f"training process of {num_processes} failed: {exc}") from exc
-    return adopt(estimator, fitted)
+    return adopt(estimator, fitted, callbacks)
 
 
 def fit_parquet(estimator, path, target: str, num_processes: int = 2):
@@ -348,8 +354,9 @@ def fit_parquet(estimator, path, target: str, num_processes: int = 2):
     _check_files(path, target)
     rows = dd.read_parquet(str(path))
     with dask.config.set(scheduler="threads"):
-        payload, _ = _plan(estimator, DaskTable(rows.drop(columns=[target]), rows[target]),
-                           num_processes)
+        payload, callbacks = _plan(estimator,
+                                   DaskTable(rows.drop(columns=[target]), rows[target]),
+                                   num_processes)
     with tempfile.TemporaryDirectory(prefix="neumiss-torchrun-") as folder:
         plan, fitted = Path(folder) / "plan.pickle", Path(folder) / "fitted.pickle"
         plan.write_bytes(payload)
@@ -363,7 +370,7 @@ def fit_parquet(estimator, path, target: str, num_processes: int = 2):
                                    or "what():" in line or "terminate" in line)
             raise RuntimeError("the data-parallel fit failed, no model was fitted: torchrun "
                                f"exited with {done.returncode}: " + "; ".join(errors))
-        return adopt(estimator, fitted.read_bytes())
+        return adopt(estimator, fitted.read_bytes(), callbacks)
 
 
 def _check_files(path, target: str) -> None:

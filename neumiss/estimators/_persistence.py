@@ -17,7 +17,8 @@ holds other estimators (:class:`~neumiss.intervals.ConformalRegressor` and
 :class:`~neumiss.intervals.ConformalClassifier`: the base model as parameter and
 fitted attribute, and a cross-conformal fit's fold models as a list) stores each as a nested table
 of the same kind, under the file's one digest; such a class names the fitted
-attributes it needs in ``_saved_attributes``.
+attributes it needs in ``_saved_attributes``. The training callbacks are not saved
+(:data:`NOT_SAVED`).
 """
 
 from __future__ import annotations
@@ -49,7 +50,12 @@ FORMAT_VERSION = 6
 #: Parameters added within :data:`FORMAT_VERSION`, and the value for which a file written
 #: before them (without them) holds the model it held.
 LATER_PARAMETERS = {"spline": False, "log_target": False, "integer_levels": False,
-                    "calibration": "none"}
+                    "calibration": "none", "callbacks": None}
+
+#: What a model file never holds: the network (its weights are the file's ``state_dict``)
+#: and the callbacks of the fit (objects of the user's classes, which loading could not
+#: build without running their code): a loaded model has ``callbacks=None``.
+NOT_SAVED = ("network_", "callbacks_")
 
 #: Names a saved fitted attribute may have: public, ending with ``_``.
 _ATTRIBUTE_NAME = re.compile(r"[a-z][a-z0-9_]*_")
@@ -179,13 +185,14 @@ def payload_digest(payload: Mapping) -> str:
 def _body(estimator) -> dict:
     """An estimator as plain containers: its class, parameters, fitted attributes
     and network weights (empty when it has no network)."""
-    params = {k: _encode(v) for k, v in estimator.get_params(deep=False).items()}
+    params = {k: None if k == "callbacks" else _encode(v)  # callbacks: NOT_SAVED
+              for k, v in estimator.get_params(deep=False).items()}
     if not isinstance(params.get("random_state"), (int, type(None))):
         params["random_state"] = None  # a RandomState object is not portable
     attributes = {
         k: _encode(v)
         for k, v in vars(estimator).items()
-        if k.endswith("_") and not k.startswith("_") and k != "network_"
+        if k.endswith("_") and not k.startswith("_") and k not in NOT_SAVED
     }
     network = getattr(estimator, "network_", None)
     return {
@@ -248,7 +255,7 @@ def _rebuild(payload, classes: Mapping[str, type]):
     estimator = _unfitted(cls, payload["class"], payload["params"], classes)
     attributes = payload["attributes"]
     bad_names = [k for k in attributes if not isinstance(k, str) or not _ATTRIBUTE_NAME.fullmatch(k)
-                 or k == "network_"]
+                 or k in NOT_SAVED]
     if bad_names:
         raise _Damaged(f"has attributes that save() never writes: {bad_names[:5]}")
     if not attributes:

@@ -78,6 +78,7 @@ class NeuMissQuantileRegressor(NeuMissRegressor):
         device=_DEFAULTS["device"],
         n_jobs=_DEFAULTS["n_jobs"],
         verbose=_DEFAULTS["verbose"],
+        callbacks=_DEFAULTS["callbacks"],
         log_target="auto",
     ):
         super().__init__(**parameters_of(NeuMissRegressor, locals()))

@@ -11,13 +11,20 @@ estimators. May import :mod:`neumiss.checks`, :mod:`neumiss.simulation` and
 from ._analytic import analytic_network, set_analytic_weights, set_chebyshev_weights
 from ._block import NeuMissBlock, NeuMissNetwork
 from ._calibration import TEMPERATURE_BOUNDS, Temperature, fit_temperature
-from ._callbacks import Callback, EpochLosses, ProgressBar
+from ._callbacks import Callback, EpochLosses, History, ProgressBar, describe_training
 from ._choice import DEPTH_PATIENCE, UNTIE_ROWS_PER_PARAMETER, clearly_better, clearly_lower
 from ._data import TrainingData, evaluate_loss
 from ._device import apply_on_device, standardize
 from ._divergence import DivergenceWarning, constant_output
 from ._ensemble import COMBINE, EPSILON, EnsembleNetwork, combine_outputs, first_equal_blocks
-from ._losses import BinaryLogLoss, MultinomialLogLoss, PinballLoss, SquaredError, TargetLoss
+from ._losses import (
+    BinaryLogLoss,
+    MultinomialLogLoss,
+    Objective,
+    PinballLoss,
+    SquaredError,
+    TargetLoss,
+)
 from ._optimizer import OPTIMIZERS
 from ._parallel import EvenBatches, all_reduced_loss, data_parallel
 from ._search import (
@@ -25,7 +32,6 @@ from ._search import (
     AUTO_MLP_DEPTHS,
     Candidate,
     DepthSearch,
-    Objective,
     SearchResult,
     search_depths,
 )
@@ -61,6 +67,7 @@ __all__ = [
     "EnsembleNetwork",
     "EvenBatches",
     "GPU_AUTO_BATCH_SIZE",
+    "History",
     "MIDPOINT_ROWS_PER_FEATURE",
     "MultinomialLogLoss",
     "NeuMissBlock",
@@ -92,6 +99,7 @@ __all__ = [
     "combine_outputs",
     "constant_output",
     "data_parallel",
+    "describe_training",
     "evaluate_loss",
     "first_equal_blocks",
     "fit_temperature",

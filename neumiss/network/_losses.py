@@ -17,9 +17,15 @@ needs to know about the target:
   regression), or by Newton's method on one logit;
 - ``inverse_link(raw)``: raw outputs (n, n_outputs) in the units of the prediction
   (class probabilities for the log losses; the outputs themselves otherwise).
+
+The search trains on an :class:`Objective`: the loss object and the score of its
+validation rows.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -140,3 +146,14 @@ class MultinomialLogLoss(_ClassLoss):
         """Class probabilities (n, n_classes): the softmax of the rows of ``raw``."""
         shifted = np.exp(raw - raw.max(axis=1, keepdims=True))
         return shifted / shifted.sum(axis=1, keepdims=True)
+
+
+class Objective(NamedTuple):
+    """What training minimises and reports: ``loss``, the task's loss object (the one
+    source of what the search knows of the task: its ``squared`` and ``logistic`` say
+    how the linear starts are solved), and ``score(val_loss)``, the score of a mean
+    validation loss shown in histories (the loss object's ``score`` on the validation
+    rows: R² for the squared error)."""
+
+    loss: TargetLoss
+    score: Callable[[float], float]

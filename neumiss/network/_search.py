@@ -67,7 +67,6 @@ import functools
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -75,6 +74,7 @@ import torch
 from ..checks import warn_user
 from ._analytic import computes_iterates
 from ._block import NeuMissNetwork
+from ._callbacks import Callback, describe_training
 from ._choice import (
     Candidate,
     DepthChoice,
@@ -88,6 +88,7 @@ from ._choice import (
 )
 from ._data import TrainingData, member_weights, missing_columns, row_losses, validation_loss
 from ._divergence import DivergenceWarning
+from ._losses import Objective
 from ._stacked import StackedNetwork
 from ._start import (
     data_ramps,
@@ -120,21 +121,6 @@ SPLINE_MIN_GAIN = 0.02
 IDENTITY_STEPS_PER_EPOCH = 64
 
 
-class Objective(NamedTuple):
-    """What training minimises and reports.
-
-    ``loss(output, target)`` is a mean loss; ``score(val_loss)`` maps a
-    validation loss to the score shown in histories (e.g. R²). ``squared``: the loss
-    is the squared error of one output (linear starts are then solved in closed form);
-    ``logistic``: it is the log loss of one logit (their gradient is then in closed form).
-    """
-
-    loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-    score: Callable[[float], float]
-    squared: bool = False
-    logistic: bool = False
-
-
 class DepthSearch:
     """Trains the candidates of one search on one split (parameters as
     :func:`search_depths`): each from the same seeds, on the device of ``train_data``."""
@@ -153,8 +139,10 @@ class DepthSearch:
         moments: tuple[np.ndarray, np.ndarray] | None = None,
         mask_skip: bool | str = False,
         ramps: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+        callbacks: Sequence[Callback] = (),
     ) -> None:
         self.build_network = build_network
+        self.callbacks = callbacks
         # "auto" builds networks without the mask's term until mask_term_helps decides
         self.mask_skip = mask_skip not in ("auto", False)
         # the spline term's knots (quantile_ramps), its networks with the term or not
@@ -249,8 +237,8 @@ class DepthSearch:
         the ramps: 164 L-BFGS evaluations instead of 214 from zero)."""
         terms = (self.mask_skip, self.spline)
         fitted = start_linear_parts(networks, self.train_data, self.objective.loss, self.seed,
-                                    squared=self.objective.squared, solution=solution,
-                                    logistic=self.objective.logistic,
+                                    squared=self.objective.loss.squared, solution=solution,
+                                    logistic=self.objective.loss.logistic,
                                     initial=self._last_fits.get(terms))
         self._last_fits[terms] = fitted
         return fitted
@@ -347,10 +335,14 @@ class DepthSearch:
 
     def fit(self, depth: int, weight_sharing: str, mlp_depth: int,
             start_from: StackedNetwork | None, config: TrainingConfig,
-            from_data: bool = True) -> Candidate:
+            from_data: bool = True, stage: str | None = None) -> Candidate:
         """Train new members, warm-started from ``start_from`` if given (:meth:`members`;
         ``from_data`` False: a new block near the identity, and never abandoned for the
-        losses the data-started candidates reached)."""
+        losses the data-started candidates reached), the training described by ``stage``
+        (None: ``"depth search"``, or ``"identity chain"`` when not ``from_data``) and the
+        candidate (:func:`~neumiss.network.describe_training`)."""
+        if stage is None:
+            stage = "depth search" if from_data else "identity chain"
         start = time.perf_counter()
         network = self.members(depth, weight_sharing, mlp_depth, start_from,
                                from_data=from_data)
@@ -358,8 +350,9 @@ class DepthSearch:
         result = train(
             network, self.train_data, self.val_data, self.objective.loss, config, generator,
             score_fn=self.objective.score, verbose=self.verbose,
-            description=f"{self.label}(depth={depth})", warn=False,
-            best_seen=self.best_loss if from_data else math.inf,
+            description=describe_training(self.label, stage, depth, weight_sharing, mlp_depth),
+            warn=False, best_seen=self.best_loss if from_data else math.inf,
+            callbacks=self.callbacks,
         )
         self._seen(result.best_val_loss)
         return Candidate(depth, weight_sharing, mlp_depth, network, result,
@@ -470,7 +463,9 @@ class DepthSearch:
         """Train a copy of ``best`` with ``weight_sharing`` and ``mlp_depth``; returns the
         candidate kept (the copy if it lowers the validation loss, else ``best``) and the
         copy's summary."""
-        tuned = self.fit(best.depth, weight_sharing, mlp_depth, best.network, config)
+        stage = "untied fine-tune" if weight_sharing != best.weight_sharing else "head fine-tune"
+        tuned = self.fit(best.depth, weight_sharing, mlp_depth, best.network, config,
+                         stage=stage)
         kept = tuned if tuned.val_loss < best.val_loss else best
         return kept, tuned.summary()
 
@@ -494,6 +489,7 @@ def search_depths(
     mask_skip: bool | str = False,
     screen_depths: bool = False,
     spline: bool | str = False,
+    callbacks: Sequence[Callback] = (),
 ) -> SearchResult:
     """Train ``depths`` in increasing order and return the best network.
 
@@ -545,6 +541,8 @@ def search_depths(
         than the first's (:meth:`DepthSearch.screen`; needs validation rows and
         ``data_start``); the depths kept are screened again with the spline term when it
         is added.
+    callbacks : sequence of Callback
+        Called on every training of the search (:func:`~neumiss.network.train`).
 
     Returns
     -------
@@ -563,7 +561,7 @@ def search_depths(
             len(train_data), n_members, seed, train_data.device))
     ramps = None if spline is False else data_ramps(train_data, seed)
     search = DepthSearch(build_network, train_data, val_data, objective, seed, verbose, label,
-                         n_members, combine, moments, mask_skip, ramps)
+                         n_members, combine, moments, mask_skip, ramps, callbacks)
     chain_weights = "shared" if weight_sharing == "auto" else weight_sharing
     depths, starts = search.decide(depths, chain_weights, mask_skip, spline, screen_depths)
     choice, depth_results = search.chain(depths, chain_weights, mlp_depths[0], config)

@@ -419,10 +419,11 @@ def train(
     ``keep_start`` makes the initial weights (a network started from another fit) the
     first candidate to beat: an epoch is kept only if it validates better.
 
-    ``callbacks`` (:class:`~neumiss.network.Callback`) are called at the start, after
-    each epoch, and at the end, after the progress bar (``verbose``); one that returns
-    True after an epoch stops the training there (the best weights are kept as when
-    early stopping ends it).
+    ``callbacks`` (:class:`~neumiss.network.Callback`) are told the training's
+    ``description`` (:meth:`~neumiss.network.Callback.set_training`), then called at the
+    start, after each epoch, and at the end, after the progress bar (``verbose``); one
+    that returns True after an epoch stops the training there (the best weights are kept
+    as when early stopping ends it).
     """
     if guard and not isinstance(train_data, TrainingData):
         raise TypeError("the divergence guard needs the training rows in memory (TrainingData)")
@@ -436,6 +437,7 @@ def train(
         math.inf if divergence is None else abandon_level(best_seen, divergence.loss))
     callbacks = [ProgressBar(description, verbose), *callbacks]
     for callback in callbacks:
+        callback.set_training(description)
         callback.on_train_begin(network, config)
     result = TrainingResult(history={key: [] for key in HISTORY})
     batch_size = _batch_size(config.batch_size, train_data)
