@@ -88,6 +88,46 @@ def test_dask_statistics_refuse_a_partition_without_a_column_or_with_an_unseen_c
                   y_parts).statistics(PartitionEncoder(sample))
 
 
+def test_parquet_table_reads_chunks_into_the_statistics_fit_computes(tmp_path):
+    """``ParquetTable`` (fit_parquet's driver): the rows counted from the files' metadata,
+    a sample of every row when the table is small, and moments merged over chunks of 100
+    rows across 3 files that give the standardizer and target scale ``fit`` computes."""
+    from neumiss.estimators._engines import ParquetTable, PartitionEncoder, fitted_preprocessing
+
+    X, y = _table()
+    table = ParquetTable(_parquet_folder(tmp_path / "rows", X, y, 3), "y", batch_rows=100)
+    assert table.count() == len(X)
+    X_sample, y_sample = table.sample(table.count(), seed=0)
+    pd.testing.assert_frame_equal(X_sample, X)
+    np.testing.assert_array_equal(y_sample, y)
+    sample = _small().fit(X_sample, y_sample)
+    expected, y_moments = sample.preprocessor_, (sample.y_mean_, sample.y_scale_)
+    fitted_preprocessing(sample, sample, table.statistics(PartitionEncoder(sample)))
+    for name in ("mean_", "scale_", "inverse_bound_", "lower_", "upper_"):
+        np.testing.assert_allclose(getattr(sample.preprocessor_, name), getattr(expected, name),
+                                   rtol=1e-12, atol=1e-12, err_msg=name)
+    np.testing.assert_allclose((sample.y_mean_, sample.y_scale_), y_moments, rtol=1e-12)
+
+
+def test_parquet_table_samples_a_share_of_the_rows_and_names_a_file_with_unseen_categories(
+        tmp_path, monkeypatch):
+    from neumiss.estimators import _engines
+    from neumiss.estimators._engines import ParquetTable, PartitionEncoder
+
+    X, y = _table(2000)
+    X.loc[1900, "k"] = "z"  # in the last file only
+    table = ParquetTable(_parquet_folder(tmp_path / "rows", X, y, 4), "y", batch_rows=128)
+    monkeypatch.setattr(_engines, "SAMPLE_ROWS", 500)
+    X_sample, y_sample = table.sample(2000, seed=1)
+    assert 400 < len(X_sample) < 600 and len(y_sample) == len(X_sample)
+    again, _ = table.sample(2000, seed=1)
+    pd.testing.assert_frame_equal(again, X_sample)  # one seed, one sample
+    sample = _small().fit(X.iloc[:1000], y.iloc[:1000])
+    with pytest.raises(ValueError, match=r"file part-3.parquet: column 'k' holds categories "
+                                         r"the sample .* did not: \['z'\]"):
+        table.statistics(PartitionEncoder(sample))
+
+
 def test_dask_table_refuses_an_empty_partition_and_unaligned_y(synchronous):
     from neumiss.estimators._engines import DaskTable
 

@@ -1,8 +1,9 @@
-"""The statistics of a data-parallel fit, computed where the rows live: Dask or Spark.
+"""The statistics of a data-parallel fit, computed where the rows live: Dask, Spark, or a
+folder of Parquet files read in chunks.
 
 A data-parallel fit (:mod:`~neumiss.estimators._parallel_fit`) brings no more than a
-sample of the rows to the driver. Its table (:class:`DaskTable`, :class:`SparkTable`)
-gives:
+sample of the rows to the driver. Its table (:class:`DaskTable`, :class:`SparkTable`,
+:class:`ParquetTable`) gives:
 
 1. :meth:`~DaskTable.count`: the number of rows (per partition for Dask, whose empty
    partitions, and partitions of ``X`` and ``y`` of different lengths, are refused);
@@ -10,7 +11,8 @@ gives:
    which an ordinary ``fit`` chooses the encoding (categories, target statistics,
    indicators, heavy tails, log target) and the network (depth, head, learning rate);
 3. :meth:`~DaskTable.statistics`: one pass of the engine's own reductions (Dask's
-   ``count``, ``mean``, ``std``, ``min``, ``max``; Spark's aggregate functions) over
+   ``count``, ``mean``, ``std``, ``min``, ``max``; Spark's aggregate functions; for files,
+   moments merged chunk by chunk, :class:`~._streaming.RunningMoments`) over
    every row encoded by the sample's encoder (:class:`PartitionEncoder`, which refuses a
    partition without a column, and a category the sample did not see): each encoded
    column's count, mean, deviation and range, and the target's, or its classes.
@@ -319,3 +321,66 @@ def _spark_result(frame):
         if not lines:
             raise
         raise ValueError(lines[-1].removeprefix("ValueError: ")) from exc
+
+
+class ParquetTable:
+    """The rows of a folder of Parquet files (column ``target`` is ``y``), read on this
+    machine one chunk of at most ``batch_rows`` rows at a time
+    (:func:`~neumiss.estimators.parquet_chunks`), file by file in name order: the driver
+    holds the sample and one chunk, whatever the files' sizes (a Dask partition is a whole
+    file)."""
+
+    def __init__(self, path, target: str, batch_rows: int = 65536) -> None:
+        from pathlib import Path
+
+        self.files = sorted(Path(path).rglob("*.parquet"))
+        self.target, self.batch_rows = target, batch_rows
+
+    def _chunks(self):
+        """``(file name, X chunk, y chunk)`` over every file."""
+        from ._streaming import parquet_chunks
+
+        for file in self.files:
+            for X, y in parquet_chunks(file, self.target, batch_rows=self.batch_rows)():
+                yield file.name, X, y
+
+    def count(self) -> int:
+        """The number of rows, from the files' metadata (no row is read)."""
+        import pyarrow.parquet as pq
+
+        return sum(pq.ParquetFile(file).metadata.num_rows for file in self.files)
+
+    def sample(self, n_rows: int, seed: int) -> tuple[pd.DataFrame, np.ndarray]:
+        """At most about :data:`SAMPLE_ROWS` rows, each row kept with the same probability
+        (a draw per chunk from one generator seeded by ``seed``)."""
+        fraction, rng = min(1.0, SAMPLE_ROWS / n_rows), np.random.default_rng(seed)
+        kept = [(X[keep], y[keep]) for _, X, y in self._chunks()
+                for keep in [rng.random(len(y)) < fraction]]
+        X = pd.concat([X for X, _ in kept], ignore_index=True)
+        return X, np.concatenate([y for _, y in kept])
+
+    def statistics(self, encoder: PartitionEncoder) -> TableStatistics:
+        """:class:`TableStatistics` of every row, from one pass over the chunks, each
+        encoded by ``encoder`` (its errors name the file)."""
+        from ._streaming import RunningMoments
+
+        regression = hasattr(encoder.sample, "y_mean_")
+        width = len(encoder.names) + regression
+        moments = RunningMoments(width)
+        lowest, highest = np.full(width, np.nan), np.full(width, np.nan)
+        classes = []
+        for name, X, y in self._chunks():
+            encoded = encoder(X, y, where=f"file {name}").to_numpy(dtype=np.float64)
+            moments.update(encoded)
+            lowest = np.fmin(lowest, np.nanmin(encoded, axis=0, initial=np.inf))
+            highest = np.fmax(highest, np.nanmax(encoded, axis=0, initial=-np.inf))
+            if not regression:
+                classes.append(np.unique(y))
+        observed = moments.count > 0
+        spread = np.sqrt(np.divide(moments.m2, moments.count, out=np.zeros(width),
+                                   where=observed)) * moments.peak
+        values = [moments.count, np.where(observed, moments.mean * moments.peak, np.nan),
+                  np.where(observed, spread, np.nan), np.where(observed, lowest, np.nan),
+                  np.where(observed, highest, np.nan)]
+        return _table_statistics(values, encoder, regression,
+                                 None if regression else (np.concatenate(classes),))

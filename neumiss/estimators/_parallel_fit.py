@@ -4,11 +4,11 @@ or by ``torchrun`` processes on a folder of Parquet files.
 :func:`fit_dask` (``estimator.fit`` with a Dask DataFrame), :func:`fit_spark` and
 :func:`fit_parquet` run the same plan:
 
-1. the engine counts the rows, draws a sample of at most
-   :data:`~neumiss.estimators._engines.SAMPLE_ROWS`, on which an ordinary ``fit`` chooses
-   the encoding and the network (depth, head, learning rate), calling the estimator's
-   ``callbacks`` (they become its ``callbacks_``), and computes the columns'
-   statistics over every row in one pass (:mod:`~neumiss.estimators._engines`);
+1. the engine (files: this machine, a chunk at a time) counts the rows, draws a sample
+   of at most :data:`~neumiss.estimators._engines.SAMPLE_ROWS`, on which an ordinary
+   ``fit`` chooses the encoding and the network (depth, head, learning rate), calling
+   the estimator's ``callbacks`` (they become its ``callbacks_``), and computes the
+   columns' statistics over every row in one pass (:mod:`~neumiss.estimators._engines`);
 2. :func:`worker_estimator` is that choice as an estimator of one candidate (integer
    depths, the learning rate found, each process's batch the one a process would take
    on its share of the rows, as DDP's per-process batches), with the encoder of the
@@ -198,8 +198,8 @@ def adopt(estimator, payload: bytes, callbacks: list):
 
 def _plan(estimator, table, n_processes: int) -> tuple[bytes, list]:
     """Steps 1 and 2 of the module docstring on ``table`` (a
-    :class:`~neumiss.estimators._engines.DaskTable` or ``SparkTable``): the pickled
-    :func:`worker_estimator` for ``n_processes`` processes, and the callbacks the
+    :class:`~neumiss.estimators._engines.DaskTable`, ``SparkTable`` or ``ParquetTable``):
+    the pickled :func:`worker_estimator` for ``n_processes`` processes, and the callbacks the
     sample's fit called (its ``callbacks_``: the data-parallel training calls none)."""
     check_params(type(estimator).__name__, estimator.get_params(deep=False),
                  estimator._parameter_constraints)
@@ -336,8 +336,10 @@ def fit_spark(estimator, df, label_col: str = "y", num_processes: int = 2, *,
 
 def fit_parquet(estimator, path, target: str, num_processes: int = 2):
     """Fit ``estimator`` on a folder of Parquet files (column ``target`` is ``y``, the
-    others ``X``): the statistics by Dask over the files on this machine, the training
-    by ``num_processes`` processes started with ``torchrun``, each reading its share of
+    others ``X``): the sample and the statistics read on this machine a chunk at a time
+    (:class:`~._engines.ParquetTable`: the driver's memory does not grow with the files),
+    the training by ``num_processes`` processes started with ``torchrun``, each reading its
+    share of
     the files (every ``num_processes``-th, in name order). Returns ``estimator``, fitted.
 
     Raises
@@ -346,17 +348,10 @@ def fit_parquet(estimator, path, target: str, num_processes: int = 2):
         When a training process fails or dies (``torchrun``'s report of it included);
         no model is fitted.
     """
-    import dask
-    import dask.dataframe as dd
-
-    from ._engines import DaskTable
+    from ._engines import ParquetTable
 
     _check_files(path, target)
-    rows = dd.read_parquet(str(path))
-    with dask.config.set(scheduler="threads"):
-        payload, callbacks = _plan(estimator,
-                                   DaskTable(rows.drop(columns=[target]), rows[target]),
-                                   num_processes)
+    payload, callbacks = _plan(estimator, ParquetTable(path, target), num_processes)
     with tempfile.TemporaryDirectory(prefix="neumiss-torchrun-") as folder:
         plan, fitted = Path(folder) / "plan.pickle", Path(folder) / "fitted.pickle"
         plan.write_bytes(payload)
