@@ -47,15 +47,11 @@ def synchronous():
         yield
 
 
-def test_dask_statistics_give_fits_standardization(synchronous):
-    """One pass of Dask reductions over 4 partitions gives the standardizer and target scale
-    ``fit`` computes in memory on the same rows (the sample is every row here)."""
-    from neumiss.estimators._engines import DaskTable, PartitionEncoder, fitted_preprocessing
+def _assert_statistics_give_fits_standardization(table, X_sample, y_sample):
+    """``table``'s statistics, with the encoder of a fit on every row (the sample), give
+    that fit's standardizer and target scale."""
+    from neumiss.estimators._engines import PartitionEncoder, fitted_preprocessing
 
-    X, y = _table()
-    table = DaskTable(dd.from_pandas(X, npartitions=4), dd.from_pandas(y, npartitions=4))
-    X_sample, y_sample = table.sample(table.count(), seed=0)
-    assert len(X_sample) == len(X)
     sample = _small().fit(X_sample, y_sample)
     expected, y_moments = sample.preprocessor_, (sample.y_mean_, sample.y_scale_)
     fitted_preprocessing(sample, sample, table.statistics(PartitionEncoder(sample)))
@@ -63,6 +59,18 @@ def test_dask_statistics_give_fits_standardization(synchronous):
         np.testing.assert_allclose(getattr(sample.preprocessor_, name), getattr(expected, name),
                                    rtol=1e-12, atol=1e-12, err_msg=name)
     np.testing.assert_allclose((sample.y_mean_, sample.y_scale_), y_moments, rtol=1e-12)
+
+
+def test_dask_statistics_give_fits_standardization(synchronous):
+    """One pass of Dask reductions over 4 partitions gives the standardizer and target scale
+    ``fit`` computes in memory on the same rows (the sample is every row here)."""
+    from neumiss.estimators._engines import DaskTable
+
+    X, y = _table()
+    table = DaskTable(dd.from_pandas(X, npartitions=4), dd.from_pandas(y, npartitions=4))
+    X_sample, y_sample = table.sample(table.count(), seed=0)
+    assert len(X_sample) == len(X)
+    _assert_statistics_give_fits_standardization(table, X_sample, y_sample)
 
 
 def _partitions(frames, meta):
@@ -92,7 +100,7 @@ def test_parquet_table_reads_chunks_into_the_statistics_fit_computes(tmp_path):
     """``ParquetTable`` (fit_parquet's driver): the rows counted from the files' metadata,
     a sample of every row when the table is small, and moments merged over chunks of 100
     rows across 3 files that give the standardizer and target scale ``fit`` computes."""
-    from neumiss.estimators._engines import ParquetTable, PartitionEncoder, fitted_preprocessing
+    from neumiss.estimators._engines import ParquetTable
 
     X, y = _table()
     table = ParquetTable(_parquet_folder(tmp_path / "rows", X, y, 3), "y", batch_rows=100)
@@ -100,13 +108,7 @@ def test_parquet_table_reads_chunks_into_the_statistics_fit_computes(tmp_path):
     X_sample, y_sample = table.sample(table.count(), seed=0)
     pd.testing.assert_frame_equal(X_sample, X)
     np.testing.assert_array_equal(y_sample, y)
-    sample = _small().fit(X_sample, y_sample)
-    expected, y_moments = sample.preprocessor_, (sample.y_mean_, sample.y_scale_)
-    fitted_preprocessing(sample, sample, table.statistics(PartitionEncoder(sample)))
-    for name in ("mean_", "scale_", "inverse_bound_", "lower_", "upper_"):
-        np.testing.assert_allclose(getattr(sample.preprocessor_, name), getattr(expected, name),
-                                   rtol=1e-12, atol=1e-12, err_msg=name)
-    np.testing.assert_allclose((sample.y_mean_, sample.y_scale_), y_moments, rtol=1e-12)
+    _assert_statistics_give_fits_standardization(table, X_sample, y_sample)
 
 
 def test_parquet_table_samples_a_share_of_the_rows_and_names_a_file_with_unseen_categories(
