@@ -151,3 +151,22 @@ def test_the_graph_gives_the_same_cross_conformal_sets(method, alpha):
     assert meta["calibration"] == "cv+" and meta["n_folds"] == "3"
     assert meta["n_calibration"] == "300" and meta["set_method"] == method
     assert 0 < sizes.mean() < 3
+
+
+def test_a_fold_model_encoding_the_columns_otherwise_is_refused_by_name():
+    # A category of a single row is absent from the training rows of the fold holding
+    # it: that fold's network takes one column fewer than the graph's X.
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    text = rng.choice(["x", "y"], 120).astype(object)
+    text[0] = "rare"
+    frame = pd.DataFrame({"a": rng.normal(size=120), "c": text})
+    labels = (frame["a"] + rng.normal(size=120) > 0).astype(int)
+    model = ConformalClassifier(NeuMissClassifier(**TINY), cv=3, random_state=0).fit(
+        frame, labels)
+    with pytest.raises(ValueError, match=r"fold model \d of the cross-conformal fit encodes "
+                       r"the columns otherwise.*\['c=rare'\].*cv=None"):
+        model.to_onnx()
+    sets, _ = model.predict_set(frame.iloc[:5])  # Python scores it: each model its own way
+    assert sets.shape == (5, 2)

@@ -68,6 +68,7 @@ class CrossCalibration:
 
     Parameters
     ----------
+    estimator : the base model fitted on all rows (whose masks draw the cells).
     estimators : list of K fitted base models, each without one fold.
     scores : ndarray of shape (n,)
         The out-of-fold score of every row.
@@ -77,6 +78,7 @@ class CrossCalibration:
     cell_patterns, cell_of_count : the partition of masks, drawn from all rows.
     """
 
+    estimator: object
     estimators: list
     scores: np.ndarray
     folds: np.ndarray
@@ -113,7 +115,7 @@ def calibration_groups(method, calibration: CrossCalibration, X, alpha: float):
     :func:`~._cells.own_cells` calibrates on its own rows at ``alpha``."""
     groups = np.full(len(X), -1)  # -1: calibrated on all rows; c: on cell c's
     if method.mondrian:
-        cells = assign_cells(input_mask(calibration.estimators[0], X),
+        cells = assign_cells(input_mask(calibration.estimator, X),
                              calibration.cell_patterns, calibration.cell_of_count)
         groups = np.where(own_cells(calibration, alpha)[cells], cells, -1)
     for group in np.unique(groups):

@@ -65,12 +65,10 @@ def export_interval_onnx(model, path=None, *, opset: int = DEFAULT_OPSET) -> onn
     """
     g = Graph()
     if model.cross_conformal_:
-        method, calibration, alpha = model._cross_calibrated()
-        base = model.estimator_
-        for estimator in (base, *calibration.estimators):
-            check_exportable(estimator, opset)
+        method, calibration, alpha = exportable_cross(model, opset)
+        base = calibration.estimator
         method.onnx_bounds(g, base, network(g, base))  # y, from the model of all rows
-        lower, upper = cross_interval(g, method, calibration, alpha, base)
+        lower, upper = cross_interval(g, method, calibration, alpha)
         embedded, scheme = 0, {"calibration": "cv+",
                                "n_folds": str(len(calibration.estimators))}
     else:
@@ -123,12 +121,10 @@ def export_set_onnx(model, path=None, *, opset: int = DEFAULT_OPSET) -> onnx.Mod
     """
     g = Graph()
     if model.cross_conformal_:
-        method, calibration, alpha = model._cross_calibrated()
-        base = model.estimator_
-        for estimator in (base, *calibration.estimators):
-            check_exportable(estimator, opset)
+        method, calibration, alpha = exportable_cross(model, opset)
+        base = calibration.estimator
         outputs = classifier_outputs(g, base, network_output(g, base))
-        kept = cross_set(g, method, calibration, alpha, base)
+        kept = cross_set(g, method, calibration, alpha)
         scheme = {"calibration": "cv+", "n_folds": str(len(calibration.estimators))}
     else:
         method, calibration, alpha, confidence = model._calibrated()
@@ -154,7 +150,29 @@ def export_set_onnx(model, path=None, *, opset: int = DEFAULT_OPSET) -> onnx.Mod
     return finish_model(g, base, outputs, meta, opset, path)
 
 
-def cross_interval(g: Graph, method, calibration, alpha: float, base) -> tuple[str, str]:
+def exportable_cross(model, opset: int):
+    """The method, cross-conformal calibration and ``alpha`` of a fitted CV+ ``model``,
+    checked for export: every network exportable, and every fold model encoding the
+    columns as the model of all rows does (the graph takes one encoded ``X``). Each
+    model draws its encoding from its own training rows, so a category (or an integer
+    level) too rare to reach every fold's training rows makes them differ: refused,
+    naming the encoded columns."""
+    method, calibration, alpha = model._cross_calibrated()
+    names = list(calibration.estimator.encoder_.output_names())
+    for k, estimator in enumerate((calibration.estimator, *calibration.estimators)):
+        check_exportable(estimator, opset)
+        fold_names = list(estimator.encoder_.output_names())
+        if fold_names != names:
+            raise ValueError(
+                f"{type(model).__name__}: fold model {k - 1} of the cross-conformal fit "
+                f"encodes the columns otherwise than the model of all rows (encoded "
+                f"columns {sorted(set(names) ^ set(fold_names))[:5]} differ: a category "
+                "or level too rare in its training rows); the ONNX graph reads one "
+                "encoding: merge the rare categories, or refit with cv=None (a split)")
+    return method, calibration, alpha
+
+
+def cross_interval(g: Graph, method, calibration, alpha: float) -> tuple[str, str]:
     """Add the CV+ bounds (:func:`~._cross.cross_intervals`) to graph ``g``: each fold
     model's bounds (N,) (its network a subgraph of its own, :func:`fold_outputs`), gathered
     by the calibration rows' folds (N, n) and widened by their scores (initializers);
@@ -178,7 +196,7 @@ def cross_interval(g: Graph, method, calibration, alpha: float, base) -> tuple[s
     if not method.mondrian:
         return (kth_smallest(g, low_ends, lower_rank(n, alpha), "raw_lower"),
                 kth_smallest(g, high_ends, upper_rank(n, alpha), "raw_upper"))
-    member, group, sizes = row_groups(g, calibration, alpha, base)
+    member, group, sizes = row_groups(g, calibration, alpha)
     infinity = g.constant("infinity", np.inf, np.float64)
     ends = []
     for values, ranks, name in ((low_ends, [lower_rank(s, alpha) for s in sizes], "raw_lower"),
@@ -192,7 +210,7 @@ def cross_interval(g: Graph, method, calibration, alpha: float, base) -> tuple[s
     return ends[0], ends[1]
 
 
-def cross_set(g: Graph, method, calibration, alpha: float, base) -> str:
+def cross_set(g: Graph, method, calibration, alpha: float) -> str:
     """Add the CV+ sets (:func:`~._cross.cross_sets`) to graph ``g``: each fold model's
     class scores (N, n_classes) (its network a subgraph, :func:`fold_outputs`), gathered by
     the calibration rows' folds (N, n_classes, n) and compared with their out-of-fold
@@ -215,7 +233,7 @@ def cross_set(g: Graph, method, calibration, alpha: float, base) -> str:
                           row_scores], "calibration_below")
     n = calibration.scores.shape[0]
     if method.mondrian:
-        member, group, sizes = row_groups(g, calibration, alpha, base)
+        member, group, sizes = row_groups(g, calibration, alpha)
         below = g.op("And", [below, g.op("Unsqueeze", [member, g.constant(
             "axis_1", [1], np.int64)], "row_members_3d")], "group_below")
         rank = g.op("Unsqueeze", [group_values(g, [upper_rank(s, alpha) for s in sizes], group,
@@ -244,7 +262,7 @@ def fold_outputs(g: Graph, estimators, build, axis: int) -> list[list[str]]:
     return outputs
 
 
-def row_groups(g: Graph, calibration, alpha: float, base) -> tuple[str, str, np.ndarray]:
+def row_groups(g: Graph, calibration, alpha: float) -> tuple[str, str, np.ndarray]:
     """The group of calibration rows each input row is calibrated on, for a Mondrian
     method: group 0 all rows, then one group per cell calibrated on its own rows
     (:func:`~._cells.own_cells`). Returns the names of each input row's members (bool
@@ -255,7 +273,8 @@ def row_groups(g: Graph, calibration, alpha: float, base) -> tuple[str, str, np.
     members = np.vstack([np.ones(n, dtype=bool), calibration.cells[None, :] == own[:, None]])
     group_of_cell = np.zeros(own_mask.size, dtype=np.int64)
     group_of_cell[own] = np.arange(1, own.size + 1)
-    cell = onnx_cells(g, base, calibration.cell_patterns, calibration.cell_of_count)
+    cell = onnx_cells(g, calibration.estimator, calibration.cell_patterns,
+                      calibration.cell_of_count)
     group = group_values(g, group_of_cell, cell, "row_group")
     member = g.op("Gather", [g.constant("group_members", members, np.bool_), group],
                   "row_members", axis=0)

@@ -233,8 +233,9 @@ class SplitConformal(BaseEstimator):
         alpha = check_alpha(self.alpha if alpha is None else alpha,
                             self.calibration_scores_.shape[0])
         return method, CrossCalibration(
-            self.fold_estimators_, self.calibration_scores_, self.calibration_folds_,
-            self.calibration_cells_, self.cell_patterns_, self.cell_of_count_), alpha
+            self.estimator_, self.fold_estimators_, self.calibration_scores_,
+            self.calibration_folds_, self.calibration_cells_, self.cell_patterns_,
+            self.cell_of_count_), alpha
 
     @property
     def cross_conformal_(self) -> bool:
