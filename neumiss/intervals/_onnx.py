@@ -224,7 +224,7 @@ def cross_set(g: Graph, method, calibration, alpha: float) -> str:
         return [method.score.onnx_scores(sub, cast(sub, "probabilities", "probabilities_double",
                                                    np.float64))]
 
-    axis2 = g.constant("axis_2", [2], np.int64)
+    axis1, axis2 = g.constant("axis_1", [1], np.int64), g.constant("axis_2", [2], np.int64)
     (columns,) = zip(*fold_outputs(g, calibration.estimators, class_scores, 2))
     row_scores = g.op("Gather", [g.op("Concat", list(columns), "fold_class_scores", axis=2),
                                  g.constant("calibration_folds", calibration.folds, np.int64)],
@@ -234,11 +234,10 @@ def cross_set(g: Graph, method, calibration, alpha: float) -> str:
     n = calibration.scores.shape[0]
     if method.mondrian:
         member, group, sizes = row_groups(g, calibration, alpha)
-        below = g.op("And", [below, g.op("Unsqueeze", [member, g.constant(
-            "axis_1", [1], np.int64)], "row_members_3d")], "group_below")
+        below = g.op("And", [below, g.op("Unsqueeze", [member, axis1], "row_members_3d")],
+                     "group_below")
         rank = g.op("Unsqueeze", [group_values(g, [upper_rank(s, alpha) for s in sizes], group,
-                                               "rank"), g.constant("axis_1", [1], np.int64)],
-                    "row_rank")
+                                               "rank"), axis1], "row_rank")
     else:
         rank = g.constant("rank", upper_rank(n, alpha), np.int64)
     count = g.op("ReduceSum", [cast(g, below, "below_int", np.int64), axis2], "n_below",
