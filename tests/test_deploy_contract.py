@@ -1,7 +1,7 @@
 """One contract for every scorer, as hypothesis properties over generated tables.
 
 For a fitted model (regressor, classifier, conformal intervals by a split and by CV+,
-conformal prediction sets) and a generated table,
+conformal prediction sets by a split and by CV+) and a generated table,
 ``predict`` in Python, ONNX Runtime on a DataFrame (``score_frame``), ``neumiss score``
 on CSV and on Parquet, ``export/score.py`` on CSV and the Dask path give the same numbers
 (1e-5 relative) or all refuse the table, naming the same row and column. A category cell
@@ -66,7 +66,9 @@ def deployed(tmp_path_factory):
             estimator=NeuMissQuantileRegressor(quantiles=(0.05, 0.5, 0.95), **small),
             cv=4, random_state=0).fit(frame, y),
         "sets": ConformalClassifier(NeuMissClassifier(**small), method="aps-mondrian",
-                                    random_state=0).fit(frame, np.digitize(y, [0, 3])),
+                                    cv=None, random_state=0).fit(frame, np.digitize(y, [0, 3])),
+        "cross_sets": ConformalClassifier(  # 300 rows: CV+
+            NeuMissClassifier(**small), cv=4, random_state=0).fit(frame, np.digitize(y, [0, 3])),
     }
     folder = tmp_path_factory.mktemp("contract")
     for name, model in models.items():
@@ -166,10 +168,11 @@ def _dask(frame, path):
     return score_dask(dd.from_pandas(frame, npartitions=2), path).compute(scheduler="sync")
 
 
-@settings(max_examples=15, deadline=None,
+@settings(max_examples=18, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=tables(),
-       name=st.sampled_from(["regressor", "classifier", "mondrian", "cross", "sets"]))
+       name=st.sampled_from(["regressor", "classifier", "mondrian", "cross", "sets",
+                             "cross_sets"]))
 def test_every_scorer_gives_predicts_numbers_or_its_refusal(deployed, tmp_path, case, name):
     frame, spell = case
     model = deployed[name][0]

@@ -76,3 +76,20 @@ def test_without_mapie_the_suite_says_so_and_runs_the_other_methods(
     methods = {row["method"] for row in _classes.read_classes_runs(
         tmp_path / _classes.RUNS_FILE)}
     assert methods == set(_classes.METHODS) - set(_mapie.MAPIE_METHODS)
+
+
+def test_below_cross_rows_the_sets_are_cv_plus_and_mapie_calibrates_the_split_fit():
+    # cv="auto" fits the run's sets by CV+ on 300 rows; MAPIE's split LAC takes the split
+    # fit of the same seed (its network and calibration rows), as on larger tables.
+    pytest.importorskip("mapie", reason=NO_MAPIE)
+    from neumiss.estimators import NeuMissClassifier
+
+    X, labels, X_test, _ = _classes_data(n=300, n_test=100)
+    sets, _ = _classes.conformal_sets(X, labels, X_test, 7, 0.1, TINY)
+    cross = ConformalClassifier(NeuMissClassifier(**TINY), method="lac", random_state=7)
+    split = ConformalClassifier(NeuMissClassifier(**TINY), method="lac", cv=None,
+                                random_state=7).fit(X, labels)
+    assert cross.fit(X, labels).cross_conformal_
+    np.testing.assert_array_equal(sets["lac"], cross.predict_set(X_test)[0])
+    np.testing.assert_array_equal(sets["mapie-lac"],
+                                  _mapie.mapie_sets(split, X, labels, X_test, 7)["mapie-lac"])

@@ -1,6 +1,7 @@
-"""ConformalClassifier: the sets each score keeps, coverage on simulated data (marginal
-and per group of rows with the same number of missing entries), nesting in ``alpha``,
-bad input, save and load.
+"""ConformalClassifier calibrated by a split (``cv=None``; CV+ is
+``test_intervals_classifier_cross``): the sets each score keeps, coverage on simulated
+data (marginal and per group of rows with the same number of missing entries), nesting in
+``alpha``, bad input, save and load.
 
 Most tests use a fast base model (imputation + logistic regression) so that the
 conformal logic is checked independently of network training.
@@ -30,7 +31,7 @@ from ._interval_helpers import (
 
 def _fitted(method, n=400, seed=0, n_classes=3):
     X, labels, sample = simulated_classes(n, n_classes=n_classes, seed=seed)
-    model = ConformalClassifier(imputed_logistic(), method=method, random_state=seed)
+    model = ConformalClassifier(imputed_logistic(), method=method, cv=None, random_state=seed)
     return model.fit(X, labels), sample(50, seed + 100)[0]
 
 
@@ -62,7 +63,8 @@ def test_aps_keeps_the_classes_whose_mass_above_them_is_within_the_quantile():
 
 def test_the_calibration_scores_are_those_of_the_own_class():
     X, labels, _ = simulated_classes(400)
-    model = ConformalClassifier(imputed_logistic(), method="aps", random_state=0).fit(X, labels)
+    model = ConformalClassifier(imputed_logistic(), method="aps", cv=None,
+                                random_state=0).fit(X, labels)
     cal = np.sort(np.random.RandomState(0).permutation(400)[:100])  # ceil(0.25 n), the split
     proba = model.predict_proba(X[cal])
     expected = [p[p > p[y]].sum() for p, y in zip(proba, labels[cal])]
@@ -155,7 +157,7 @@ def test_bad_input_is_refused_with_the_argument_named():
     rare[3] = 7  # one row of class 7: the split leaves it to calibration or training
     with pytest.raises(ValueError, match="class 7 has no row among the rows that train"):
         for seed in range(20):  # a seed that puts it among the calibration rows
-            ConformalClassifier(imputed_logistic(), random_state=seed).fit(X, rare)
+            ConformalClassifier(imputed_logistic(), cv=None, random_state=seed).fit(X, rare)
     with pytest.raises(ValueError, match="y mixes class labels"):
         ConformalClassifier(imputed_logistic()).fit(X, np.array([1, "a"] * 100, dtype=object))
     model, X_test = _fitted("lac")

@@ -6,6 +6,7 @@ import pytest
 
 from neumiss.estimators import NeuMissClassifier, NeuMissQuantileRegressor, NeuMissRegressor
 from neumiss.intervals import SET_METHODS, ConformalClassifier, ConformalRegressor
+from neumiss.intervals._cells import own_cells
 
 from ._interval_helpers import TINY, simulated, simulated_classes
 
@@ -83,7 +84,8 @@ def test_cross_conformal_mondrian_graph_falls_back_to_all_rows_in_small_cells():
 
 def test_the_scorers_write_the_sets_and_the_cross_conformal_bounds(tmp_path, classes):
     # neumiss score (from a saved model file), export/score.py (from the ONNX file) and
-    # score_frame give the sets of predict_set and the bounds of predict_interval.
+    # score_frame give the sets of predict_set (a split's and CV+'s) and the bounds of
+    # predict_interval.
     import pandas as pd
 
     from neumiss import cli
@@ -95,16 +97,17 @@ def test_the_scorers_write_the_sets_and_the_cross_conformal_bounds(tmp_path, cla
     frame = pd.DataFrame(X, columns=["a", "b", "c"])
     test = pd.DataFrame(X_test, columns=["a", "b", "c"])
     test.to_csv(tmp_path / "in.csv", index=False)
-    sets_model = ConformalClassifier(NeuMissClassifier(**TINY), method="aps-mondrian",
-                                     random_state=0).fit(frame, labels)
+    models = {"sets": ConformalClassifier(NeuMissClassifier(**TINY), method="aps-mondrian",
+                                          random_state=0).fit(frame, labels),
+              "cross_sets": ConformalClassifier(NeuMissClassifier(**TINY), cv=3,
+                                                random_state=0).fit(frame.iloc[:300],
+                                                                    labels[:300])}
     y = np.nan_to_num(X[:, 0]) * 2 + np.nan_to_num(X[:, 1])
-    cross_model = ConformalRegressor(NeuMissQuantileRegressor(**TINY), random_state=0).fit(
+    models["cross"] = ConformalRegressor(NeuMissQuantileRegressor(**TINY), random_state=0).fit(
         frame.iloc[:300], y[:300])
-    assert cross_model.cross_conformal_  # cv="auto" on 300 rows
-    sets, sizes = sets_model.predict_set(test)
-    interval = cross_model.predict_interval(test)
+    assert models["cross"].cross_conformal_  # cv="auto" on 300 rows
     script = _import(SCORER, "score_sets")
-    for name, model in (("sets", sets_model), ("cross", cross_model)):
+    for name, model in models.items():
         model.save(tmp_path / f"{name}.pt")
         model.to_onnx(tmp_path / f"{name}.onnx")
         assert cli.main(["score", str(tmp_path / f"{name}.pt"), str(tmp_path / "in.csv"),
@@ -114,12 +117,56 @@ def test_the_scorers_write_the_sets_and_the_cross_conformal_bounds(tmp_path, cla
         written = [pd.read_csv(tmp_path / f"{name}_{kind}.csv") for kind in ("cli", "script")]
         written.append(score_frame(test, str(tmp_path / f"{name}.onnx")))
         for scored in written:
-            if name == "sets":
+            if name == "cross":
+                np.testing.assert_allclose(scored[["lower", "upper"]],
+                                           model.predict_interval(test), rtol=1e-5, atol=1e-5)
+            else:
+                sets, sizes = model.predict_set(test)
                 np.testing.assert_array_equal(
                     scored[["set_a", "set_b", "set_c"]].to_numpy(dtype=bool), sets)
                 np.testing.assert_array_equal(scored["set_size"], sizes)
-            else:
-                np.testing.assert_allclose(scored[["lower", "upper"]], interval, rtol=1e-5,
-                                           atol=1e-5)
     schema = spark_schema(str(tmp_path / "sets.onnx"))
     assert "`set_a` boolean" in schema and "`set_size` bigint" in schema
+
+
+@pytest.mark.parametrize("method, alpha", [("lac", 0.1), ("aps", 0.1), ("lac-mondrian", 0.015),
+                                           ("aps-mondrian", 0.1)])
+def test_the_graph_gives_the_same_cross_conformal_sets(method, alpha):
+    # At alpha = 0.015 a cell needs 66 rows: two of the three cells use their own rows,
+    # the third all rows; the graph picks each row's group and rank as predict_set does.
+    X, labels, sample = simulated_classes(300, d=4, n_classes=3, missing_rate=0.4)
+    X_test = sample(300, 1)[0]
+    model = ConformalClassifier(NeuMissClassifier(**TINY), method=method, alpha=alpha, cv=3,
+                                random_state=0).fit(X, np.array(["a", "b", "c"])[labels])
+    assert model.cross_conformal_
+    if method == "lac-mondrian":
+        own = own_cells(model._cross_calibrated()[1], alpha)
+        assert own.any() and not own.all()
+    out, meta = _outputs(model.to_onnx(), X_test)
+    sets, sizes = model.predict_set(X_test)
+    np.testing.assert_array_equal(out["set"], sets)
+    np.testing.assert_array_equal(out["set_size"], sizes)
+    np.testing.assert_array_equal(out["label"], model.predict(X_test))
+    np.testing.assert_allclose(out["probabilities"], model.predict_proba(X_test), atol=1e-6)
+    assert meta["calibration"] == "cv+" and meta["n_folds"] == "3"
+    assert meta["n_calibration"] == "300" and meta["set_method"] == method
+    assert 0 < sizes.mean() < 3
+
+
+def test_a_fold_model_encoding_the_columns_otherwise_is_refused_by_name():
+    # A category of a single row is absent from the training rows of the fold holding
+    # it: that fold's network takes one column fewer than the graph's X.
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    text = rng.choice(["x", "y"], 120).astype(object)
+    text[0] = "rare"
+    frame = pd.DataFrame({"a": rng.normal(size=120), "c": text})
+    labels = (frame["a"] + rng.normal(size=120) > 0).astype(int)
+    model = ConformalClassifier(NeuMissClassifier(**TINY), cv=3, random_state=0).fit(
+        frame, labels)
+    with pytest.raises(ValueError, match=r"fold model \d of the cross-conformal fit encodes "
+                       r"the columns otherwise.*\['c=rare'\].*cv=None"):
+        model.to_onnx()
+    sets, _ = model.predict_set(frame.iloc[:5])  # Python scores it: each model its own way
+    assert sets.shape == (5, 2)

@@ -8,6 +8,13 @@ within the cells of masks (``"lac-mondrian"``, the default, and ``"aps-mondrian"
 valid within each cell under any missingness mechanism), with the same cells, the same
 ``calibration_confidence`` and the same checks of ``alpha``. The set of a row holds the
 classes that cannot be ruled out at level ``1 - alpha``.
+
+On small tables a split leaves few calibration rows (46-84 on tables of 228-418 rows):
+below ``CROSS_ROWS`` rows, ``cv="auto"`` (the default) calibrates by CV+ instead, every
+row scored by a fold model that did not see it, and a class kept when fewer than
+``ceil((1 - alpha)(n + 1))`` out-of-fold scores lie below its score under each row's fold
+model (:mod:`._cross`, the regressor's design); ``summary()`` says which calibration a
+fit used and which mask cells are calibrated on their own rows.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 
 from ..checks import Options, check_class_labels
+from ._cross import cross_sets
 from ._methods import cell_margins
 from ._sets import SET_METHODS
 from ._split import PARAMETER_CONSTRAINTS, SplitConformal
@@ -44,9 +52,15 @@ class ConformalClassifier(ClassifierMixin, SplitConformal):
     calibration_confidence : float in (0, 1) or None, default=0.75
         The probability, over the draw of the calibration rows, that the coverage
         (of a cell for the Mondrian methods) is at least ``1 - alpha``; None: on
-        average over draws (:func:`~neumiss.intervals.confident_rank`).
+        average over draws (:func:`~neumiss.intervals.confident_rank`). A split only.
+    cv : "auto", int >= 2 or None, default="auto"
+        Cross-conformal calibration (CV+, :mod:`._cross`) with this many folds, every
+        row calibrating: for small tables, where a split leaves few calibration rows.
+        ``"auto"``: 10 folds below ``CROSS_ROWS`` (500) rows, a split otherwise. None:
+        always a split. It fits ``cv + 1`` base models (one on all rows); every class
+        needs a row in the training rows of every fold.
     random_state : int, RandomState or None, default=None
-        Seeds the split, and the base model when it has no seed of its own.
+        Seeds the split (or the folds), and the base model when it has no seed of its own.
 
     Attributes
     ----------
@@ -54,7 +68,10 @@ class ConformalClassifier(ClassifierMixin, SplitConformal):
     classes_ : ndarray of shape (n_classes,)
         The class labels, the columns of the sets.
     calibration_scores_ : ndarray of shape (n_calibration,)
-        The score of each calibration row's own class.
+        The score of each calibration row's own class; of every row, out of fold, for a
+        cross-conformal fit.
+    fold_estimators_, calibration_folds_ : for a cross-conformal fit only
+        The base models fitted without each fold, and the fold of each row.
     cell_patterns_, cell_of_count_, calibration_cells_ : as ``ConformalRegressor``'s.
     n_features_in_, feature_names_in_ : as the estimators'.
 
@@ -79,17 +96,19 @@ class ConformalClassifier(ClassifierMixin, SplitConformal):
     _methods = SET_METHODS
     _y_numeric = False
     _saved_attributes = (*SplitConformal._saved_attributes, "classes_")
+    _predicts = "predict_set"
     _parameter_constraints = PARAMETER_CONSTRAINTS | {"method": Options(*SET_METHODS)}
 
     def __init__(
         self, estimator=None, *, method="lac-mondrian", alpha=0.1, calibration_fraction=0.25,
-        calibration_confidence=0.75, random_state=None,
+        calibration_confidence=0.75, cv="auto", random_state=None,
     ):
         self.estimator = estimator
         self.method = method
         self.alpha = alpha
         self.calibration_fraction = calibration_fraction
         self.calibration_confidence = calibration_confidence
+        self.cv = cv
         self.random_state = random_state
 
     def _targets(self, y):
@@ -100,13 +119,20 @@ class ConformalClassifier(ClassifierMixin, SplitConformal):
                              f"{self.classes_[0].tolist()!r}")
         return y
 
-    def _check_base(self, base, y_train):
+    def _check_base(self, base, y_train, fold=None):
         missed = np.setdiff1d(self.classes_, y_train)
-        if missed.size:
+        if missed.size and fold is None:
             raise ValueError(
                 f"ConformalClassifier: class {missed[0].tolist()!r} has no row among the rows that "
                 f"train the base model (the others calibrate): give more rows of that class "
                 f"or lower calibration_fraction"
+            )
+        if missed.size:
+            raise ValueError(
+                f"ConformalClassifier: class {missed[0].tolist()!r} has no row among the "
+                f"training rows of fold {fold} of the cross-conformal fit (cv={self.cv!r}: all "
+                f"its rows fell in that fold): give more rows of that class, cv=None (a split) "
+                f"or more folds"
             )
         if not np.array_equal(np.asarray(base.classes_), self.classes_):
             raise ValueError(
@@ -126,7 +152,10 @@ class ConformalClassifier(ClassifierMixin, SplitConformal):
         X : array-like or DataFrame of shape (n_samples, n_features), NaN = missing
         alpha : float in (0, 1) or None
             None: the fit-time ``alpha``; another value recalibrates from the stored
-            scores. Sets are nested: a smaller ``alpha`` never drops a class.
+            scores. Sets are nested: a smaller ``alpha`` never drops a class (a
+            cross-conformal Mondrian fit: within either regime of the row's cell, its own
+            rows or all rows, which it switches to when ``alpha`` asks for more rows than
+            the cell holds; :mod:`._cross`).
 
         Returns
         -------
@@ -136,13 +165,18 @@ class ConformalClassifier(ClassifierMixin, SplitConformal):
         sizes : ndarray of int of shape (n_samples,)
             The number of classes in each set.
         """
-        method, calibration, alpha, confidence = self._calibrated(alpha)
-        sets = method.sets(calibration, self._features(X), alpha, confidence)
+        if self.cross_conformal_:
+            method, calibration, alpha = self._cross_calibrated(alpha)
+            sets = cross_sets(method, calibration, self._features(X), alpha)
+        else:
+            method, calibration, alpha, confidence = self._calibrated(alpha)
+            sets = method.sets(calibration, self._features(X), alpha, confidence)
         return sets, sets.sum(axis=1)
 
     def cell_margins(self, alpha=None) -> np.ndarray:
         """``Q`` of each mask cell (the Mondrian methods), shape (n_cells,), as
-        ``ConformalRegressor.cell_margins``."""
+        ``ConformalRegressor.cell_margins``; a split fit only (a cross-conformal fit
+        has no single margin)."""
         _, calibration, alpha, confidence = self._calibrated(alpha)
         return cell_margins(calibration, alpha, confidence)
 

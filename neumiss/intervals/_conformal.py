@@ -44,8 +44,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import RegressorMixin
 
-from ..checks import AnyOf, Integer, NoneValue, Options
-from ._cross import CROSS_ROWS, FOLDS, CrossCalibration, cross_intervals
+from ..checks import Options
+from ._cross import cross_intervals
 from ._mda import MDAExactMethod, MDANestedMethod
 from ._methods import (
     CQRMethod,
@@ -55,7 +55,7 @@ from ._methods import (
     cell_margins,
     conformal_quantile,
 )
-from ._split import PARAMETER_CONSTRAINTS, SplitConformal, check_alpha
+from ._split import PARAMETER_CONSTRAINTS, SplitConformal
 
 #: The methods of :class:`ConformalRegressor`, by name.
 METHODS: dict[str, IntervalMethod] = {
@@ -135,10 +135,8 @@ default="cqr-mondrian"
 
     _methods = METHODS
     _y_numeric = True
-    _parameter_constraints = PARAMETER_CONSTRAINTS | {
-        "method": Options(*METHODS),
-        "cv": AnyOf(NoneValue(), Options("auto"), Integer(2)),
-    }
+    _predicts = "predict_interval"
+    _parameter_constraints = PARAMETER_CONSTRAINTS | {"method": Options(*METHODS)}
 
     def __init__(
         self, estimator=None, *, method="cqr-mondrian", alpha=0.1, calibration_fraction=0.25,
@@ -151,18 +149,6 @@ default="cqr-mondrian"
         self.calibration_confidence = calibration_confidence
         self.cv = cv
         self.random_state = random_state
-
-    def _folds(self, n, method):
-        if self.cv is None or (self.cv == "auto" and (n >= CROSS_ROWS or method.keeps_rows)):
-            return None
-        if method.keeps_rows:
-            raise ValueError(f"ConformalRegressor: method={method.name!r} has no cross-conformal "
-                             "mode (cv): give cv=None or another method")
-        folds = FOLDS if self.cv == "auto" else int(self.cv)
-        if folds > n:
-            raise ValueError(f"ConformalRegressor: cv={self.cv} folds need at least as many "
-                             f"rows, got {n}")
-        return folds
 
     # ----------------------------------------------------------------- predict
     def predict_interval(self, X, alpha=None) -> np.ndarray:
@@ -188,24 +174,6 @@ default="cqr-mondrian"
             return cross_intervals(method, calibration, self._features(X), alpha)
         method, calibration, alpha, confidence = self._calibrated(alpha)
         return method.intervals(calibration, self._features(X), alpha, confidence)
-
-    def _cross_calibrated(self, alpha=None) -> tuple[IntervalMethod, CrossCalibration, float]:
-        """The method, the cross-conformal calibration and the checked ``alpha``."""
-        method = self._method()
-        if method.keeps_rows:
-            raise ValueError(f"ConformalRegressor: method={method.name!r} has no "
-                             "cross-conformal mode: refit with cv=None")
-        alpha = check_alpha(self.alpha if alpha is None else alpha,
-                            self.calibration_scores_.shape[0])
-        return method, CrossCalibration(
-            self.fold_estimators_, self.calibration_scores_, self.calibration_folds_,
-            self.calibration_cells_, self.cell_patterns_, self.cell_of_count_), alpha
-
-    def _calibrated(self, alpha=None):
-        if self.cross_conformal_:
-            raise ValueError("ConformalRegressor: a cross-conformal fit (cv) has no single "
-                             "margin; predict_interval gives its intervals")
-        return super()._calibrated(alpha)
 
     def calibration_quantile(self, alpha=None) -> float:
         """``Q``: the margin ``"split"`` and ``"cqr"`` add to their bounds, the

@@ -1,5 +1,7 @@
-"""ONNX export of a fitted :class:`~neumiss.intervals.ConformalRegressor`: outputs
-``y``, ``lower`` and ``upper``; and the graph pieces the interval methods share.
+"""ONNX export of a fitted :class:`~neumiss.intervals.ConformalRegressor` (outputs
+``y``, ``lower`` and ``upper``) and :class:`~neumiss.intervals.ConformalClassifier`
+(``label``, ``probabilities``, ``set`` and ``set_size``); and the graph pieces the
+interval and set methods share.
 
 The inputs are those of every NeuMiss graph (``X`` and ``M``, see
 :mod:`neumiss.export`); the base model's network is the same graph. The interval
@@ -12,7 +14,13 @@ privacy matter to weigh before sharing it; and their graph evaluates the network
 ``N (1 + 2 n)`` rows for ``N`` input rows and ``n`` calibration rows, so memory grows
 as ``N n d``: score in chunks of a few hundred rows.
 
-Metadata adds ``interval_method``, ``alpha``, ``n_calibration`` and
+A cross-conformal (CV+) fit's graph holds its fold networks (each a subgraph of its
+own) and the rows' out-of-fold scores and folds, no rows: the bounds are ranks picked
+after a sort, the sets counts of comparisons with the scores (:func:`cross_interval`,
+:func:`cross_set`); metadata ``calibration`` says ``"cv+"`` (with ``n_folds``) or
+``"split"``.
+
+Metadata adds ``interval_method`` (``set_method``), ``alpha``, ``n_calibration`` and
 ``embedded_calibration_rows`` (0 for the methods that keep no rows) to those of the
 base model (``task`` is ``"regression"``, ``estimator`` ``ConformalRegressor``).
 """
@@ -57,12 +65,10 @@ def export_interval_onnx(model, path=None, *, opset: int = DEFAULT_OPSET) -> onn
     """
     g = Graph()
     if model.cross_conformal_:
-        method, calibration, alpha = model._cross_calibrated()
-        base = model.estimator_
-        for estimator in (base, *calibration.estimators):
-            check_exportable(estimator, opset)
+        method, calibration, alpha = exportable_cross(model, opset)
+        base = calibration.estimator
         method.onnx_bounds(g, base, network(g, base))  # y, from the model of all rows
-        lower, upper = cross_interval(g, method, calibration, alpha, base)
+        lower, upper = cross_interval(g, method, calibration, alpha)
         embedded, scheme = 0, {"calibration": "cv+",
                                "n_folds": str(len(calibration.estimators))}
     else:
@@ -106,18 +112,28 @@ def export_set_onnx(model, path=None, *, opset: int = DEFAULT_OPSET) -> onnx.Mod
     onnx.ModelProto
         Inputs ``X``, ``M`` float32 (N, d); outputs ``label`` (N,), ``probabilities``
         float32 (N, n_classes), ``set`` bool (N, n_classes) (columns in the order of
-        metadata ``classes``) and ``set_size`` int64 (N,). The margins are
-        initializers; set membership compares the probabilities (in float64) with them,
-        as ``predict_set``: the same sets, but for a class whose score lies within
-        float32 rounding of the margin (the graph's probabilities are float32).
+        metadata ``classes``) and ``set_size`` int64 (N,). A split's margins are
+        initializers; a cross-conformal fit's graph holds its fold networks and the
+        out-of-fold scores (:func:`cross_set`). Set membership compares the class scores
+        (of the probabilities in float64) with them, as ``predict_set``: the same sets,
+        but for a class whose score lies within float32 rounding of a calibration score
+        (the graph's probabilities are float32).
     """
-    method, calibration, alpha, confidence = model._calibrated()
-    base = calibration.estimator
-    check_exportable(base, opset)
     g = Graph()
-    outputs = classifier_outputs(g, base, network_output(g, base))
-    kept = method.onnx_sets(g, calibration, alpha, confidence,
-                            cast(g, "probabilities", "probabilities_double", np.float64))
+    if model.cross_conformal_:
+        method, calibration, alpha = exportable_cross(model, opset)
+        base = calibration.estimator
+        outputs = classifier_outputs(g, base, network_output(g, base))
+        kept = cross_set(g, method, calibration, alpha)
+        scheme = {"calibration": "cv+", "n_folds": str(len(calibration.estimators))}
+    else:
+        method, calibration, alpha, confidence = model._calibrated()
+        base = calibration.estimator
+        check_exportable(base, opset)
+        outputs = classifier_outputs(g, base, network_output(g, base))
+        kept = method.onnx_sets(g, calibration, alpha, confidence,
+                                cast(g, "probabilities", "probabilities_double", np.float64))
+        scheme = {"calibration": "split"}
     g.op("ReduceSum", [cast(g, kept, "set_int", np.int64), g.constant("axis_1", [1], np.int64)],
          "set_size", keepdims=0)
     n_classes = len(base.classes_)
@@ -130,26 +146,46 @@ def export_set_onnx(model, path=None, *, opset: int = DEFAULT_OPSET) -> onnx.Mod
         "alpha": repr(alpha),
         "n_calibration": str(calibration.scores.shape[0]),
         "embedded_calibration_rows": "0",
-        "calibration": "split",
-    }
+    } | scheme
     return finish_model(g, base, outputs, meta, opset, path)
 
 
-def cross_interval(g: Graph, method, calibration, alpha: float, base) -> tuple[str, str]:
+def exportable_cross(model, opset: int):
+    """The method, cross-conformal calibration and ``alpha`` of a fitted CV+ ``model``,
+    checked for export: every network exportable, and every fold model encoding the
+    columns as the model of all rows does (the graph takes one encoded ``X``). Each
+    model draws its encoding from its own training rows, so a category (or an integer
+    level) too rare to reach every fold's training rows makes them differ: refused,
+    naming the encoded columns."""
+    method, calibration, alpha = model._cross_calibrated()
+    names = list(calibration.estimator.encoder_.output_names())
+    for k, estimator in enumerate((calibration.estimator, *calibration.estimators)):
+        check_exportable(estimator, opset)
+        fold_names = list(estimator.encoder_.output_names())
+        if fold_names != names:
+            raise ValueError(
+                f"{type(model).__name__}: fold model {k - 1} of the cross-conformal fit "
+                f"encodes the columns otherwise than the model of all rows (encoded "
+                f"columns {sorted(set(names) ^ set(fold_names))[:5]} differ: a category "
+                "or level too rare in its training rows); the ONNX graph reads one "
+                "encoding: merge the rare categories, or refit with cv=None (a split)")
+    return method, calibration, alpha
+
+
+def cross_interval(g: Graph, method, calibration, alpha: float) -> tuple[str, str]:
     """Add the CV+ bounds (:func:`~._cross.cross_intervals`) to graph ``g``: each fold
-    model's bounds (N,) (its network a subgraph of its own, :func:`merge`), gathered by
-    the calibration rows' folds (N, n) and widened by their scores (initializers);
+    model's bounds (N,) (its network a subgraph of its own, :func:`fold_outputs`), gathered
+    by the calibration rows' folds (N, n) and widened by their scores (initializers);
     the ranks of each row's group (its own cell or all rows) picked after a sort, the
     other rows set to +inf. Returns the names of the lower and upper bounds (N,)
     before the midpoint of an empty interval."""
     axis1 = g.constant("axis_1", [1], np.int64)
-    lows, highs = [], []
-    for k, fold_model in enumerate(calibration.estimators):
-        sub = Graph()
+
+    def bounds(sub, fold_model):
         _, low, high = method.onnx_bounds(sub, fold_model, network(sub, fold_model))
-        merge(g, sub, f"fold{k}_")
-        lows.append(g.op("Unsqueeze", [f"fold{k}_{low}", axis1], f"fold{k}_low_column"))
-        highs.append(g.op("Unsqueeze", [f"fold{k}_{high}", axis1], f"fold{k}_high_column"))
+        return [low, high]
+
+    lows, highs = zip(*fold_outputs(g, calibration.estimators, bounds, 1))
     folds = g.constant("calibration_folds", calibration.folds, np.int64)
     scores = g.constant("calibration_scores", calibration.scores, np.float64)
     low_ends = g.op("Sub", [g.op("Gather", [g.op("Concat", lows, "fold_lows", axis=1), folds],
@@ -160,29 +196,94 @@ def cross_interval(g: Graph, method, calibration, alpha: float, base) -> tuple[s
     if not method.mondrian:
         return (kth_smallest(g, low_ends, lower_rank(n, alpha), "raw_lower"),
                 kth_smallest(g, high_ends, upper_rank(n, alpha), "raw_upper"))
-    # Group 0: all rows; then one group per cell calibrated on its own rows.
-    own = np.flatnonzero(own_cells(calibration, alpha))
+    member, group, sizes = row_groups(g, calibration, alpha)
+    infinity = g.constant("infinity", np.inf, np.float64)
+    ends = []
+    for values, ranks, name in ((low_ends, [lower_rank(s, alpha) for s in sizes], "raw_lower"),
+                                (high_ends, [upper_rank(s, alpha) for s in sizes], "raw_upper")):
+        ordered_ends = smallest(g, g.op("Where", [member, values, infinity], f"{name}_ends"), n,
+                                f"{name}_sorted")
+        index = g.op("Unsqueeze", [group_values(g, np.asarray(ranks) - 1, group,
+                                                f"{name}_index"), axis1], f"{name}_row_index_2d")
+        picked = g.op("GatherElements", [ordered_ends, index], f"{name}_picked", axis=1)
+        ends.append(g.op("Squeeze", [picked, axis1], name))
+    return ends[0], ends[1]
+
+
+def cross_set(g: Graph, method, calibration, alpha: float) -> str:
+    """Add the CV+ sets (:func:`~._cross.cross_sets`) to graph ``g``: each fold model's
+    class scores (N, n_classes) (its network a subgraph, :func:`fold_outputs`), gathered by
+    the calibration rows' folds (N, n_classes, n) and compared with their out-of-fold
+    scores (initializers); the comparisons counted over the rows of each test row's group
+    (its own cell or all rows), and the count compared with the group's rank
+    ``ceil((1 - alpha)(n_group + 1))``. Memory: ``N n_classes n``. Returns the name of
+    the sets, bool (N, n_classes)."""
+
+    def class_scores(sub, fold_model):
+        classifier_outputs(sub, fold_model, network_output(sub, fold_model))  # probabilities
+        return [method.score.onnx_scores(sub, cast(sub, "probabilities", "probabilities_double",
+                                                   np.float64))]
+
+    axis1, axis2 = g.constant("axis_1", [1], np.int64), g.constant("axis_2", [2], np.int64)
+    (columns,) = zip(*fold_outputs(g, calibration.estimators, class_scores, 2))
+    row_scores = g.op("Gather", [g.op("Concat", list(columns), "fold_class_scores", axis=2),
+                                 g.constant("calibration_folds", calibration.folds, np.int64)],
+                      "row_class_scores", axis=2)  # (N, n_classes, n)
+    below = g.op("Less", [g.constant("calibration_scores", calibration.scores, np.float64),
+                          row_scores], "calibration_below")
+    n = calibration.scores.shape[0]
+    if method.mondrian:
+        member, group, sizes = row_groups(g, calibration, alpha)
+        below = g.op("And", [below, g.op("Unsqueeze", [member, axis1], "row_members_3d")],
+                     "group_below")
+        rank = g.op("Unsqueeze", [group_values(g, [upper_rank(s, alpha) for s in sizes], group,
+                                               "rank"), axis1], "row_rank")
+    else:
+        rank = g.constant("rank", upper_rank(n, alpha), np.int64)
+    count = g.op("ReduceSum", [cast(g, below, "below_int", np.int64), axis2], "n_below",
+                 keepdims=0)
+    return g.op("Less", [count, rank], "set")
+
+
+def fold_outputs(g: Graph, estimators, build, axis: int) -> list[list[str]]:
+    """For each fold model of ``estimators``: ``build(sub, model)`` adds its outputs to a
+    graph of its own, merged into ``g`` with the prefix ``fold<k>_`` (:func:`merge`);
+    returns, per model, the names of those outputs in ``g`` with a new ``axis`` (for
+    their ``Concat`` along it)."""
+    new_axis = g.constant(f"axis_{axis}", [axis], np.int64)
+    outputs = []
+    for k, model in enumerate(estimators):
+        sub = Graph()
+        names = build(sub, model)
+        merge(g, sub, f"fold{k}_")
+        outputs.append([g.op("Unsqueeze", [f"fold{k}_{name}", new_axis],
+                             f"fold{k}_output{j}_{axis}d") for j, name in enumerate(names)])
+    return outputs
+
+
+def row_groups(g: Graph, calibration, alpha: float) -> tuple[str, str, np.ndarray]:
+    """The group of calibration rows each input row is calibrated on, for a Mondrian
+    method: group 0 all rows, then one group per cell calibrated on its own rows
+    (:func:`~._cells.own_cells`). Returns the names of each input row's members (bool
+    (N, n)) and group (int64 (N,)), and the groups' sizes (n_groups,)."""
+    own_mask = own_cells(calibration, alpha)
+    own = np.flatnonzero(own_mask)
+    n = calibration.scores.shape[0]
     members = np.vstack([np.ones(n, dtype=bool), calibration.cells[None, :] == own[:, None]])
-    sizes = members.sum(axis=1)
-    group_of_cell = np.zeros(len(own_cells(calibration, alpha)), dtype=np.int64)
+    group_of_cell = np.zeros(own_mask.size, dtype=np.int64)
     group_of_cell[own] = np.arange(1, own.size + 1)
-    cell = onnx_cells(g, base, calibration.cell_patterns, calibration.cell_of_count)
-    group = g.op("Gather", [g.constant("group_of_cell", group_of_cell, np.int64), cell],
-                 "row_group", axis=0)
+    cell = onnx_cells(g, calibration.estimator, calibration.cell_patterns,
+                      calibration.cell_of_count)
+    group = group_values(g, group_of_cell, cell, "row_group")
     member = g.op("Gather", [g.constant("group_members", members, np.bool_), group],
                   "row_members", axis=0)
-    infinity = g.constant("infinity", np.inf, np.float64)
-    bounds = []
-    for ends, ranks, name in ((low_ends, [lower_rank(s, alpha) for s in sizes], "raw_lower"),
-                              (high_ends, [upper_rank(s, alpha) for s in sizes], "raw_upper")):
-        ordered_ends = smallest(g, g.op("Where", [member, ends, infinity], f"{name}_ends"), n,
-                                f"{name}_sorted")
-        index = g.op("Unsqueeze", [g.op("Gather", [
-            g.constant(f"{name}_index", np.asarray(ranks) - 1, np.int64), group],
-            f"{name}_row_index", axis=0), axis1], f"{name}_row_index_2d")
-        picked = g.op("GatherElements", [ordered_ends, index], f"{name}_picked", axis=1)
-        bounds.append(g.op("Squeeze", [picked, axis1], name))
-    return bounds[0], bounds[1]
+    return member, group, members.sum(axis=1)
+
+
+def group_values(g: Graph, values, index: str, name: str) -> str:
+    """``values`` (int, one per group or cell) of each row's ``index`` (int64 (N,)): (N,)."""
+    return g.op("Gather", [g.constant(f"{name}_values", np.asarray(values), np.int64), index],
+                name, axis=0)
 
 
 def merge(g: Graph, sub: Graph, prefix: str, keep=("X", "M")) -> None:

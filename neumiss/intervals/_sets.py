@@ -54,13 +54,19 @@ class SetScore(ABC):
         """``s_k(x)`` of every class of every row (n, n_classes), from ``proba`` (same shape)."""
 
     @abstractmethod
-    def kept(self, proba: np.ndarray, margin) -> np.ndarray:
-        """The sets (bool (n, n_classes)) at margin ``Q`` (a float or one per row, (n,))."""
+    def onnx_scores(self, g, proba: str) -> str:
+        """Add :meth:`class_scores` to graph ``g``: ``proba`` float64 (N, n_classes);
+        returns the name of the scores, float64 (N, n_classes)."""
 
-    @abstractmethod
+    def kept(self, proba: np.ndarray, margin) -> np.ndarray:
+        """The sets ``{k : s_k <= Q}`` (bool (n, n_classes)) at margin ``Q`` (a float or
+        one per row, (n,))."""
+        return self.class_scores(proba) <= np.reshape(margin, (-1, 1))
+
     def onnx_kept(self, g, proba: str, margin: str) -> str:
         """Add :meth:`kept` to graph ``g``: ``proba`` float64 (N, n_classes), ``margin``
         float64 (N, 1); returns the name of the sets, bool (N, n_classes)."""
+        return g.op("LessOrEqual", [self.onnx_scores(g, proba), margin], "set")
 
 
 class LACScore(SetScore):
@@ -69,12 +75,8 @@ class LACScore(SetScore):
     def class_scores(self, proba):
         return 1.0 - proba
 
-    def kept(self, proba, margin):
-        return self.class_scores(proba) <= np.reshape(margin, (-1, 1))
-
-    def onnx_kept(self, g, proba, margin):
-        scores = g.op("Sub", [g.constant("one_double", 1.0, np.float64), proba], "class_scores")
-        return g.op("LessOrEqual", [scores, margin], "set")
+    def onnx_scores(self, g, proba):
+        return g.op("Sub", [g.constant("one_double", 1.0, np.float64), proba], "class_scores")
 
 
 class APSScore(SetScore):
@@ -84,10 +86,7 @@ class APSScore(SetScore):
     def class_scores(self, proba):
         return mass_above(proba)
 
-    def kept(self, proba, margin):
-        return self.class_scores(proba) <= np.reshape(margin, (-1, 1))
-
-    def onnx_kept(self, g, proba, margin):
+    def onnx_scores(self, g, proba):
         """``above[n, k] = sum_j p[n, j] [p[n, j] > p[n, k]]`` from an (N, k, k)
         comparison, as :func:`mass_above`."""
         from . import _onnx  # loads onnx: only when exporting
@@ -97,9 +96,8 @@ class APSScore(SetScore):
         p_k = g.op("Unsqueeze", [proba, axis1], "p_k")
         more = _onnx.cast(g, g.op("Greater", [p_j, p_k], "more_probable"), "more_double",
                           np.float64)
-        scores = g.op("ReduceSum", [g.op("Mul", [more, p_j], "mass_terms"), axis1],
-                      "class_scores", keepdims=0)
-        return g.op("LessOrEqual", [scores, margin], "set")
+        return g.op("ReduceSum", [g.op("Mul", [more, p_j], "mass_terms"), axis1],
+                    "class_scores", keepdims=0)
 
 
 def probabilities(estimator, X) -> np.ndarray:
@@ -141,11 +139,15 @@ class SetMethod:
     def default_estimator(self, alpha, seed):
         return NeuMissClassifier(random_state=seed)
 
+    def class_scores(self, estimator, X) -> np.ndarray:
+        """``s_k(x)`` of every class of every row of ``X`` under the fitted ``estimator``,
+        float64 (n, n_classes), columns in the order of ``estimator.classes_``."""
+        return self.score.class_scores(probabilities(estimator, X))
+
     def scores(self, estimator, X, y) -> np.ndarray:
         """The score of each row's own class ``y`` (labels of ``estimator.classes_``), (n,)."""
         index = np.searchsorted(estimator.classes_, y)
-        scores = self.score.class_scores(probabilities(estimator, X))
-        return scores[np.arange(index.shape[0]), index]
+        return self.class_scores(estimator, X)[np.arange(index.shape[0]), index]
 
     def margin(self, calibration: Calibration, X, alpha: float, confidence: float | None):
         """``Q`` for the rows of ``X``: a float, or one per row (n,) for the Mondrian method."""

@@ -6,7 +6,8 @@ others held out to calibrate, and the mask cells of their Mondrian methods.
 A subclass names its methods (``_methods``: name -> method object, each with
 ``needs``, ``keeps_rows``, ``confident``, ``default_estimator`` and ``scores``, as
 :class:`~._methods.IntervalMethod`) and how its targets are read (:meth:`_targets`);
-the split, the calibration scores, the cells and the checks of ``alpha`` are here.
+the split, the calibration scores, the cells, the checks of ``alpha`` and the choice of
+a cross-conformal (CV+) fit (``cv``, :mod:`._cross`) are here.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ..checks import (
     InstanceOf,
     Integer,
     NoneValue,
+    Options,
     Real,
     check_features,
     check_params,
@@ -30,7 +32,7 @@ from ..checks import (
 )
 from ..estimators import save_estimator
 from ._cells import assign_cells, mask_cells
-from ._cross import cross_fit
+from ._cross import CROSS_ROWS, FOLDS, CrossCalibration, cross_fit
 from ._methods import Calibration, input_mask, take_rows
 from ._ranks import required_calibration_rows
 
@@ -41,6 +43,7 @@ PARAMETER_CONSTRAINTS = {
     "alpha": Real(0, 1, closed="neither"),
     "calibration_fraction": Real(0, 1, closed="neither"),
     "calibration_confidence": AnyOf(NoneValue(), Real(0, 1, closed="neither")),
+    "cv": AnyOf(NoneValue(), Options("auto"), Integer(2)),
     "random_state": AnyOf(
         NoneValue(), Integer(0, 2**32 - 1), InstanceOf(np.random.RandomState, "a RandomState")
     ),
@@ -85,6 +88,8 @@ class SplitConformal(BaseEstimator):
     _methods: dict = {}
     #: Fitted attributes a model file must hold (:func:`neumiss.load`).
     _saved_attributes = ("estimator_", "calibration_scores_", "n_features_in_")
+    #: The method that gives a cross-conformal fit's intervals or sets (the subclass's).
+    _predicts = ""
 
     def _method(self):
         """The method object ``method`` names."""
@@ -117,15 +122,29 @@ class SplitConformal(BaseEstimator):
         be set, e.g. ``classes_``)."""
         return y
 
-    def _check_base(self, base, y_train) -> None:
-        """Refuse a base model fitted on ``y_train`` that the method cannot use."""
+    def _check_base(self, base, y_train, fold: int | None = None) -> None:
+        """Refuse a base model fitted on ``y_train`` that the method cannot use (``fold``:
+        the fold a cross-conformal fit's model was fitted without, None for a split)."""
 
     def _folds(self, n: int, method) -> int | None:
-        """The number of folds of a cross-conformal fit of ``n`` rows, or None for a split."""
-        return None
+        """The number of folds of a cross-conformal fit of ``n`` rows (``cv``: ``"auto"``
+        gives :data:`~._cross.FOLDS` below :data:`~._cross.CROSS_ROWS` rows), or None for
+        a split."""
+        name = type(self).__name__
+        if self.cv is None or (self.cv == "auto" and (n >= CROSS_ROWS or method.keeps_rows)):
+            return None
+        if method.keeps_rows:
+            raise ValueError(f"{name}: method={method.name!r} has no cross-conformal mode "
+                             "(cv): give cv=None or another method")
+        folds = FOLDS if self.cv == "auto" else int(self.cv)
+        if folds > n:
+            raise ValueError(f"{name}: cv={self.cv} folds need at least as many rows, got {n}")
+        return folds
 
     def fit(self, X, y):
-        """Fit the base model on ``1 - calibration_fraction`` of the rows, calibrate on the rest.
+        """Fit the base model on ``1 - calibration_fraction`` of the rows, calibrate on the
+        rest; or, for a cross-conformal fit (``cv``), fit one base model without each fold
+        and one on all rows, every row calibrating out of fold.
 
         Parameters
         ----------
@@ -178,9 +197,10 @@ class SplitConformal(BaseEstimator):
         (``predict``, and the model whose residuals the intervals stand for)."""
         check_alpha(self.alpha, y.shape[0])
         models, self.calibration_scores_, self.calibration_folds_ = cross_fit(
-            method, self._base_estimator, X, y, n_folds, rng)
+            method, self._base_estimator, X, y, n_folds, rng, self._check_base)
         self.fold_estimators_ = models
         self.estimator_ = self._base_estimator(int(rng.randint(np.iinfo(np.int32).max))).fit(X, y)
+        self._check_base(self.estimator_, y)
         mask = input_mask(self.estimator_, X)
         self.cell_patterns_, self.cell_of_count_ = mask_cells(mask, 1.0)
         self.calibration_cells_ = assign_cells(mask, self.cell_patterns_, self.cell_of_count_)
@@ -189,6 +209,9 @@ class SplitConformal(BaseEstimator):
         """The method, the fitted calibration, ``alpha`` (the fit-time one for None)
         checked against the calibration rows, and the confidence the method uses."""
         check_is_fitted(self, "estimator_")
+        if self.cross_conformal_:
+            raise ValueError(f"{type(self).__name__}: a cross-conformal fit (cv) has no single "
+                             f"margin; {self._predicts} gives its CV+ output")
         method = self._method()
         confidence = self._confidence(method)
         alpha = check_alpha(self.alpha if alpha is None else alpha,
@@ -199,6 +222,20 @@ class SplitConformal(BaseEstimator):
             getattr(self, "calibration_targets_", None),
         )
         return method, calibration, alpha, confidence
+
+    def _cross_calibrated(self, alpha=None) -> tuple[object, CrossCalibration, float]:
+        """The method, the cross-conformal calibration and ``alpha`` (the fit-time one for
+        None) checked against the number of rows (the usual ranks: no confidence)."""
+        method = self._method()
+        if method.keeps_rows:
+            raise ValueError(f"{type(self).__name__}: method={method.name!r} has no "
+                             "cross-conformal mode: refit with cv=None")
+        alpha = check_alpha(self.alpha if alpha is None else alpha,
+                            self.calibration_scores_.shape[0])
+        return method, CrossCalibration(
+            self.estimator_, self.fold_estimators_, self.calibration_scores_,
+            self.calibration_folds_, self.calibration_cells_, self.cell_patterns_,
+            self.cell_of_count_), alpha
 
     @property
     def cross_conformal_(self) -> bool:

@@ -41,6 +41,9 @@
 #'   within each cell of patterns of missing predictors (`"lac-mondrian"`,
 #'   `"aps-mondrian"`), on average over the rows for `"lac"` and `"aps"`; a
 #'   `"lac"` set may be empty (no class plausible enough), an `"aps"` set never is.
+#'   Below 500 rows the sets are calibrated by CV+ (every row, scored by a network
+#'   that did not see it): within a cell where it holds enough rows for `level`, on
+#'   average over the rows elsewhere ([print()] says which).
 #' @examples
 #' if (is_neumiss_available()) {
 #'   set.seed(1)

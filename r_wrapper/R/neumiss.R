@@ -114,9 +114,9 @@
 #'   networks, each without a tenth of the rows, and one on all rows: [print()] says
 #'   which). [predict.neumiss()] with `interval = "prediction"`
 #'   gives the intervals, and the predictions are the conditional median.
-#'   A classifier is calibrated the same way (by a split; Python's
-#'   `ConformalClassifier`), and `predict(fit, newdata, type = "set")` gives the set
-#'   of classes that cannot be ruled out at `level`.
+#'   A classifier is calibrated the same way (by a split, or below 500 rows by CV+;
+#'   Python's `ConformalClassifier`), and `predict(fit, newdata, type = "set")` gives
+#'   the set of classes that cannot be ruled out at `level`.
 #'   Case weights are not supported with intervals.
 #' @param level Coverage of the intervals the quantile head is trained for
 #'   (`predict()` may ask for another level: see [predict.neumiss()]).

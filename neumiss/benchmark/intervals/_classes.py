@@ -8,9 +8,10 @@ so the true class probabilities are known: the **oracle set** keeps the most pro
 classes until they hold ``1 - alpha`` (the smallest set with that coverage for every
 row). Each :data:`METHODS` of :class:`~neumiss.intervals.ConformalClassifier` is fitted
 at ``alpha`` over one NeuMiss classifier (``"lac"`` and ``"aps"`` fitted with the same
-seed, hence the same split and network; their Mondrian forms recalibrate the same
-scores), with MAPIE's LAC on the same calibration rows where MAPIE is installed
-(:mod:`._mapie`), and scored on ``n_test`` fresh rows per number of missing entries:
+seed, hence the same split, or below ``CROSS_ROWS`` training rows the same CV+ folds, and
+the same networks; their Mondrian forms recalibrate the same scores), with MAPIE's LAC
+on the calibration rows of the split fit where MAPIE is installed (:mod:`._mapie`), and
+scored on ``n_test`` fresh rows per number of missing entries:
 ``classes_runs.csv`` gets rows, rows covered, summed set sizes (the method's and the
 oracle's) and empty sets; ``classes_summary.md`` pools them.
 """
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 from scipy.stats import norm
+from sklearn.base import clone
 
 from .._store import read_rows
 from ._mapie import MAPIE_METHODS, mapie_sets, mapie_unavailable
@@ -72,7 +74,10 @@ def conformal_sets(X, labels, X_test, seed: int, alpha: float, params: dict,
     every :class:`~neumiss.intervals.ConformalClassifier` method of :data:`METHODS`, and
     MAPIE's where it is installed (``imputed`` as :func:`~._mapie.mapie_sets` takes it),
     fitted on ``(X, labels)`` over ``NeuMissClassifier(**params)`` with ``seed``; and
-    the seconds each took (fit and sets)."""
+    the seconds each took (fit and sets). ``ConformalClassifier`` is fitted as its
+    default ``cv="auto"`` fits it: by CV+ below ``CROSS_ROWS`` rows; MAPIE's split LAC
+    then takes the split fit of the same seed (its training and calibration rows, its
+    network), as on larger tables."""
     from ...estimators import NeuMissClassifier
     from ...intervals import ConformalClassifier
 
@@ -86,6 +91,8 @@ def conformal_sets(X, labels, X_test, seed: int, alpha: float, params: dict,
             seconds[method] = time.perf_counter() - start
         if score == "lac" and mapie_unavailable() is None:
             start = time.perf_counter()
+            if model.cross_conformal_:  # MAPIE's split: the split fit of the same seed
+                model = clone(model).set_params(cv=None).fit(X, labels)
             sets |= mapie_sets(model, X, labels, X_test, seed, imputed)
             seconds |= dict.fromkeys(MAPIE_METHODS, time.perf_counter() - start)
     return sets, seconds

@@ -4,9 +4,10 @@ MAPIE (``pip install 'neumiss[mapie]'``, its 1.x API) is the reference a user wo
 try for prediction sets; the issue's target is a mean set size no larger than its LAC
 on the same base model. Both methods here are split conformal with MAPIE's
 ``SplitConformalClassifier`` (``conformity_score="lac"``, ``confidence_level = 1 -
-alpha``, ``prefit=True``), calibrated on the **same calibration rows** as the run's
+alpha``, ``prefit=True``), calibrated on the **same calibration rows** as the run's split
 :class:`~neumiss.intervals.ConformalClassifier` (:func:`~neumiss.intervals.calibration_split`
-with its seed):
+with its seed; below ``CROSS_ROWS`` rows, where the run's sets are CV+, the split fit of
+the same seed):
 
 * ``"mapie-lac"``: over the very NeuMiss classifier ``ConformalClassifier`` fitted
   (its ``estimator_``), so that only the calibration differs;

@@ -122,3 +122,35 @@ test_that("predict(type = 'set') gives the classes that cannot be ruled out", {
   expect_equal(dim(empty), c(0L, 3L))
   expect_error(predict(fit, type = "set"), "newdata")
 })
+
+test_that("small tables calibrate prediction sets on every row (CV+)", {
+  skip_if_no_python_neumiss()
+  set.seed(6)
+  df <- iris[sample(nrow(iris), 240, replace = TRUE), ]
+  df$Sepal.Width[runif(240) < 0.3] <- NA
+  fit <- neumiss(Species ~ ., data = df, max_epochs = 3, ensemble_size = 1, depth = 1,
+                 seed = 6, interval = TRUE)
+  expect_equal(fit$n_calibration, 0L)  # every row trains the network of predict()
+  expect_output(print(fit), "Prediction sets: lac-mondrian, level 0.9")
+  expect_output(print(fit), "cross-conformal \\(CV\\+, 10 folds\\), every one of the 240 rows")
+  expect_output(print(fit), "validity: ")
+  expect_true(neumiss:::.estimator(fit)$cross_conformal_)
+  newdata <- iris[c(1, 51, 101, 2), ]
+  newdata$Sepal.Width[c(2, 4)] <- NA
+  sets <- predict(fit, newdata, type = "set")
+  expect_true(is.logical(sets) && is.matrix(sets))
+  expect_identical(colnames(sets), levels(iris$Species))
+  wide <- predict(fit, newdata, type = "set", level = 0.95)
+  expect_true(all(wide | !sets))  # nested in the level (the cells keep their regime)
+  # the Python model's own sets
+  run <- reticulate::py_run_string(paste(
+    "def sets(model, rows, names):",
+    "    import pandas as pd",
+    "    return model.predict_set(pd.DataFrame(rows, columns=names))[0].astype(int).tolist()",
+    sep = "\n"), local = TRUE)
+  rows <- lapply(seq_len(nrow(newdata)), function(i) as.list(unlist(newdata[i, 1:4])))
+  rows <- lapply(rows, function(r) lapply(r, function(v) if (is.na(v)) NaN else v))
+  py <- do.call(rbind, lapply(run$sets(neumiss:::.estimator(fit), rows,
+                                       names(iris)[1:4]), unlist))
+  expect_equal(unname(sets) * 1L, py)
+})
