@@ -135,6 +135,9 @@
 #'   the calibrated margin of methods `"split"`, `"cqr"` and `"cqr-mondrian"`
 #'   holds the coverage for the finite calibration set (a higher value needs
 #'   more calibration rows); `NULL` for the plain conformal quantile.
+#' @param cv With `interval = TRUE`: `"auto"` (the default) calibrates by CV+ below 500
+#'   rows and by a split above; `NULL` always splits; a whole number `>= 2` always uses
+#'   CV+ with that many folds (each fold's network fitted without it, and one on all rows).
 #' @param ... Further parameters of the Python estimator by their Python names
 #'   (e.g. `lr_patience`, `tol`, `weight_decay`, `compress_tails`,
 #'   `integer_levels`); unknown names are an error. For the formula method, the
@@ -212,7 +215,7 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
                             validation_fraction = NULL, patience = NULL, seed = NULL,
                             device = NULL, verbose = FALSE, interval = FALSE, level = 0.9,
                             interval_method = NULL, calibration_fraction = 0.25,
-                            calibration_confidence = 0.75, ...) {
+                            calibration_confidence = 0.75, cv = "auto", ...) {
   call <- .generic_call(match.call())
   .check_dots(list(...), formula = FALSE)
   table <- .predictor_table(x, "x")
@@ -223,7 +226,7 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
     validation_fraction = validation_fraction, patience = patience, seed = seed,
     device = device, verbose = verbose, interval = interval, level = level,
     interval_method = interval_method, calibration_fraction = calibration_fraction,
-    calibration_confidence = calibration_confidence, ...
+    calibration_confidence = calibration_confidence, cv = cv, ...
   )
   .neumiss_fit(table, y, weights, args, call = call, terms = NULL)
 }
@@ -235,7 +238,7 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
                             validation_fraction = NULL, patience = NULL, seed = NULL,
                             device = NULL, verbose = FALSE, interval = FALSE, level = 0.9,
                             interval_method = NULL, calibration_fraction = 0.25,
-                            calibration_confidence = 0.75, ...) {
+                            calibration_confidence = 0.75, cv = "auto", ...) {
   params <- c(
     list(depth = depth, mlp_depth = mlp_depth, mlp_width = mlp_width,
          weight_sharing = weight_sharing, residual = residual, optimizer = optimizer,
@@ -247,12 +250,12 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
   params <- params[!vapply(params, is.null, logical(1))]
   list(task = task, seed = seed, params = c(params, .option_args(names(params))),
        interval = .interval_args(interval, level, interval_method, calibration_fraction,
-                                 calibration_confidence))
+                                 calibration_confidence, cv))
 }
 
 # The conformal settings of a fit with intervals (NULL without).
 .interval_args <- function(interval, level, method, calibration_fraction = 0.25,
-                           calibration_confidence = 0.75) {
+                           calibration_confidence = 0.75, cv = "auto") {
   if (!is.logical(interval) || length(interval) != 1 || is.na(interval)) {
     .abort("`interval` must be TRUE or FALSE.")
   }
@@ -266,7 +269,20 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
   list(method = if (!is.null(method)) .interval_method(method),
        alpha = 1 - .check_level(level),
        calibration_fraction = calibration_fraction,
-       calibration_confidence = calibration_confidence)
+       calibration_confidence = calibration_confidence,
+       cv = .check_cv(cv))
+}
+
+# `cv` of a fit with intervals: "auto", NULL (always a split) or a number of folds >= 2.
+.check_cv <- function(cv) {
+  if (is.null(cv) || identical(cv, "auto")) {
+    return(cv)
+  }
+  if (!is.numeric(cv) || length(cv) != 1 || is.na(cv) || cv < 2 || cv != round(cv)) {
+    .abort("`cv` must be \"auto\", NULL (a split) or a whole number of folds >= 2, got %s.",
+           .deparse(cv))
+  }
+  as.integer(cv)
 }
 
 # A number strictly between 0 and 1 (`or`: what else the argument may be).

@@ -224,7 +224,7 @@ def _conformal(task, params, interval):
         method=method, alpha=alpha,
         calibration_fraction=float(interval.get("calibration_fraction", 0.25)),
         calibration_confidence=confidence if confidence is None else float(confidence),
-        random_state=params.get("random_state"))
+        cv=interval.get("cv", "auto"), random_state=params.get("random_state"))
     if task == "classification":
         return neumiss.ConformalClassifier(neumiss.NeuMissClassifier(**params), **settings)
     if method == "split":

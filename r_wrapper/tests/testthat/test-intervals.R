@@ -154,3 +154,20 @@ test_that("small tables calibrate prediction sets on every row (CV+)", {
                                        names(iris)[1:4]), unlist))
   expect_equal(unname(sets) * 1L, py)
 })
+
+test_that("cv chooses between a split and CV+ for the interval fits", {
+  skip_if_no_python_neumiss()
+  data <- simulate_data(n = 240, d = 3)
+  split <- neumiss(data$x, data$y, max_epochs = 2, ensemble_size = 1, depth = 1, seed = 3,
+                   validation_fraction = 0.2, interval = TRUE, interval_method = "split",
+                   cv = NULL)
+  expect_output(print(split), "calibration: split, 60 held-out rows")
+  df <- data.frame(data$x, y = data$y)
+  five <- neumiss(y ~ ., data = df, max_epochs = 2, ensemble_size = 1, depth = 1, seed = 3,
+                  interval = TRUE, interval_method = "split", cv = 5)
+  expect_output(print(five), "cross-conformal \\(CV\\+, 5 folds\\)")
+  pred <- predict(five, df[1:5, ], interval = "prediction")
+  expect_true(all(pred[, "lwr"] <= pred[, "upr"]))
+  expect_error(neumiss(data$x, data$y, interval = TRUE, cv = 1), "`cv`")
+  expect_error(neumiss(data$x, data$y, interval = TRUE, cv = "loo"), "`cv`")
+})
