@@ -17,18 +17,22 @@ predictor's, then, each in a fresh process (the driver), fits
 * ``dask-2``: ``model.fit`` on the files read by a local Dask cluster of 2 workers (the
   statistics and the training on the workers: the driver holds the sample only).
 
-Prints, for each: wall seconds of the fit, epochs, test R² and its gap to the Bayes rate,
-and the driver's peak resident memory (Linux ``VmHWM``; the torchrun processes and Dask
-workers are not the driver: with ``parallel-K`` it computes the statistics, a few files
-at a time, so its peak grows with the files' size; with ``dask-2`` it does not). The
-targets (issue 46): gap within 0.002 of the one-process fit's; 2 processes at most 0.7
-times one process's time; the driver's peak the same at 1e6 and 4e6 rows.
+Prints, for each: wall seconds of the fit, the CPU seconds of the driver and of the
+processes it waited for (torchrun's, Dask's workers once closed), the load average at its
+start, epochs, test R² and its gap to the Bayes rate, and the driver's peak resident
+memory (Linux ``VmHWM``; the torchrun processes and Dask workers are not the driver: with
+``parallel-K`` it computes the statistics, a few files at a time, so its peak grows with
+the files' size; with ``dask-2`` it does not). The targets (issue 46): gap within 0.002 of
+the one-process fit's; 2 processes at most 0.7 times one process's time; the driver's
+peak the same at 1e6 and 4e6 rows.
 """
 
 from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
+import os
+import resource
 import tempfile
 import time
 
@@ -39,6 +43,13 @@ PARAMS = dict(mlp_depth=2, ensemble_size=1, random_state=0)
 MODES = ("one-process", "parallel-1", "parallel-2", "dask-2")
 #: Partitions (Parquet files) of the training rows.
 N_FILES = 8
+
+
+def _cpu_seconds() -> float:
+    """User and system CPU seconds of this process and of the children it waited for."""
+    own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                         resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def _peak_mb() -> float:
@@ -54,7 +65,8 @@ def _fit(mode: str, folder: str, queue) -> None:
 
     torch.set_num_threads(1)
     model = NeuMissRegressor(**PARAMS)
-    started = time.perf_counter()
+    load = os.getloadavg()[0]
+    started, cpu = time.perf_counter(), _cpu_seconds()
     if mode == "one-process":
         table = pd.read_parquet(f"{folder}/train")
         model.fit(table.drop(columns="y"), table["y"].to_numpy())
@@ -63,11 +75,11 @@ def _fit(mode: str, folder: str, queue) -> None:
         _fit_dask(model, f"{folder}/train")
     else:
         fit_parquet(model, f"{folder}/train", "y", num_processes=int(mode.split("-")[1]))
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, _cpu_seconds() - cpu
     peak = _peak_mb()
     test = pd.read_parquet(f"{folder}/test.parquet")
     r2 = model.score(test.drop(columns=["y", "bayes"]), test["y"].to_numpy())
-    queue.put((seconds, model.n_epochs_, model.best_depth_, r2, peak))
+    queue.put((seconds, cpu, load, model.n_epochs_, model.best_depth_, r2, peak))
 
 
 def _fit_dask(model, folder: str) -> None:
@@ -108,21 +120,19 @@ def main() -> None:
     args = parser.parse_args()
     n, d = int(args.rows), args.features
     with tempfile.TemporaryDirectory() as folder:
-        import os
-
         os.mkdir(f"{folder}/train")
         bayes_r2 = _write(folder, n, d)
         print(f"n={n:,} d={d} MCAR in {N_FILES} files, Bayes R2 {bayes_r2:.4f}, {PARAMS}")
-        print(f"{'fit':<12}{'seconds':>9}{'epochs':>8}{'depth':>7}{'test R2':>9}{'gap':>9}"
-              f"{'driver MB':>11}")
+        print(f"{'fit':<12}{'seconds':>9}{'CPU s':>8}{'load':>6}{'epochs':>8}{'depth':>7}"
+              f"{'test R2':>9}{'gap':>9}{'driver MB':>11}")
         context = mp.get_context("spawn")
         for mode in args.modes:
             queue = context.Queue()
             child = context.Process(target=_fit, args=(mode, folder, queue))
             child.start()
-            seconds, epochs, depth, r2, peak = queue.get()
+            seconds, cpu, load, epochs, depth, r2, peak = queue.get()
             child.join()
-            print(f"{mode:<12}{seconds:>9.1f}{epochs:>8}{depth:>7}{r2:>9.4f}"
+            print(f"{mode:<12}{seconds:>9.1f}{cpu:>8.1f}{load:>6.1f}{epochs:>8}{depth:>7}{r2:>9.4f}"
                   f"{r2 - bayes_r2:>+9.4f}{peak:>11.0f}", flush=True)
 
 

@@ -399,3 +399,10 @@ def main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     main(sys.argv[1:])
+    # The model file is written and closed and the process group destroyed: the process
+    # ends without the interpreter's teardown of its modules, so that ``torchrun`` returns
+    # as soon as every process has ended (results/README.md, issue 46). A failure above
+    # raises and exits as usual.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
