@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import neumiss
 from neumiss.estimators import NeuMissClassifier
-from neumiss.intervals import CROSS_ROWS, SET_METHODS, ConformalClassifier, assign_cells
+from neumiss.intervals import SET_METHODS, ConformalClassifier, assign_cells
 from neumiss.intervals._cells import own_cells
 from neumiss.intervals._cross import _plus_sets
 
@@ -45,6 +45,13 @@ def _sets_by_hand(model, method, X_test, rows_of, alpha=ALPHA):
             below = sum(scores[i] < fold_scores[folds[i]][row, k] for i in rows)
             expected[row, k] = below < rank
     return expected
+
+
+def test_cv_sets_the_folds_and_a_refit_as_a_split_forgets_them():
+    three, _, _, _ = _cross(cv=3, n=150)
+    assert len(three.fold_estimators_) == 3 and set(three.calibration_folds_) == {0, 1, 2}
+    assert not hasattr(three.set_params(cv=None).fit(*simulated_classes(150)[:2]),
+                       "fold_estimators_")
 
 
 @pytest.mark.parametrize("method", ["lac", "aps"])
@@ -105,22 +112,6 @@ def test_mondrian_calibrates_a_large_cell_on_its_rows_and_a_small_one_on_all(met
     text = model.summary()
     assert "cross-conformal (CV+, 10 folds), every one of the 400 rows" in text
     assert f"per missingness pattern cell for {sizes.size} of {sizes.size} cells" in text
-
-
-def test_auto_uses_cv_plus_below_the_measured_row_count_only():
-    small, _, _, _ = _cross(cv="auto", n=150)
-    assert small.cross_conformal_ and len(small.fold_estimators_) == 10
-    X, labels, _ = simulated_classes(CROSS_ROWS)
-    large = ConformalClassifier(imputed_logistic(), random_state=0).fit(X, labels)
-    assert not large.cross_conformal_ and "calibration: split, 125 held-out rows" in (
-        large.summary())
-    split, _, _, _ = _cross(cv=None, n=150)
-    assert not split.cross_conformal_ and split.calibration_scores_.shape == (38,)
-    three, _, _, _ = _cross(cv=3, n=150)
-    assert len(three.fold_estimators_) == 3 and set(three.calibration_folds_) == {0, 1, 2}
-    # a refit as a split forgets the folds
-    assert not hasattr(three.set_params(cv=None).fit(*simulated_classes(150)[:2]),
-                       "fold_estimators_")
 
 
 def test_coverage_and_size_on_small_tables():

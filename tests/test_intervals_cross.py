@@ -9,10 +9,18 @@ from hypothesis import strategies as st
 
 import neumiss
 from neumiss.estimators import NeuMissQuantileRegressor
-from neumiss.intervals import CROSS_ROWS, ConformalRegressor, assign_cells
+from neumiss.intervals import CROSS_ROWS, ConformalClassifier, ConformalRegressor, assign_cells
 from neumiss.intervals._cells import own_cells
 
-from ._interval_helpers import ALPHA, TINY, LinearQuantiles, kth, simulated
+from ._interval_helpers import (
+    ALPHA,
+    TINY,
+    LinearQuantiles,
+    imputed_logistic,
+    kth,
+    simulated,
+    simulated_classes,
+)
 
 
 def _cross(method="cqr", n=150, seed=0, cv=10, d=3):
@@ -75,20 +83,25 @@ def test_mondrian_calibrates_a_large_cell_on_its_rows_and_a_small_one_on_all(alp
     assert f"per missingness pattern cell for {sizes.size} of {sizes.size} cells" in text
 
 
-def test_auto_uses_cv_plus_below_the_measured_row_count_only():
-    small, _, _, _ = _cross(cv="auto", n=120)
-    assert small.cross_conformal_ and len(small.fold_estimators_) == 10
-    X, y, _ = simulated(CROSS_ROWS)
-    large = ConformalRegressor(LinearQuantiles(), method="cqr", random_state=0).fit(X, y)
-    assert not large.cross_conformal_ and "split" in large.summary()
-    split, _, _, _ = _cross(cv=None, n=120)
-    assert not split.cross_conformal_ and split.calibration_scores_.shape == (30,)
-    mda, _, _, _ = _cross("cqr-mda-exact", cv="auto", n=120)  # no cross-conformal form
-    assert not mda.cross_conformal_
-    # a refit in another mode forgets the earlier one's attributes
-    assert not hasattr(split.set_params(cv=None, method="cqr").fit(*simulated(120)[:2]),
-                       "fold_estimators_")
+def _regressor(cv, n):
+    X, y, _ = simulated(n)
+    return ConformalRegressor(LinearQuantiles(), method="cqr", cv=cv, random_state=0).fit(X, y)
 
+
+def _classifier(cv, n):
+    X, labels, _ = simulated_classes(n)
+    return ConformalClassifier(imputed_logistic(), cv=cv, random_state=0).fit(X, labels)
+
+
+@pytest.mark.parametrize("fit", [_regressor, _classifier], ids=["regressor", "classifier"])
+def test_auto_uses_cv_plus_below_the_measured_row_count_only(fit):
+    small = fit("auto", 120)
+    assert small.cross_conformal_ and len(small.fold_estimators_) == 10
+    large = fit("auto", CROSS_ROWS)
+    assert not large.cross_conformal_ and "calibration: split, 125 held-out rows" in (
+        large.summary())
+    split = fit(None, 120)
+    assert not split.cross_conformal_ and split.calibration_scores_.shape == (30,)
 
 def test_coverage_and_width_on_small_tables():
     # Over tables of 100 rows, CV+ covers 1 - alpha on average and its intervals are

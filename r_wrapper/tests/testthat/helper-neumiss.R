@@ -58,3 +58,24 @@ options(neumiss.args = list(depth = 3L, mlp_depth = 0L, weight_sharing = "indepe
 installed_methods <- function(result) {
   !grepl("^R package '[a-z]+' is not installed", result$note)
 }
+
+# The sets (0/1 matrix) the Python model of `fit` gives for the predictors `newdata`
+# (a data frame of numeric columns, NA as NaN), computed in Python from plain lists.
+python_sets <- function(fit, newdata) {
+  run <- reticulate::py_run_string(paste(
+    "def sets(model, rows, names):",
+    "    import pandas as pd",
+    "    return model.predict_set(pd.DataFrame(rows, columns=names))[0].astype(int).tolist()",
+    sep = "\n"), local = TRUE)
+  rows <- lapply(seq_len(nrow(newdata)), function(i) as.list(unlist(newdata[i, ])))
+  rows <- lapply(rows, function(r) lapply(r, function(v) if (is.na(v)) NaN else v))
+  do.call(rbind, lapply(run$sets(neumiss:::.estimator(fit), rows, names(newdata)), unlist))
+}
+
+# `n` rows drawn from iris with replacement, 30% of `column` missing, from `seed`.
+iris_with_missing <- function(n, column, seed) {
+  set.seed(seed)
+  df <- iris[sample(nrow(iris), n, replace = TRUE), ]
+  df[[column]][runif(n) < 0.3] <- NA
+  df
+}

@@ -92,9 +92,7 @@ test_that("small tables calibrate on every row (CV+), and print() says so", {
 
 test_that("predict(type = 'set') gives the classes that cannot be ruled out", {
   skip_if_no_python_neumiss()
-  set.seed(5)
-  df <- iris[sample(nrow(iris), 600, replace = TRUE), ]
-  df$Petal.Length[runif(600) < 0.3] <- NA
+  df <- iris_with_missing(600, "Petal.Length", seed = 5)
   fit <- neumiss(Species ~ ., data = df, max_epochs = 5, ensemble_size = 1, depth = 1,
                  seed = 5, interval = TRUE, interval_method = "aps-mondrian")
   expect_output(print(fit), "Prediction sets: aps-mondrian, level 0.9")
@@ -108,16 +106,7 @@ test_that("predict(type = 'set') gives the classes that cannot be ruled out", {
   wide <- predict(fit, newdata, type = "set", level = 0.99)
   expect_true(all(wide | !sets))  # nested in the level
   # the Python model's own sets
-  run <- reticulate::py_run_string(paste(
-    "def sets(model, rows, names):",
-    "    import pandas as pd",
-    "    return model.predict_set(pd.DataFrame(rows, columns=names))[0].astype(int).tolist()",
-    sep = "\n"), local = TRUE)
-  rows <- lapply(seq_len(nrow(newdata)), function(i) as.list(unlist(newdata[i, 1:4])))
-  rows <- lapply(rows, function(r) lapply(r, function(v) if (is.na(v)) NaN else v))
-  py <- do.call(rbind, lapply(run$sets(neumiss:::.estimator(fit), rows,
-                                       names(iris)[1:4]), unlist))
-  expect_equal(unname(sets) * 1L, py)
+  expect_equal(unname(sets) * 1L, python_sets(fit, newdata[, 1:4]))
   empty <- predict(fit, newdata[0, ], type = "set")
   expect_equal(dim(empty), c(0L, 3L))
   expect_error(predict(fit, type = "set"), "newdata")
@@ -125,9 +114,7 @@ test_that("predict(type = 'set') gives the classes that cannot be ruled out", {
 
 test_that("small tables calibrate prediction sets on every row (CV+)", {
   skip_if_no_python_neumiss()
-  set.seed(6)
-  df <- iris[sample(nrow(iris), 240, replace = TRUE), ]
-  df$Sepal.Width[runif(240) < 0.3] <- NA
+  df <- iris_with_missing(240, "Sepal.Width", seed = 6)
   fit <- neumiss(Species ~ ., data = df, max_epochs = 3, ensemble_size = 1, depth = 1,
                  seed = 6, interval = TRUE)
   expect_equal(fit$n_calibration, 0L)  # every row trains the network of predict()
@@ -143,16 +130,7 @@ test_that("small tables calibrate prediction sets on every row (CV+)", {
   wide <- predict(fit, newdata, type = "set", level = 0.95)
   expect_true(all(wide | !sets))  # nested in the level (the cells keep their regime)
   # the Python model's own sets
-  run <- reticulate::py_run_string(paste(
-    "def sets(model, rows, names):",
-    "    import pandas as pd",
-    "    return model.predict_set(pd.DataFrame(rows, columns=names))[0].astype(int).tolist()",
-    sep = "\n"), local = TRUE)
-  rows <- lapply(seq_len(nrow(newdata)), function(i) as.list(unlist(newdata[i, 1:4])))
-  rows <- lapply(rows, function(r) lapply(r, function(v) if (is.na(v)) NaN else v))
-  py <- do.call(rbind, lapply(run$sets(neumiss:::.estimator(fit), rows,
-                                       names(iris)[1:4]), unlist))
-  expect_equal(unname(sets) * 1L, py)
+  expect_equal(unname(sets) * 1L, python_sets(fit, newdata[, 1:4]))
 })
 
 test_that("cv chooses between a split and CV+ for the interval fits", {
