@@ -143,16 +143,19 @@ def cross_models():
     return {method: _cross(method)[::3] for method in ("split", "cqr")}
 
 
+@pytest.mark.parametrize("fit", [_regressor, _classifier], ids=["regressor", "classifier"])
+def test_cv_is_auto_none_or_as_many_folds_as_rows_at_most(fit):
+    for cv in (1, "loo"):
+        with pytest.raises(ValueError, match="cv must be"):
+            fit(cv, 100)
+    with pytest.raises(ValueError, match="cv=200 folds need at least as many rows, got 100"):
+        fit(200, 100)
+
+
 def test_bad_input_is_refused():
     X, y, _ = simulated(100)
-    with pytest.raises(ValueError, match="cv must be"):
-        ConformalRegressor(LinearQuantiles(), cv=1).fit(X, y)
-    with pytest.raises(ValueError, match="cv must be"):
-        ConformalRegressor(LinearQuantiles(), cv="loo").fit(X, y)
     with pytest.raises(ValueError, match="'cqr-mda-nested' has no cross-conformal mode"):
         ConformalRegressor(LinearQuantiles(), method="cqr-mda-nested", cv=5).fit(X, y)
-    with pytest.raises(ValueError, match="cv=200 folds need at least as many rows, got 100"):
-        ConformalRegressor(LinearQuantiles(), cv=200).fit(X, y)
     with pytest.raises(ValueError, match="alpha=0.01 needs at least 99 calibration rows"):
         ConformalRegressor(LinearQuantiles(), alpha=0.01, cv=5).fit(X[:50], y[:50])
     model, _, _, X_test = _cross()
