@@ -96,7 +96,8 @@ class RunsWriter:
     def __init__(self, path: Path, columns: tuple[str, ...] = COLUMNS):
         new = not path.exists() or path.stat().st_size == 0
         self._handle = open(path, "a", newline="")
-        self._writer = csv.DictWriter(self._handle, fieldnames=columns)
+        # "\n" line ends, as the committed results files have (csv's default is "\r\n")
+        self._writer = csv.DictWriter(self._handle, fieldnames=columns, lineterminator="\n")
         if new:
             self._writer.writeheader()
             self._sync()
