@@ -346,7 +346,8 @@ def test_the_progress_bar_shows_each_epoch_when_verbose(capsys):
     from neumiss.network import EpochLosses, ProgressBar
 
     for verbose in (1, 0):
-        progress = ProgressBar("Net", verbose=verbose)
+        progress = ProgressBar(verbose=verbose)
+        progress.set_training("Net")
         progress.on_train_begin(None, TrainingConfig(max_epochs=3))
         for epoch in (1, 2, 3):
             assert progress.on_epoch_end(epoch, EpochLosses(0.5, 0.25, 0.75, 0.01)) is False

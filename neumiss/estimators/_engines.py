@@ -26,6 +26,7 @@ the engine's one-pass deviations then do not cancel on columns far from 0.
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -331,8 +332,6 @@ class ParquetTable:
     file)."""
 
     def __init__(self, path, target: str, batch_rows: int = 65536) -> None:
-        from pathlib import Path
-
         self.files = sorted(Path(path).rglob("*.parquet"))
         self.target, self.batch_rows = target, batch_rows
 
@@ -354,10 +353,12 @@ class ParquetTable:
         """At most about :data:`SAMPLE_ROWS` rows, each row kept with the same probability
         (a draw per chunk from one generator seeded by ``seed``)."""
         fraction, rng = min(1.0, SAMPLE_ROWS / n_rows), np.random.default_rng(seed)
-        kept = [(X[keep], y[keep]) for _, X, y in self._chunks()
-                for keep in [rng.random(len(y)) < fraction]]
-        X = pd.concat([X for X, _ in kept], ignore_index=True)
-        return X, np.concatenate([y for _, y in kept])
+        frames, targets = [], []
+        for _, X, y in self._chunks():
+            keep = rng.random(len(y)) < fraction
+            frames.append(X[keep])
+            targets.append(y[keep])
+        return pd.concat(frames, ignore_index=True), np.concatenate(targets)
 
     def statistics(self, encoder: PartitionEncoder) -> TableStatistics:
         """:class:`TableStatistics` of every row, from one pass over the chunks, each

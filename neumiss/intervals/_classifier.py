@@ -121,19 +121,15 @@ class ConformalClassifier(ClassifierMixin, SplitConformal):
 
     def _check_base(self, base, y_train, fold=None):
         missed = np.setdiff1d(self.classes_, y_train)
-        if missed.size and fold is None:
-            raise ValueError(
-                f"ConformalClassifier: class {missed[0].tolist()!r} has no row among the rows that "
-                f"train the base model (the others calibrate): give more rows of that class "
-                f"or lower calibration_fraction"
-            )
         if missed.size:
+            where = (
+                "the rows that train the base model (the others calibrate): give more rows of "
+                "that class or lower calibration_fraction" if fold is None else
+                f"the training rows of fold {fold} of the cross-conformal fit (cv={self.cv!r}: "
+                f"all its rows fell in that fold): give more rows of that class, cv=None (a "
+                f"split) or more folds")
             raise ValueError(
-                f"ConformalClassifier: class {missed[0].tolist()!r} has no row among the "
-                f"training rows of fold {fold} of the cross-conformal fit (cv={self.cv!r}: all "
-                f"its rows fell in that fold): give more rows of that class, cv=None (a split) "
-                f"or more folds"
-            )
+                f"ConformalClassifier: class {missed[0].tolist()!r} has no row among {where}")
         if not np.array_equal(np.asarray(base.classes_), self.classes_):
             raise ValueError(
                 f"ConformalClassifier: the base model's classes_ {list(base.classes_)!r} are "

@@ -64,15 +64,16 @@ class Callback:
 
 
 class ProgressBar(Callback):
-    """The progress bar of a training (tqdm): one step per epoch, its losses and score
-    shown; hidden with ``verbose <= 0``, left on screen when done with ``verbose > 1``."""
+    """The progress bar of a training (tqdm), labelled by its description (``training``):
+    one step per epoch, its losses and score shown; hidden with ``verbose <= 0``, left on
+    screen when done with ``verbose > 1``."""
 
-    def __init__(self, description: str, verbose: int) -> None:
-        self.description, self.verbose = description, verbose
+    def __init__(self, verbose: int) -> None:
+        self.verbose = verbose
         self._bar = None
 
     def on_train_begin(self, network, config):
-        self._bar = tqdm(total=config.max_epochs, desc=self.description, unit="epoch",
+        self._bar = tqdm(total=config.max_epochs, desc=self.training, unit="epoch",
                          disable=self.verbose <= 0, leave=self.verbose > 1)
 
     def on_epoch_end(self, epoch, losses):

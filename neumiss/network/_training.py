@@ -435,7 +435,7 @@ def train(
         _first_candidate(network, val_data, loss_fn, score_fn, divergence, keep_start,
                          evaluate),
         math.inf if divergence is None else abandon_level(best_seen, divergence.loss))
-    callbacks = [ProgressBar(description, verbose), *callbacks]
+    callbacks = [ProgressBar(verbose), *callbacks]
     for callback in callbacks:
         callback.set_training(description)
         callback.on_train_begin(network, config)
