@@ -10,7 +10,14 @@ from hypothesis import strategies as st
 
 import neumiss
 from neumiss import NeuMissClassifier, NeuMissRegressor
-from neumiss.tables import MAX_CATEGORIES, OTHER, TableEncoder
+from neumiss.tables import (
+    MAX_CATEGORIES,
+    MAX_ONE_HOT,
+    OTHER,
+    ROWS_PER_CATEGORY,
+    TableEncoder,
+    one_hot_limit,
+)
 
 from .conftest import FAST, linear_data, paper
 
@@ -115,11 +122,34 @@ def test_many_categories_are_capped_with_a_warning_naming_the_column():
     frame = pd.DataFrame({"zip": codes})
     with pytest.warns(UserWarning, match=r"column 'zip' has 1,000 categories.*encode it yourself"):
         encoder = TableEncoder().fit(frame)
-    assert encoder.n_features_out_ == MAX_CATEGORIES
+    assert encoder.n_features_out_ == 3050 // ROWS_PER_CATEGORY  # one column per 20 rows
     assert encoder.output_names()[0] == "zip=z000"  # the most frequent is kept
     assert encoder.output_names()[-1] == f"zip={OTHER}"
     out = encoder.transform(frame)
     assert np.all(out.sum(axis=1) == 1)  # every row in exactly one column, rare ones in <other>
+
+
+@pytest.mark.parametrize(("n_categories", "rows_each", "one_hot"), [
+    (150, ROWS_PER_CATEGORY, True),  # enough rows: each category its own column
+    (150, ROWS_PER_CATEGORY - 1, False),  # too few: target statistics
+    (MAX_CATEGORIES, 1, True),  # up to MAX_CATEGORIES whatever the rows
+])
+def test_one_hot_beyond_the_cap_where_rows_allow(n_categories, rows_each, one_hot):
+    codes = np.repeat([f"c{i:03d}" for i in range(n_categories)], rows_each).astype(object)
+    codes = np.concatenate([codes, [None] * 500])  # missing cells count for no category
+    frame = pd.DataFrame({"country": codes, "year": np.arange(codes.size, dtype=float)})
+    observed = int(frame["country"].notna().sum())
+    y = np.arange(codes.size, dtype=float)
+    encoder = TableEncoder().fit(frame, y, random_state=0)
+    names = encoder.output_names()
+    assert (len(names) == n_categories + 1) == one_hot, names[:3]
+    assert ("country:target" in names) == (not one_hot)
+    assert one_hot == (n_categories <= one_hot_limit(observed))
+
+
+def test_one_hot_limit_is_capped():
+    assert one_hot_limit(0) == MAX_CATEGORIES
+    assert one_hot_limit(10**9) == MAX_ONE_HOT
 
 
 def test_encoder_state_round_trip():

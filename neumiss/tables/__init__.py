@@ -11,11 +11,14 @@ from ._encoding import (
     LEVELS_MAX,
     LEVELS_MIN,
     MAX_CATEGORIES,
+    MAX_ONE_HOT,
     OTHER,
+    ROWS_PER_CATEGORY,
     TARGET,
     TARGET_FOLDS,
     UNSEEN_WARNING_SHARE,
     TableEncoder,
+    one_hot_limit,
 )
 from ._preprocessing import (
     CLIP_BOUND,
@@ -35,9 +38,11 @@ __all__ = [
     "LEVELS_MIN",
     "LEVEL_MIN_ROWS",
     "MAX_CATEGORIES",
+    "MAX_ONE_HOT",
     "MAX_STANDARDIZED",
     "OTHER",
     "RELATIVE_SCALE_THRESHOLD",
+    "ROWS_PER_CATEGORY",
     "Standardizer",
     "TARGET",
     "TARGET_FOLDS",
@@ -47,5 +52,6 @@ __all__ = [
     "describe_cells",
     "mean_scale",
     "observed_mean_scale",
+    "one_hot_limit",
     "scaled_r2_score",
 ]

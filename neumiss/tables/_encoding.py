@@ -23,8 +23,9 @@ network's preprocessing works on:
   stripped of their spaces (:func:`category_codes`, the scorers' rule); a category not
   seen at fit is treated as missing, with a warning when such cells are more than
   :data:`UNSEEN_WARNING_SHARE` of the column's observed cells.
-* a categorical column with more than :data:`MAX_CATEGORIES` categories (a postcode,
-  a product code) is embedded by **target statistics** when the encoder is fitted
+* a categorical column with more categories than :func:`one_hot_limit` allows
+  (:data:`MAX_CATEGORIES`, or one per :data:`ROWS_PER_CATEGORY` observed rows up to
+  :data:`MAX_ONE_HOT`: a postcode, a product code) is embedded by **target statistics** when the encoder is fitted
   with the target (the estimators do): each category becomes its smoothed mean of
   the target (one column; one per class for more than two classes), scikit-learn's
   :class:`~sklearn.preprocessing.TargetEncoder` with empirical-Bayes shrinkage
@@ -51,10 +52,18 @@ import pyarrow as pa
 
 from ..checks import warn_user
 
-#: Most one-hot columns a categorical column may take; beyond, the column is encoded by
-#: its categories' target statistics (fitted with a target), or else the least frequent
-#: categories share one ``<other>`` column.
+#: One-hot columns a categorical column may take whatever its rows; beyond
+#: (:func:`one_hot_limit`), the column is encoded by its categories' target statistics
+#: (fitted with a target), or else the least frequent categories share one ``<other>``
+#: column.
 MAX_CATEGORIES = 100
+
+#: A column of more categories is still one-hot encoded, up to :data:`MAX_ONE_HOT`
+#: columns, when its observed rows number this many per category: a category's own
+#: column then lets the network fit its interactions (a country's trend over the years),
+#: which one target statistic cannot (measured: ``results/realdata/README.md``).
+ROWS_PER_CATEGORY = 20
+MAX_ONE_HOT = 250
 
 #: A category not seen at fit is read as missing; a warning says so when such cells are
 #: more than this share of a column's observed cells in the rows transformed: a handful of
@@ -231,14 +240,22 @@ def _seen_categories(name, column: pd.Series) -> list[str]:
     return categories
 
 
+def one_hot_limit(n_observed: int) -> int:
+    """Most one-hot columns of a categorical column observed in ``n_observed`` rows at
+    fit: :data:`MAX_CATEGORIES`, or one per :data:`ROWS_PER_CATEGORY` rows up to
+    :data:`MAX_ONE_HOT`."""
+    return max(MAX_CATEGORIES, min(MAX_ONE_HOT, n_observed // ROWS_PER_CATEGORY))
+
+
 def _fit_categories(name, column: pd.Series, categories: list[str]) -> ColumnEncoding:
-    """One-hot ``categories``, capped by frequency at :data:`MAX_CATEGORIES` columns."""
-    if len(categories) <= MAX_CATEGORIES:
+    """One-hot ``categories``, capped by frequency at :func:`one_hot_limit` columns."""
+    limit = one_hot_limit(int(column.notna().sum()))
+    if len(categories) <= limit:
         return ColumnEncoding(name, "categorical", tuple(categories))
     counts = _category_strings(column.dropna()).value_counts()
-    kept = set(counts.index[: MAX_CATEGORIES - 1])
+    kept = set(counts.index[: limit - 1])
     warn_user(
-        f"column {name!r} has {len(categories):,} categories: the {MAX_CATEGORIES - 1} most "
+        f"column {name!r} has {len(categories):,} categories: the {limit - 1} most "
         f"frequent are one-hot encoded and the others share one '{OTHER}' column. Fit "
         "with the target to encode it by target statistics, encode it yourself, or drop it."
     )
@@ -329,7 +346,7 @@ class TableEncoder:
         ----------
         X : DataFrame, or ndarray of shape (n_samples, n_features) (all numeric)
         y : ndarray of shape (n_samples,), optional
-            The target, for the columns of more than :data:`MAX_CATEGORIES` categories:
+            The target, for the columns of more categories than :func:`one_hot_limit`:
             numbers (regression), or class codes ``0 .. len(classes) - 1``.
         classes : sequence, optional
             The class labels of ``y``'s codes (classification); None for a numeric target.
@@ -365,7 +382,7 @@ class TableEncoder:
                     self.columns_.append(ColumnEncoding(name, kind, levels=levels))
                     continue
                 categories = _seen_categories(name, column)
-                if y is None or len(categories) <= MAX_CATEGORIES:
+                if y is None or len(categories) <= one_hot_limit(int(column.notna().sum())):
                     self.columns_.append(_fit_categories(name, column, categories))
                     continue
                 encoding, crossfitted[position] = _target_statistics(
