@@ -112,6 +112,15 @@ def test_clearly_better_needs_more_than_a_chance_gain():
     assert clearly_better(worse_on_one, reference, weight)
 
 
+def test_float32_rounding_is_never_clearly_better():
+    # The same losses computed twice in float32 differ by rounding alone: no gain, even
+    # when every row's difference happens to be negative.
+    reference = torch.as_tensor(np.random.default_rng(1).gamma(2.0, size=500), dtype=torch.float32)
+    rounded = reference * (1 - 2e-7)
+    assert (rounded < reference).all() and not clearly_better(rounded, reference)
+    assert clearly_better(reference * (1 - 1e-4), reference)  # a real gain, however small
+
+
 # ------------------------------------------------------------------ the chain's choice
 
 

@@ -21,6 +21,10 @@ DEPTH_PATIENCE = 2
 #: one-standard-error rule; :func:`clearly_better`).
 DEPTH_STANDARD_ERRORS = 1.0
 
+#: Relative differences of mean loss below this are float32 rounding, never a gain: two
+#: networks computing the same function (a candidate that kept its start) differ by it.
+ROUNDING = 1e-6
+
 #: ``weight_sharing="auto"`` unties only with at least this many training rows per
 #: parameter of the untied block, ``(depth + 1) d^2`` (results/README.md, "Untying").
 UNTIE_ROWS_PER_PARAMETER = 10
@@ -88,7 +92,8 @@ def clearly_better(
 
     On a few hundred validation rows, one depth often beats another by chance;
     the rule keeps the shallower network unless the deeper one is clearly better.
-    On large validation sets the standard error is small and any real gain counts.
+    On large validation sets the standard error is small and any real gain counts; a
+    difference of float32 rounding (:data:`ROUNDING`) never does.
     """
     difference = (losses - reference).double()
     if weight is None:
@@ -97,7 +102,9 @@ def clearly_better(
     mean = float((weight * difference).sum())
     variance = float((weight * (difference - mean) ** 2).sum())
     n_effective = 1.0 / float((weight**2).sum())
-    return mean + standard_errors * (variance / max(n_effective - 1.0, 1.0)) ** 0.5 < 0.0
+    scale = float((weight * reference.double().abs()).sum())
+    return (mean < -ROUNDING * scale
+            and mean + standard_errors * (variance / max(n_effective - 1.0, 1.0)) ** 0.5 < 0.0)
 
 
 def clearly_lower(losses: torch.Tensor, reference: torch.Tensor,
