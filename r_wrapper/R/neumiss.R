@@ -11,8 +11,9 @@
 #'   logical) is a numeric column with every value missing.
 #' * Factors and character columns are categorical: the Python
 #'   estimator one-hot encodes them, one column per level seen at fit. A
-#'   factor of more than 100 levels (a postcode, a product code) is encoded by
-#'   its levels' target statistics instead: each level's mean response, shrunk
+#'   factor of more than 100 levels is still one-hot encoded (up to 250 levels)
+#'   when it has 20 rows per level; a factor of more levels (a postcode, a
+#'   product code) is encoded by its levels' target statistics instead: each level's mean response, shrunk
 #'   towards the overall mean as far as the level is rare (one column; one per
 #'   class beyond two classes), cross-fitted on the training rows so that no
 #'   row sees its own response (`level_statistics`). An `NA`
