@@ -18,7 +18,10 @@ A cross-conformal (CV+) fit's graph holds its fold networks (each a subgraph of 
 own) and the rows' out-of-fold scores and folds, no rows: the bounds are ranks picked
 after a sort, the sets counts of comparisons with the scores (:func:`cross_interval`,
 :func:`cross_set`); metadata ``calibration`` says ``"cv+"`` (with ``n_folds``) or
-``"split"``.
+``"split"``. Each fold network reads its own encoding of the columns (learned from its
+own training rows), computed in the graph from ``X`` and ``M``
+(:mod:`._fold_encoding`); a column of target statistics cannot be, and is refused
+(:func:`exportable_cross`).
 
 Metadata adds ``interval_method`` (``set_method``), ``alpha``, ``n_calibration`` and
 ``embedded_calibration_rows`` (0 for the methods that keep no rows) to those of the
