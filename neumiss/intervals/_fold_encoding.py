@@ -107,13 +107,15 @@ def _column_sources(own, fold, start: int, d: int) -> list[tuple[list, list, flo
             "told. Refit with cv=None (a split: one model), or encode the column yourself "
             "(fewer categories, one-hot encoded, or numbers)")
     if own.other or fold.other:
-        raise ValueError(f"column {name!r} shares an '<other>' column of categories the "
-                         "model of all rows cannot tell apart: refit with cv=None")
+        raise ValueError(f"column {name!r} has an '<other>' column (categories fitted "
+                         "without the target), which each model draws from its own rows: "
+                         "refit with cv=None")
     if own.kind == "numeric":
         return [([start], [start], np.nan)] + [
             ([start + 1 + own.levels.index(v)], [start], np.nan) if v in own.levels
             else ([start], [start], v) for v in fold.levels]
-    # one-hot (a boolean column has no fitted state: the same for every model)
+    # one-hot (a boolean column, without fitted state, is encoded alike: copied above);
+    # the fold's categories, seen in a subset of the rows, are some of own's, in order
     codes = category_codes(np.array(own.categories, dtype=object), fold.categories)
     unseen = [d + start + i for i in np.flatnonzero(codes < 0)]  # in [M, X]: X's columns
     return [([start + i for i in np.flatnonzero(codes == j)], [start] + unseen, np.nan)
