@@ -2,11 +2,13 @@
 (CV+) intervals of ConformalRegressor, against ``predict_set`` and ``predict_interval``."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from neumiss.estimators import NeuMissClassifier, NeuMissQuantileRegressor, NeuMissRegressor
 from neumiss.intervals import SET_METHODS, ConformalClassifier, ConformalRegressor
 from neumiss.intervals._cells import own_cells
+from neumiss.tables import LEVEL_MIN_ROWS
 
 from ._interval_helpers import TINY, simulated, simulated_classes
 
@@ -153,20 +155,191 @@ def test_the_graph_gives_the_same_cross_conformal_sets(method, alpha):
     assert 0 < sizes.mean() < 3
 
 
-def test_a_fold_model_encoding_the_columns_otherwise_is_refused_by_name():
-    # A category of a single row is absent from the training rows of the fold holding
-    # it: that fold's network takes one column fewer than the graph's X.
-    import pandas as pd
+def _mixed_table(n: int, seed: int = 0):
+    """A table whose rare values reach some rows only: ``count``'s level 3 has exactly
+    LEVEL_MIN_ROWS rows (its own indicator for all rows, none for a model without some of
+    them), ``year`` 33 distinct integers, 31 of one row (no indicators for all rows, those
+    of 10 and 20 for a model without one of them), ``c`` a category of one row, ``rare``;
+    with missing entries in every column. Returns the table and a numeric target."""
+    rng = np.random.default_rng(seed)
+    count = rng.choice([0.0, 1.0, 2.0], n)
+    count[:LEVEL_MIN_ROWS] = 3.0
+    year = rng.choice([10.0, 20.0], n)
+    year[LEVEL_MIN_ROWS:LEVEL_MIN_ROWS + 31] = np.setdiff1d(np.arange(33.0), [10.0, 20.0])
+    text = rng.choice(["x", "y", "z"], n).astype(object)
+    text[LEVEL_MIN_ROWS + 31] = "rare"
+    frame = pd.DataFrame({"a": rng.normal(size=n), "count": count, "year": year, "c": text,
+                          "b": rng.random(n) < 0.5})
+    frame = frame.iloc[rng.permutation(n)].reset_index(drop=True)
+    y = (frame["a"] + frame["count"] - frame["year"] / 10
+         + frame["c"].map({"x": 0.0, "y": 1.0, "z": -1.0, "rare": 3.0}) + frame["b"])
+    for column in frame.columns:  # missing entries, the rare values kept
+        hide = ((rng.random(n) < 0.1) & ~frame["c"].eq("rare") & ~frame["count"].eq(3.0)
+                & frame["year"].isin([10.0, 20.0]))
+        frame[column] = frame[column].astype(object).where(~hide, None) \
+            if column in ("c", "b") else frame[column].where(~hide)
+    frame["b"] = frame["b"].astype("boolean")
+    return frame, y.fillna(0).to_numpy()
 
+
+def _fold_encoded(encoder, fold_encoder, frame):
+    """The fold's X and M (float32) that the graph computes from ``encoder``'s encoding
+    of ``frame`` (:func:`~neumiss.intervals._fold_encoding.fold_inputs`)."""
+    from onnx import TensorProto, helper
+
+    from neumiss.export import Graph
+    from neumiss.intervals._fold_encoding import fold_inputs, fold_sources
+
+    g = Graph()
+    x, m = fold_inputs(g, fold_sources(encoder, fold_encoder))
+    g.op("Identity", [x], "fold_x")
+    g.op("Identity", [m], "fold_m")
+    d, d_k = encoder.n_features_out_, fold_encoder.n_features_out_
+    inputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, ["N", d]) for name in "XM"]
+    outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, ["N", d_k])
+               for name in ("fold_x", "fold_m")]
+    graph = helper.make_graph(g.nodes, "fold", inputs, outputs,
+                              initializer=list(g.initializers.values()))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    session = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    encoded = encoder.transform(frame)
+    missing = np.isnan(encoded)
+    return session.run(None, {"X": np.where(missing, 0, encoded).astype(np.float32),
+                              "M": missing.astype(np.float32)})
+
+
+def test_the_graph_encodes_each_fold_as_its_own_encoder():
+    # Each claim of _fold_encoding against TableEncoder.transform: a fold without the
+    # rare category reads it as missing (its whole group), without count's level 3 gives
+    # all its indicators 0, with indicators of year that the model of all rows has not
+    # compares the value; a category spelled as another but for a space is that one.
+    from neumiss.tables import TableEncoder
+
+    frame, _ = _mixed_table(200)
+    frame.loc[:5, "c"] = ["Nice", "Nice ", " Nice", "Nice", "Nice ", "  Nice  "]
+    encoder = TableEncoder(integer_levels=True).fit(frame)
+    fold_rows = ~frame["c"].isin(["rare", "Nice"]) & ~(
+        frame["count"].eq(3.0) & (np.arange(200) % 2 == 0)) & frame["year"].ne(32.0)
+    fold = TableEncoder(integer_levels=True).fit(frame[fold_rows])
+    names, fold_names = encoder.output_names(), fold.output_names()
+    assert {"c=rare", "c=Nice", "count=3"} <= set(names) - set(fold_names)
+    assert {"year=10", "year=20"} <= set(fold_names) - set(names) and "c=Nice " in fold_names
+    test = pd.concat([frame, frame.iloc[:3].assign(c=["new", "Nice", "rare"],
+                                                   count=[3.0, 7.0, np.nan],
+                                                   year=[20.0, 32.0, 40.0])])
+    x, m = _fold_encoded(encoder, fold, test)
+    expected = fold.transform(test)
+    missing = np.isnan(expected)
+    np.testing.assert_array_equal(m, missing.astype(np.float32))
+    np.testing.assert_array_equal(x, np.where(missing, 0, expected).astype(np.float32))
+    rare = test["c"].eq("rare").to_numpy()
+    group = [k for k, name in enumerate(fold_names) if name.startswith("c=")]
+    assert rare.any() and (m[np.ix_(rare, group)] == 1).all()  # unseen: the group missing
+    assert (m[~test["c"].isna().to_numpy() & ~rare & test["c"].ne("new").to_numpy()][:, group]
+            == 0).all()
+
+
+@pytest.mark.filterwarnings("ignore:column 'postcode' has categories not seen")
+def test_a_fold_encoding_of_target_statistics_is_refused_by_name():
+    # ~150 categories in 300 rows: target statistics (one_hot_limit), which every fold
+    # model learns from its own rows; before the refusal the graph fed the fold networks
+    # the statistics of all rows (sets and bounds that predict_set / predict_interval did
+    # not give).
     rng = np.random.default_rng(0)
-    text = rng.choice(["x", "y"], 120).astype(object)
-    text[0] = "rare"
-    frame = pd.DataFrame({"a": rng.normal(size=120), "c": text})
-    labels = (frame["a"] + rng.normal(size=120) > 0).astype(int)
-    model = ConformalClassifier(NeuMissClassifier(**TINY), cv=3, random_state=0).fit(
-        frame, labels)
-    with pytest.raises(ValueError, match=r"fold model \d of the cross-conformal fit encodes "
-                       r"the columns otherwise.*\['c=rare'\].*cv=None"):
-        model.to_onnx()
-    sets, _ = model.predict_set(frame.iloc[:5])  # Python scores it: each model its own way
-    assert sets.shape == (5, 2)
+    codes = rng.integers(0, 150, 300)
+    frame = pd.DataFrame({"a": rng.normal(size=300),
+                          "postcode": np.array([f"p{k}" for k in codes], dtype=object)})
+    y = frame["a"].to_numpy() + rng.normal(size=150)[codes]
+    for model in (ConformalRegressor(NeuMissQuantileRegressor(**TINY), cv=5, random_state=0),
+                  ConformalClassifier(NeuMissClassifier(**TINY), cv=5, random_state=0)):
+        model.fit(frame, y if isinstance(model, ConformalRegressor) else (y > 0).astype(int))
+        calibration = model._cross_calibrated()[1]
+        assert "postcode:target" in calibration.estimator.encoder_.output_names()
+        with pytest.raises(ValueError, match=r"cannot export fold model 0 of the cross-conformal"
+                           r" fit: column 'postcode' is encoded by target statistics.*cv=None"):
+            model.to_onnx()
+
+
+@pytest.fixture(scope="module")
+def fold_encodings():
+    """A CV+ classifier and regressor (3 folds) on :func:`_mixed_table`, some of whose
+    fold models lack its rare category and level, and test rows holding them (and a
+    category and level unseen by all)."""
+    frame, y = _mixed_table(150)
+    labels = np.array(["a", "b", "c"])[np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))]
+    base = dict(TINY, integer_levels=True)
+    models = [ConformalClassifier(NeuMissClassifier(**base), method="aps", cv=3,
+                                  random_state=0).fit(frame, labels),
+              ConformalRegressor(NeuMissQuantileRegressor(**base), cv=3,
+                                 random_state=0).fit(frame, y)]
+    extra = frame.iloc[:4].assign(c=["rare", "rare", "new", "y"], count=[3.0, 3.0, 5.0, 3.0],
+                                  year=[30.0, 10.0, 2.0, 40.0])
+    return models, pd.concat([frame, extra], ignore_index=True)
+
+
+def _encoded_outputs(model, frame):
+    """The graph's outputs for ``frame``, encoded by the model of all rows."""
+    encoded = model._cross_calibrated()[1].estimator.encoder_.transform(frame)
+    return _outputs(model.to_onnx(), encoded)[0]
+
+
+@pytest.mark.filterwarnings("ignore:column 'c' has categories not seen")
+def test_fold_models_of_their_own_encoding_give_the_same_sets_and_bounds(fold_encodings):
+    # Some fold model never saw 'rare' nor count's level 3, and gives year indicators that
+    # the model of all rows has not (its encoding computed from the graph's X inside it):
+    # the graph gives predict_set's sets exactly and predict_interval's bounds, on rows
+    # holding them too.
+    (classifier, regressor), test = fold_encodings
+    for model in (classifier, regressor):
+        calibration = model._cross_calibrated()[1]
+        names = set(calibration.estimator.encoder_.output_names())
+        assert {"c=rare", "count=3"} <= names and "year=10" not in names
+        folds = [set(fold.encoder_.output_names()) for fold in calibration.estimators]
+        assert any("c=rare" not in fold for fold in folds)
+        assert any("count=3" not in fold for fold in folds)
+        assert any("year=10" in fold for fold in folds)
+    assert test["c"].eq("rare").sum() >= 3 and test["count"].eq(3.0).sum() >= 10
+    out = _encoded_outputs(classifier, test)
+    sets, sizes = classifier.predict_set(test)
+    np.testing.assert_array_equal(out["set"], sets)
+    np.testing.assert_array_equal(out["set_size"], sizes)
+    np.testing.assert_array_equal(out["label"], classifier.predict(test))
+    assert 1 < sizes.mean() < 3
+    out = _encoded_outputs(regressor, test)
+    interval = regressor.predict_interval(test)
+    np.testing.assert_allclose(out["y"], regressor.predict(test), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out["lower"], interval[:, 0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out["upper"], interval[:, 1], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore:column 'c' has categories not seen")
+def test_the_scorers_give_the_sets_and_bounds_of_fold_encodings(tmp_path, fold_encodings):
+    # neumiss score (a saved model file), export/score.py (the ONNX file) and score_frame
+    # encode the CSV's rows for the model of all rows, the graph each fold model's own.
+    from neumiss import cli
+    from neumiss.scoring import score_frame
+
+    from .test_score_cli import SCORER, _import
+
+    (classifier, regressor), test = fold_encodings
+    test.to_csv(tmp_path / "in.csv", index=False)
+    script = _import(SCORER, "score_fold_encodings")
+    for name, model in (("sets", classifier), ("bounds", regressor)):
+        model.save(tmp_path / f"{name}.pt")
+        model.to_onnx(tmp_path / f"{name}.onnx")
+        assert cli.main(["score", str(tmp_path / f"{name}.pt"), str(tmp_path / "in.csv"),
+                         str(tmp_path / f"{name}_cli.csv"), "--quiet"]) == 0
+        assert script.main([str(tmp_path / f"{name}.onnx"), str(tmp_path / "in.csv"), "-o",
+                            str(tmp_path / f"{name}_script.csv")]) == 0
+        written = [pd.read_csv(tmp_path / f"{name}_{kind}.csv") for kind in ("cli", "script")]
+        written.append(score_frame(test, str(tmp_path / f"{name}.onnx")))
+        for scored in written:
+            if name == "bounds":
+                np.testing.assert_allclose(scored[["lower", "upper"]],
+                                           model.predict_interval(test), rtol=1e-5, atol=1e-5)
+            else:
+                sets, sizes = model.predict_set(test)
+                np.testing.assert_array_equal(
+                    scored[["set_a", "set_b", "set_c"]].to_numpy(dtype=bool), sets)
+                np.testing.assert_array_equal(scored["set_size"], sizes)

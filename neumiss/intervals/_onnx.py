@@ -18,7 +18,10 @@ A cross-conformal (CV+) fit's graph holds its fold networks (each a subgraph of 
 own) and the rows' out-of-fold scores and folds, no rows: the bounds are ranks picked
 after a sort, the sets counts of comparisons with the scores (:func:`cross_interval`,
 :func:`cross_set`); metadata ``calibration`` says ``"cv+"`` (with ``n_folds``) or
-``"split"``.
+``"split"``. Each fold network reads its own encoding of the columns (learned from its
+own training rows), computed in the graph from ``X`` and ``M``
+(:mod:`._fold_encoding`); a column of target statistics cannot be, and is refused
+(:func:`exportable_cross`).
 
 Metadata adds ``interval_method`` (``set_method``), ``alpha``, ``n_calibration`` and
 ``embedded_calibration_rows`` (0 for the methods that keep no rows) to those of the
@@ -43,6 +46,7 @@ from ..export import (
     target_units,
 )
 from ._cells import group_starts, own_cells
+from ._fold_encoding import fold_inputs, fold_sources
 from ._ranks import lower_rank, upper_rank
 
 
@@ -152,23 +156,24 @@ def export_set_onnx(model, path=None, *, opset: int = DEFAULT_OPSET) -> onnx.Mod
 
 def exportable_cross(model, opset: int):
     """The method, cross-conformal calibration and ``alpha`` of a fitted CV+ ``model``,
-    checked for export: every network exportable, and every fold model encoding the
-    columns as the model of all rows does (the graph takes one encoded ``X``). Each
-    model draws its encoding from its own training rows, so a category (or an integer
-    level) too rare to reach every fold's training rows makes them differ: refused,
-    naming the encoded columns."""
+    checked for export: every network exportable, and every fold model's encoded inputs
+    computable from those of the model of all rows, the graph's one encoded ``X`` and
+    ``M`` (:func:`~._fold_encoding.fold_sources`). Each model draws its encoding from its
+    own training rows: a category or an integer level too rare to reach a fold's is
+    mapped inside the graph (:func:`fold_outputs`) as the fold's encoder reads it; a
+    column encoded by target statistics, which every model learns anew, cannot be, and
+    is refused (``ValueError`` naming the column and the fold model: refit with
+    ``cv=None``, or encode the column yourself)."""
     method, calibration, alpha = model._cross_calibrated()
-    names = list(calibration.estimator.encoder_.output_names())
-    for k, estimator in enumerate((calibration.estimator, *calibration.estimators)):
+    encoder = calibration.estimator.encoder_
+    check_exportable(calibration.estimator, opset)
+    for k, estimator in enumerate(calibration.estimators):
         check_exportable(estimator, opset)
-        fold_names = list(estimator.encoder_.output_names())
-        if fold_names != names:
-            raise ValueError(
-                f"{type(model).__name__}: fold model {k - 1} of the cross-conformal fit "
-                f"encodes the columns otherwise than the model of all rows (encoded "
-                f"columns {sorted(set(names) ^ set(fold_names))[:5]} differ: a category "
-                "or level too rare in its training rows); the ONNX graph reads one "
-                "encoding: merge the rare categories, or refit with cv=None (a split)")
+        try:
+            fold_sources(encoder, estimator.encoder_)
+        except ValueError as error:
+            raise ValueError(f"{type(model).__name__}: cannot export fold model {k} of the "
+                             f"cross-conformal fit: {error}") from None
     return method, calibration, alpha
 
 
@@ -181,11 +186,11 @@ def cross_interval(g: Graph, method, calibration, alpha: float) -> tuple[str, st
     before the midpoint of an empty interval."""
     axis1 = g.constant("axis_1", [1], np.int64)
 
-    def bounds(sub, fold_model):
-        _, low, high = method.onnx_bounds(sub, fold_model, network(sub, fold_model))
+    def bounds(sub, fold_model, x_in, m_in):
+        _, low, high = method.onnx_bounds(sub, fold_model, network(sub, fold_model, x_in, m_in))
         return [low, high]
 
-    lows, highs = zip(*fold_outputs(g, calibration.estimators, bounds, 1))
+    lows, highs = zip(*fold_outputs(g, calibration, bounds, 1))
     folds = g.constant("calibration_folds", calibration.folds, np.int64)
     scores = g.constant("calibration_scores", calibration.scores, np.float64)
     low_ends = g.op("Sub", [g.op("Gather", [g.op("Concat", lows, "fold_lows", axis=1), folds],
@@ -219,13 +224,13 @@ def cross_set(g: Graph, method, calibration, alpha: float) -> str:
     ``ceil((1 - alpha)(n_group + 1))``. Memory: ``N n_classes n``. Returns the name of
     the sets, bool (N, n_classes)."""
 
-    def class_scores(sub, fold_model):
-        classifier_outputs(sub, fold_model, network_output(sub, fold_model))  # probabilities
+    def class_scores(sub, fold_model, x_in, m_in):
+        classifier_outputs(sub, fold_model, network_output(sub, fold_model, x_in, m_in))
         return [method.score.onnx_scores(sub, cast(sub, "probabilities", "probabilities_double",
                                                    np.float64))]
 
     axis1, axis2 = g.constant("axis_1", [1], np.int64), g.constant("axis_2", [2], np.int64)
-    (columns,) = zip(*fold_outputs(g, calibration.estimators, class_scores, 2))
+    (columns,) = zip(*fold_outputs(g, calibration, class_scores, 2))
     row_scores = g.op("Gather", [g.op("Concat", list(columns), "fold_class_scores", axis=2),
                                  g.constant("calibration_folds", calibration.folds, np.int64)],
                       "row_class_scores", axis=2)  # (N, n_classes, n)
@@ -245,16 +250,19 @@ def cross_set(g: Graph, method, calibration, alpha: float) -> str:
     return g.op("Less", [count, rank], "set")
 
 
-def fold_outputs(g: Graph, estimators, build, axis: int) -> list[list[str]]:
-    """For each fold model of ``estimators``: ``build(sub, model)`` adds its outputs to a
-    graph of its own, merged into ``g`` with the prefix ``fold<k>_`` (:func:`merge`);
-    returns, per model, the names of those outputs in ``g`` with a new ``axis`` (for
-    their ``Concat`` along it)."""
+def fold_outputs(g: Graph, calibration, build, axis: int) -> list[list[str]]:
+    """For each fold model of ``calibration`` (a :class:`~._cross.CrossCalibration`):
+    ``build(sub, model, x_in, m_in)`` adds its outputs to a graph of its own, given the
+    names of the model's encoded inputs (float32 (N, d_k): the graph's ``X`` and ``M``
+    mapped to its own encoding, :func:`~._fold_encoding.fold_inputs`), merged into ``g``
+    with the prefix ``fold<k>_`` (:func:`merge`); returns, per model, the names of those
+    outputs in ``g`` with a new ``axis`` (for their ``Concat`` along it)."""
     new_axis = g.constant(f"axis_{axis}", [axis], np.int64)
+    encoder = calibration.estimator.encoder_
     outputs = []
-    for k, model in enumerate(estimators):
+    for k, model in enumerate(calibration.estimators):
         sub = Graph()
-        names = build(sub, model)
+        names = build(sub, model, *fold_inputs(sub, fold_sources(encoder, model.encoder_)))
         merge(g, sub, f"fold{k}_")
         outputs.append([g.op("Unsqueeze", [f"fold{k}_{name}", new_axis],
                              f"fold{k}_output{j}_{axis}d") for j, name in enumerate(names)])

@@ -18,6 +18,7 @@ from ._encoding import (
     TARGET_FOLDS,
     UNSEEN_WARNING_SHARE,
     TableEncoder,
+    category_codes,
     one_hot_limit,
 )
 from ._preprocessing import (
@@ -48,6 +49,7 @@ __all__ = [
     "TARGET_FOLDS",
     "TableEncoder",
     "UNSEEN_WARNING_SHARE",
+    "category_codes",
     "check_outputs_finite",
     "describe_cells",
     "mean_scale",
