@@ -26,8 +26,9 @@ network's preprocessing works on:
 * a categorical column with more categories than :func:`one_hot_limit` allows
   (:data:`MAX_CATEGORIES`, or one per :data:`ROWS_PER_CATEGORY` observed rows up to
   :data:`MAX_ONE_HOT`: a postcode, a product code) is embedded by **target
-  statistics** when the encoder is fitted with the target (the estimators do): each category becomes its smoothed mean of
-  the target (one column; one per class for more than two classes), scikit-learn's
+  statistics** when the encoder is fitted with the target (the estimators do): each
+  category becomes its smoothed mean of the target (one column; one per class for more
+  than two classes), scikit-learn's
   :class:`~sklearn.preprocessing.TargetEncoder` with empirical-Bayes shrinkage
   towards the overall mean, so that a rare category says little. The training rows
   get **cross-fitted** values (:meth:`TableEncoder.fit_transform`: each row's value
