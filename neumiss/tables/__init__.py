@@ -7,9 +7,6 @@ the baselines and the streaming fit. May import :mod:`neumiss.checks`.
 """
 
 from ._encoding import (
-    LEVEL_MIN_ROWS,
-    LEVELS_MAX,
-    LEVELS_MIN,
     MAX_CATEGORIES,
     MAX_ONE_HOT,
     OTHER,
@@ -21,6 +18,7 @@ from ._encoding import (
     category_codes,
     one_hot_limit,
 )
+from ._levels import LEVEL_MIN_ROWS, LEVELS_MAX, LEVELS_MIN
 from ._preprocessing import (
     CLIP_BOUND,
     MAX_STANDARDIZED,

@@ -12,7 +12,8 @@ network's preprocessing works on:
   fit or unseen), so that a network fits a separate effect per value and the
   interactions of two such columns (a month x year effect) as readily as a tree. A table
   whose indicators would outnumber its other encoded columns (a questionnaire of coded
-  items) gets none;
+  items) keeps those of the columns that explain the target beyond a line the most, as
+  many as the other columns (:func:`~._levels.levels_within_budget`); none without a target;
 * boolean columns become one 0/1 column (one-hot of two categories, less the
   redundant one), missing stays missing;
 * categorical columns (pandas ``category``, ``object`` or ``string`` of
@@ -52,6 +53,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..checks import warn_user
+from ._levels import integer_levels, levels_within_budget
 
 #: One-hot columns a categorical column may take whatever its rows; beyond
 #: (:func:`one_hot_limit`), the column is encoded by its categories' target statistics
@@ -80,14 +82,6 @@ TARGET_FOLDS = 5
 
 #: Name of a target-statistic column, after ``"<column>:"`` (and ``"=<class>"`` per class).
 TARGET = "target"
-
-#: Distinct observed values of a numeric column of integers that gets indicator columns
-#: (``integer_levels``): from LEVELS_MIN (fewer: the value alone says everything) to
-#: LEVELS_MAX (more: a measurement rather than a code).
-LEVELS_MIN, LEVELS_MAX = 3, 32
-
-#: Rows a value needs at fit for its own indicator column (rarer values share "none").
-LEVEL_MIN_ROWS = 10
 
 KINDS = ("numeric", "boolean", "categorical")
 
@@ -148,24 +142,6 @@ def _category_strings(values: pd.Series) -> pd.Series:
 
 def _is_number(value) -> bool:
     return isinstance(value, numbers.Number) and not isinstance(value, (bool, np.bool_))
-
-
-def integer_levels(values: np.ndarray) -> tuple[float, ...]:
-    """The values of a numeric column (float array, NaN = missing) that get indicator
-    columns: those seen :data:`LEVEL_MIN_ROWS` times at least, when the observed values
-    are :data:`LEVELS_MIN` to :data:`LEVELS_MAX` distinct integers of at most 2**24 in
-    absolute value and two of them at least are that frequent; else none."""
-    head = values[:256]  # most columns are not integers: seen in their first values
-    if np.any(np.abs(head - np.round(head)) > 0):  # NaN compares False
-        return ()
-    observed = values[~np.isnan(values)]
-    if np.any(observed != np.round(observed)):
-        return ()
-    distinct, counts = np.unique(observed, return_counts=True)
-    if not LEVELS_MIN <= distinct.size <= LEVELS_MAX or np.abs(distinct).max() > 2**24:
-        return ()  # beyond 2**24, float32 scorers could not tell neighbouring integers
-    frequent = distinct[counts >= LEVEL_MIN_ROWS]
-    return tuple(map(float, frequent)) if frequent.size >= 2 else ()
 
 
 def plain_column(column: pd.Series) -> pd.Series:
@@ -371,15 +347,17 @@ class TableEncoder:
     def _fit(self, X, y, classes, random_state) -> dict[int, np.ndarray]:
         """Fit; returns the cross-fitted statistics (n_samples, width) per target-encoded
         column position."""
-        crossfitted = {}
+        crossfitted, numbers = {}, {}  # numbers: position -> a numeric column's values
         if isinstance(X, pd.DataFrame):
             self.columns_ = []
             for position, name in enumerate(X.columns):
                 column = plain_column(X[name])
                 kind = _column_kind(name, column)
                 if kind != "categorical":
-                    levels = (integer_levels(_numbers(name, column))
-                              if kind == "numeric" and self.integer_levels else ())
+                    levels = ()
+                    if kind == "numeric" and self.integer_levels:
+                        numbers[position] = _numbers(name, column)
+                        levels = integer_levels(numbers[position])
                     self.columns_.append(ColumnEncoding(name, kind, levels=levels))
                     continue
                 categories = _seen_categories(name, column)
@@ -391,16 +369,25 @@ class TableEncoder:
                 self.columns_.append(encoding)
         else:
             values = np.asarray(X, dtype=np.float64)
+            numbers = dict(enumerate(values.T))
             self.columns_ = [ColumnEncoding(j, "numeric", levels=integer_levels(values[:, j])
                                             if self.integer_levels else ())
                              for j in range(values.shape[1])]
-        if sum(len(c.levels) for c in self.columns_) > sum(c.width - len(c.levels)
-                                                           for c in self.columns_):
-            # more indicators than other columns (many coded items): the block, whose
-            # cost grows as the square of the columns, would cost over 4 times as much
-            self.columns_ = [c._replace(levels=()) for c in self.columns_]
+        self._screen_levels(numbers, y, classes)
         self.n_features_out_ = sum(c.width for c in self.columns_)
         return crossfitted
+
+    def _screen_levels(self, numbers: dict[int, np.ndarray], y, classes) -> None:
+        """Keep at most as many indicators as other encoded columns: those of the columns
+        that explain ``y`` beyond a line the most (:func:`~._levels.levels_within_budget`)."""
+        levels = {p: c.levels for p, c in enumerate(self.columns_) if c.levels}
+        budget = sum(c.width - len(c.levels) for c in self.columns_)
+        target = None
+        if y is not None:
+            target = (np.asarray(y, dtype=np.float64)[:, None] if classes is None else
+                      (np.asarray(y)[:, None] == np.arange(len(classes))).astype(np.float64))
+        kept = levels_within_budget(levels, numbers, budget, target)
+        self.columns_ = [c._replace(levels=kept.get(p, ())) for p, c in enumerate(self.columns_)]
 
     @property
     def is_identity(self) -> bool:
