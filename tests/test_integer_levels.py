@@ -7,8 +7,9 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from sklearn.linear_model import LinearRegression
 from sklearn.metrics import r2_score
 
 import neumiss
@@ -17,6 +18,7 @@ from neumiss.benchmark.realdata._methods import fitted_info
 from neumiss.estimators import fit_stream
 from neumiss.scoring import score_frame
 from neumiss.tables import LEVEL_MIN_ROWS, LEVELS_MAX, TableEncoder
+from neumiss.tables._levels import levels_within_budget, nonlinear_share
 
 from .conftest import FAST, PROPERTY
 from .test_deploy_fixes import SCORER
@@ -100,6 +102,69 @@ def test_indicators_never_outnumber_the_other_columns():
     assert not TableEncoder(integer_levels=True).fit(items).has_levels
     with_more = items.assign(**{f"x{j}": np.arange(200.0) * j for j in range(12)})
     assert TableEncoder(integer_levels=True).fit(with_more).n_features_out_ == 32
+
+
+def questionnaire(n=600, n_items=12, seed=0):
+    """``n_items`` answers of 1-6 with a linear effect on y each, and an education code of
+    1-8 whose effect is no line (codes 3 and 6 far from their neighbours); NaN in both."""
+    rng = np.random.default_rng(seed)
+    items = rng.integers(1, 7, (n, n_items)).astype(float)
+    education = rng.integers(1, 9, n).astype(float)
+    jump = np.array([0, 0, 0, 3, 0, 0, -3, 0, 0], dtype=float)
+    y = items @ np.linspace(0.1, 0.3, n_items) + jump[education.astype(int)] + rng.normal(size=n)
+    items[rng.random(items.shape) < 0.05] = np.nan
+    education[rng.random(n) < 0.1] = np.nan
+    frame = pd.DataFrame(items, columns=[f"q{j}" for j in range(n_items)])
+    return frame.assign(education=education), y
+
+
+def test_over_the_budget_the_columns_beyond_a_line_keep_their_indicators():
+    frame, y = questionnaire()
+    encoder = TableEncoder(integer_levels=True).fit(frame, y)
+    kept = {c.name: len(c.levels) for c in encoder.columns_ if c.levels}
+    assert set(kept) == {"education"}  # the items' effects are lines: theirs are dropped
+    assert sum(kept.values()) <= frame.shape[1]  # within the budget of the other columns
+    classes = (y > np.median(y)).astype(int)  # the same with a class target
+    encoder = TableEncoder(integer_levels=True).fit(frame, classes, classes=["lo", "hi"])
+    assert {c.name for c in encoder.columns_ if c.levels} == {"education"}
+    assert not TableEncoder(integer_levels=True).fit(frame).has_levels  # no target, none
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n_values=st.integers(3, 8))
+def test_nonlinear_share_is_the_variance_per_value_means_add_to_a_line(seed, n_values):
+    # Independent computation: sklearn's line and pandas' group means, on observed rows.
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, n_values, 300).astype(float)
+    y = np.sin(values) + 0.3 * values + rng.normal(size=300)
+    values[rng.random(300) < 0.1] = np.nan
+    levels = tuple(float(v) for v in range(n_values - 1))  # the last value shares "none"
+    observed = ~np.isnan(values)
+    v, t = values[observed], y[observed]
+    line = LinearRegression().fit(v[:, None], t).predict(v[:, None])
+    group = pd.Series(np.where(np.isin(v, levels), v, -1.0))
+    means = pd.Series(t).groupby(group).transform("mean").to_numpy()
+    total = ((t - t.mean()) ** 2).sum()
+    expected = ((t - line) ** 2).sum() / total - ((t - means) ** 2).sum() / total
+    expected -= (group.nunique() - 2) / v.size
+    assert nonlinear_share(values, levels, y[:, None]) == pytest.approx(expected, abs=1e-10)
+
+
+def test_the_budget_is_filled_greedily_by_share():
+    rng = np.random.default_rng(0)
+    n = 800
+    strong, weak, line = (rng.integers(0, k, n).astype(float) for k in (8, 4, 5))
+    y = (np.where(strong == 3, 4.0, 0.0) + np.where(weak == 1, 1.0, 0.0) + line
+         + 0.5 * rng.normal(size=n))
+    levels = {0: tuple(map(float, range(8))), 1: tuple(map(float, range(4))),
+              2: tuple(map(float, range(5)))}
+    values = {0: strong, 1: weak, 2: line}
+    target = y[:, None]
+    assert levels_within_budget(levels, values, 17, target) == levels  # all fit
+    assert levels_within_budget(levels, values, 12, target) == {0: levels[0], 1: levels[1]}
+    # The strongest does not fit in 6: the next one that does is kept; the line never.
+    assert levels_within_budget(levels, values, 6, target) == {1: levels[1]}
+    assert levels_within_budget(levels, values, 6, None) == {}
 
 
 def test_an_array_gets_indicators_and_is_accepted_at_predict():

@@ -15,8 +15,8 @@ The screen reads the training rows' target once per column: the share of the tar
 variance that a mean per value explains beyond the column's least-squares line, less the
 share that the extra means would explain by chance (one row's share, ``1 / n``, per mean
 beyond the line's two parameters). Columns are kept greedily in decreasing share while
-their indicators fit in what is left of the budget; a column whose per-value means do
-not beat chance keeps none. Without a target every indicator is dropped.
+their indicators fit in what is left of the budget; a column whose share is below
+:data:`MIN_NONLINEAR_SHARE` keeps none. Without a target every indicator is dropped.
 """
 
 from __future__ import annotations
@@ -30,6 +30,13 @@ LEVELS_MIN, LEVELS_MAX = 3, 32
 
 #: Rows a value needs at fit for its own indicator column (rarer values share "none").
 LEVEL_MIN_ROWS = 10
+
+#: Over the budget, a column keeps its indicators only when its per-value means explain
+#: this share of the target's variance at least beyond its line and chance
+#: (:func:`nonlinear_share`): half the gain ``integer_levels="auto"`` asks of all the
+#: indicators together (``LEVELS_MIN_GAIN``), so that many items of a small effect each do
+#: not crowd out the columns that carry one.
+MIN_NONLINEAR_SHARE = 0.01
 
 
 def integer_levels(values: np.ndarray) -> tuple[float, ...]:
@@ -102,7 +109,7 @@ def levels_within_budget(levels: dict[int, tuple[float, ...]], values: dict[int,
     shares = {p: nonlinear_share(values[p], levels[p], target) for p in levels}
     kept, left = {}, budget
     for position in sorted(levels, key=lambda p: (-shares[p], p)):
-        if shares[position] > 0.0 and len(levels[position]) <= left:
+        if shares[position] >= MIN_NONLINEAR_SHARE and len(levels[position]) <= left:
             kept[position] = levels[position]
             left -= len(levels[position])
     return kept
