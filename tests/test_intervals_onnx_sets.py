@@ -90,8 +90,7 @@ def test_the_scorers_write_the_sets_and_the_cross_conformal_bounds(tmp_path, cla
     # predict_interval.
     import pandas as pd
 
-    from neumiss import cli
-    from neumiss.scoring import score_frame, spark_schema
+    from neumiss.scoring import spark_schema
 
     from .test_score_cli import SCORER, _import
 
@@ -110,23 +109,7 @@ def test_the_scorers_write_the_sets_and_the_cross_conformal_bounds(tmp_path, cla
     assert models["cross"].cross_conformal_  # cv="auto" on 300 rows
     script = _import(SCORER, "score_sets")
     for name, model in models.items():
-        model.save(tmp_path / f"{name}.pt")
-        model.to_onnx(tmp_path / f"{name}.onnx")
-        assert cli.main(["score", str(tmp_path / f"{name}.pt"), str(tmp_path / "in.csv"),
-                         str(tmp_path / f"{name}_cli.csv"), "--quiet"]) == 0
-        assert script.main([str(tmp_path / f"{name}.onnx"), str(tmp_path / "in.csv"), "-o",
-                            str(tmp_path / f"{name}_script.csv")]) == 0
-        written = [pd.read_csv(tmp_path / f"{name}_{kind}.csv") for kind in ("cli", "script")]
-        written.append(score_frame(test, str(tmp_path / f"{name}.onnx")))
-        for scored in written:
-            if name == "cross":
-                np.testing.assert_allclose(scored[["lower", "upper"]],
-                                           model.predict_interval(test), rtol=1e-5, atol=1e-5)
-            else:
-                sets, sizes = model.predict_set(test)
-                np.testing.assert_array_equal(
-                    scored[["set_a", "set_b", "set_c"]].to_numpy(dtype=bool), sets)
-                np.testing.assert_array_equal(scored["set_size"], sizes)
+        _assert_scorers_match(tmp_path, name, model, test, script)
     schema = spark_schema(str(tmp_path / "sets.onnx"))
     assert "`set_a` boolean" in schema and "`set_size` bigint" in schema
 
@@ -317,8 +300,6 @@ def test_fold_models_of_their_own_encoding_give_the_same_sets_and_bounds(fold_en
 def test_the_scorers_give_the_sets_and_bounds_of_fold_encodings(tmp_path, fold_encodings):
     # neumiss score (a saved model file), export/score.py (the ONNX file) and score_frame
     # encode the CSV's rows for the model of all rows, the graph each fold model's own.
-    from neumiss import cli
-    from neumiss.scoring import score_frame
 
     from .test_score_cli import SCORER, _import
 
@@ -326,20 +307,30 @@ def test_the_scorers_give_the_sets_and_bounds_of_fold_encodings(tmp_path, fold_e
     test.to_csv(tmp_path / "in.csv", index=False)
     script = _import(SCORER, "score_fold_encodings")
     for name, model in (("sets", classifier), ("bounds", regressor)):
-        model.save(tmp_path / f"{name}.pt")
-        model.to_onnx(tmp_path / f"{name}.onnx")
-        assert cli.main(["score", str(tmp_path / f"{name}.pt"), str(tmp_path / "in.csv"),
-                         str(tmp_path / f"{name}_cli.csv"), "--quiet"]) == 0
-        assert script.main([str(tmp_path / f"{name}.onnx"), str(tmp_path / "in.csv"), "-o",
-                            str(tmp_path / f"{name}_script.csv")]) == 0
-        written = [pd.read_csv(tmp_path / f"{name}_{kind}.csv") for kind in ("cli", "script")]
-        written.append(score_frame(test, str(tmp_path / f"{name}.onnx")))
-        for scored in written:
-            if name == "bounds":
-                np.testing.assert_allclose(scored[["lower", "upper"]],
-                                           model.predict_interval(test), rtol=1e-5, atol=1e-5)
-            else:
-                sets, sizes = model.predict_set(test)
-                np.testing.assert_array_equal(
-                    scored[["set_a", "set_b", "set_c"]].to_numpy(dtype=bool), sets)
-                np.testing.assert_array_equal(scored["set_size"], sizes)
+        _assert_scorers_match(tmp_path, name, model, test, script)
+
+
+def _assert_scorers_match(tmp_path, name, model, test, script):
+    """``neumiss score`` on ``model`` saved, ``export/score.py`` (``script``) and
+    ``score_frame`` on its ONNX file write, for the rows of ``test`` (``in.csv`` in
+    ``tmp_path``), the model's own bounds (a regressor, 1e-5) or sets and sizes (exact)."""
+    from neumiss import cli
+    from neumiss.scoring import score_frame
+
+    model.save(tmp_path / f"{name}.pt")
+    model.to_onnx(tmp_path / f"{name}.onnx")
+    assert cli.main(["score", str(tmp_path / f"{name}.pt"), str(tmp_path / "in.csv"),
+                     str(tmp_path / f"{name}_cli.csv"), "--quiet"]) == 0
+    assert script.main([str(tmp_path / f"{name}.onnx"), str(tmp_path / "in.csv"), "-o",
+                        str(tmp_path / f"{name}_script.csv")]) == 0
+    written = [pd.read_csv(tmp_path / f"{name}_{kind}.csv") for kind in ("cli", "script")]
+    written.append(score_frame(test, str(tmp_path / f"{name}.onnx")))
+    for scored in written:
+        if hasattr(model, "predict_interval"):
+            np.testing.assert_allclose(scored[["lower", "upper"]], model.predict_interval(test),
+                                       rtol=1e-5, atol=1e-5)
+        else:
+            sets, sizes = model.predict_set(test)
+            np.testing.assert_array_equal(
+                scored[["set_a", "set_b", "set_c"]].to_numpy(dtype=bool), sets)
+            np.testing.assert_array_equal(scored["set_size"], sizes)
