@@ -20,7 +20,13 @@ from neumiss.network import (
     TrainingData,
     analytic_network,
 )
-from neumiss.network._data import batch_loss, member_weights, missing_columns
+from neumiss.network._data import (
+    MIN_TWO_VALUED_COLUMNS,
+    batch_loss,
+    member_weights,
+    missing_columns,
+    two_valued_columns,
+)
 from neumiss.network._start import (
     LINEAR_PENALTY,
     RIDGE_PENALTIES,
@@ -113,6 +119,54 @@ def test_the_blocks_shortcut_for_complete_columns_changes_nothing(shape, n_membe
     # the members given back compute the full block, whatever the rows
     assert all(member(x, mask).shape == (33, shape["n_outputs"])
                for member in StackedNetwork(members, "mean", missing).networks())
+
+
+@settings(max_examples=25, deadline=None)
+@given(shape=SHAPES, n_members=st.integers(1, 3), seed=st.integers(0, 1000),
+       shortcut=st.booleans())
+def test_the_sparse_product_of_two_valued_columns_changes_nothing(shape, n_members, seed,
+                                                                  shortcut):
+    """``two_valued`` (columns observed in every row and of two values, as the search
+    passes them; :func:`two_valued_columns` is tested below): the same outputs and
+    gradients as the dense product, on every shape, rows at the base value in every such
+    column included, with or without the block's shortcut."""
+    members = _members(n_members, seed, **shape)
+    x, mask = _rows(33, seed)
+    columns = torch.tensor([1, 3])
+    base, step = torch.tensor([-0.3, 0.0]), torch.tensor([1.7, 1.0])
+    away = torch.from_numpy(np.random.default_rng(seed).integers(0, 2, (33, 2))).float()
+    away[:5] = 0.0  # rows at the base in both columns: empty sums
+    x[:, columns], mask[:, columns] = base + step * away, 0.0
+    missing = mask.any(dim=0).nonzero().squeeze(1) if shortcut else None
+    outputs, grads = [], []
+    for two_valued in (None, (columns, base, step)):
+        stacked = StackedNetwork(members, "mean", missing, two_valued)
+        out = stacked.member_outputs(x, mask)
+        out.square().sum().backward()
+        outputs.append(out.detach())
+        grads.append({name: p.grad for name, p in stacked.named_parameters()})
+    torch.testing.assert_close(outputs[1], outputs[0], rtol=1e-5, atol=1e-5)
+    for name, grad in grads[0].items():
+        torch.testing.assert_close(grads[1][name], grad, rtol=1e-4, atol=1e-5)
+
+
+def test_two_valued_columns_are_observed_in_every_row_with_two_values():
+    d = MIN_TWO_VALUED_COLUMNS + 2
+    x = torch.zeros(4, d)
+    x[:, 0] = torch.tensor([0.0, 1.0, 0.5, 1.0])  # three values
+    x[:, 2] = torch.tensor([-0.2, 0.8, 0.8, 0.8])  # two values, 0.8 the most frequent
+    mask = torch.zeros(4, d)
+    mask[3, 1] = 1.0  # missing once
+    train = TrainingData(x, mask, torch.zeros(4))
+    columns, base, step = two_valued_columns(train, None)
+    assert torch.equal(columns, torch.tensor([2, *range(3, d)]))
+    assert base[0] == pytest.approx(0.8) and step[0] == pytest.approx(-1.0)
+    assert torch.equal(base[1:], torch.zeros(d - 3)) and torch.equal(step[1:], torch.zeros(d - 3))
+    val_x = torch.zeros(2, d)
+    val_x[0, 5], val_x[1, 5] = 2.0, 3.0  # with the training rows' 0: three values
+    val = TrainingData(val_x, torch.zeros(2, d), torch.zeros(2))
+    assert two_valued_columns(train, val) is None  # 31 left: fewer than worth it
+    assert two_valued_columns(iter([train])) is None  # streamed rows: not known
 
 
 def test_missing_columns_are_those_missing_in_some_row_of_the_rows_in_memory():

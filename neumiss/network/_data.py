@@ -100,6 +100,40 @@ def missing_columns(*datasets: TrainingData | None) -> torch.Tensor | None:
     return None if spared < MIN_SPARED_PER_ROW else seen.nonzero().squeeze(1)
 
 
+#: :func:`two_valued_columns` names such columns only when there are this many at least.
+MIN_TWO_VALUED_COLUMNS = 32
+
+
+def two_valued_columns(*datasets: TrainingData | None) -> tuple | None:
+    """The columns observed in every row of ``datasets`` (None entries skipped) that take
+    two values at most there (one-hot categories, standardized), for
+    :class:`~neumiss.network.StackedNetwork`'s sparse product: ``(columns, base,
+    step)``, the indices (b,), each column's most frequent value and the other's
+    difference from it (0 for a constant column), float32 (b,). None when fewer than
+    :data:`MIN_TWO_VALUED_COLUMNS`, or when a dataset is not in memory (streamed chunks)."""
+    present = [data for data in datasets if data is not None]
+    if not present or not all(isinstance(data, TrainingData) for data in present):
+        return None
+    x = torch.cat([data.x for data in present])
+    complete = ~torch.stack([data.mask.any(dim=0) for data in present]).any(dim=0)
+    low, high = x.min(dim=0).values, x.max(dim=0).values
+    two = complete & ((x == low) | (x == high)).all(dim=0)  # (d,)
+    if int(two.sum()) < MIN_TWO_VALUED_COLUMNS:
+        return None
+    columns = two.nonzero().squeeze(1)
+    low, high = low[columns], high[columns]
+    more_high = 2 * (x[:, columns] == high).sum(dim=0) > x.shape[0]
+    base = torch.where(more_high, high, low)
+    return columns, base, torch.where(more_high, low, high) - base
+
+
+def stacked_shortcuts(*datasets: TrainingData | None) -> tuple:
+    """``(missing, two_valued)`` of the rows of ``datasets``: :func:`missing_columns` and
+    :func:`two_valued_columns`, the shortcuts :class:`~neumiss.network.StackedNetwork`
+    takes."""
+    return missing_columns(*datasets), two_valued_columns(*datasets)
+
+
 def member_weights(n_rows: int, n_members: int, seed: int, device=None) -> torch.Tensor:
     """Each row's weight in each member's training loss, (n_rows, n_members): bootstrap
     counts (Poisson with mean 1, drawn with ``seed``), so that members trained together on

@@ -86,7 +86,7 @@ from ._choice import (
     try_identity_chain,
     worth_untying,
 )
-from ._data import TrainingData, member_weights, missing_columns, row_losses, validation_loss
+from ._data import TrainingData, member_weights, row_losses, stacked_shortcuts, validation_loss
 from ._divergence import DivergenceWarning
 from ._losses import Objective
 from ._stacked import StackedNetwork
@@ -153,7 +153,7 @@ class DepthSearch:
         self.moments = moments
         self.train_data = train_data
         self.val_data = val_data
-        self.missing = missing_columns(train_data, val_data)  # for the blocks' shortcut
+        self.shortcuts = stacked_shortcuts(train_data, val_data)  # for StackedNetwork
         # out of fold, the one block the members share is not trained (trains_block)
         self.trains_block = trains_block(val_data)
         self.objective = objective
@@ -205,7 +205,7 @@ class DepthSearch:
         else:
             if refit_linear:
                 self.fit_linear_parts(networks)
-            stacked = StackedNetwork(networks, self.combine, self.missing).to(
+            stacked = StackedNetwork(networks, self.combine, *self.shortcuts).to(
                 self.train_data.device)
         stacked.block.requires_grad_(self.trains_block)
         return stacked
@@ -224,7 +224,7 @@ class DepthSearch:
         key = (block.depth, block.weight_sharing, self.mask_skip, self.spline)
         self._linear_starts[key] = self.fit_linear_parts(networks,
                                                          self._linear_starts.get(key))
-        return StackedNetwork(networks, self.combine, self.missing).to(self.train_data.device)
+        return StackedNetwork(networks, self.combine, *self.shortcuts).to(self.train_data.device)
 
     def fit_linear_parts(self, networks: list[NeuMissNetwork],
                          solution: tuple[torch.Tensor, torch.Tensor] | None = None

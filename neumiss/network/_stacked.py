@@ -28,6 +28,11 @@ from ._block import NeuMissNetwork
 from ._ensemble import COMBINE, EnsembleNetwork, combine_outputs
 
 
+def _ramps(network: NeuMissNetwork) -> int:
+    """The number of the spline's ramps ``network``'s head reads beside the block's output."""
+    return 0 if network.encoding is None else network.encoding.n_ramps
+
+
 def _key(name: str) -> str:
     """A parameter name of a member's head as a key of :class:`torch.nn.ParameterDict`."""
     return name.replace(".", "__")
@@ -48,7 +53,14 @@ class StackedNetwork(nn.Module):
         The columns that may be missing in the rows this network will see (the others
         observed in every row), as :meth:`NeuMissBlock.forward` takes them; None: any.
         A training-time shortcut: :meth:`networks` and :meth:`to_network` do not keep it.
-
+    two_valued : tuple ``(columns, base, step)`` of Tensors of shape (b,), optional
+        Columns observed in every row this network will see and taking there the value
+        ``base``, or ``base + step`` (one-hot categories, standardized: the block passes
+        them through; :func:`~neumiss.network._data.two_valued_columns`). Their share of
+        the product that reads the block's output is the constant of their ``base``
+        plus, in each row, the weights' rows of the columns away from it times ``step``
+        (``embedding_bag``): the same output and gradients, at a cost that does not grow
+        with a category's levels. A training-time shortcut, as ``missing``; None: dense.
     Notes
     -----
     Shapes: :meth:`member_outputs` maps ``x`` and ``mask`` (batch, d) to
@@ -56,7 +68,8 @@ class StackedNetwork(nn.Module):
     """
 
     def __init__(self, networks: list[NeuMissNetwork], combine: str,
-                 missing: torch.Tensor | None = None) -> None:
+                 missing: torch.Tensor | None = None,
+                 two_valued: tuple | None = None) -> None:
         super().__init__()
         if combine not in COMBINE:
             raise ValueError(f"combine must be one of {COMBINE}, got {combine!r}")
@@ -79,6 +92,14 @@ class StackedNetwork(nn.Module):
         self._layers = [_key(f"head.{i}") for i, layer in enumerate(template.head)
                         if isinstance(layer, nn.Linear)]
         self.register_buffer("missing", missing, persistent=False)
+        columns, base, step = two_valued if two_valued is not None else (None, None, None)
+        for name, value in (("two_valued", columns), ("base", base), ("step", step)):
+            self.register_buffer(name, value, persistent=False)
+        # the other columns of the product's input: the block's output's, then the ramps'
+        self.register_buffer("dense", None if columns is None else torch.cat([
+            torch.ones(template.block.n_features, dtype=torch.bool).index_fill(0, columns, False),
+            torch.ones(_ramps(template), dtype=torch.bool)]).nonzero().squeeze(1),
+            persistent=False)
 
     @property
     def depth(self) -> int:
@@ -110,7 +131,7 @@ class StackedNetwork(nn.Module):
         n_outputs = linear.shape[1]
         weights = torch.cat([first.flatten(0, 1), linear.flatten(0, 1)]) if mlp else (
             linear.flatten(0, 1))  # (K * width + K * n_outputs, F), or (K * n_outputs, F)
-        product = inputs @ weights.T  # (batch, K * width + K * n_outputs)
+        product = self._product(inputs, weights)  # (batch, K * width + K * n_outputs)
         out = product[:, product.shape[1] - n_members * n_outputs:]  # (batch, K * n_outputs)
         if "mask_skip__weight" in self.heads:
             out = torch.addmm(out, mask, self.heads["mask_skip__weight"].flatten(0, 1).T)
@@ -124,6 +145,19 @@ class StackedNetwork(nn.Module):
             hidden = torch.baddbmm(self.heads[f"{key}__bias"].unsqueeze(1), torch.relu(hidden),
                                    self.heads[f"{key}__weight"].transpose(1, 2))
         return hidden + out
+
+    def _product(self, inputs: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        """``inputs @ weights.T``, (batch, F) x (P, F) -> (batch, P); with ``two_valued``,
+        those columns' share from their ``base`` and the rows away from it."""
+        if self.two_valued is None:
+            return inputs @ weights.T
+        other = weights[:, self.two_valued]  # (P, b)
+        rows, columns = (inputs[:, self.two_valued] != self.base).nonzero(as_tuple=True)
+        offsets = torch.searchsorted(rows, torch.arange(inputs.shape[0], device=rows.device))
+        away = nn.functional.embedding_bag(columns, (other * self.step).T, offsets,
+                                           mode="sum")  # (batch, P)
+        return torch.addmm(away + other @ self.base, inputs[:, self.dense],
+                           weights[:, self.dense].T)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """The members' outputs combined by ``combine`` (one member: its output),
