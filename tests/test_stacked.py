@@ -67,6 +67,22 @@ def _rows(n, seed, d=4):
     return torch.from_numpy(x), torch.from_numpy(mask)
 
 
+def _assert_same_outputs_and_gradients(members, x, mask, reference, shortcuts):
+    """The members stacked with the shortcuts ``shortcuts`` (StackedNetwork's arguments
+    after ``combine``) give the outputs and the gradients (of their sum of squares) of
+    the members stacked with ``reference``."""
+    outputs, grads = [], []
+    for arguments in (reference, shortcuts):
+        stacked = StackedNetwork(members, "mean", *arguments)
+        out = stacked.member_outputs(x, mask)
+        out.square().sum().backward()
+        outputs.append(out.detach())
+        grads.append({name: p.grad for name, p in stacked.named_parameters()})
+    torch.testing.assert_close(outputs[1], outputs[0], rtol=1e-5, atol=1e-5)
+    for name, grad in grads[0].items():
+        torch.testing.assert_close(grads[1][name], grad, rtol=1e-4, atol=1e-5)
+
+
 SHAPES = st.fixed_dictionaries({
     "depth": st.integers(0, 4),
     "weight_sharing": st.sampled_from(["independent", "shared"]),
@@ -106,16 +122,7 @@ def test_the_blocks_shortcut_for_complete_columns_changes_nothing(shape, n_membe
     x, mask = _rows(33, seed)
     mask[:, torch.tensor(complete)] = 0.0
     missing = mask.any(dim=0).nonzero().squeeze(1)
-    outputs, grads = [], []
-    for shortcut in (None, missing):
-        stacked = StackedNetwork(members, "mean", shortcut)
-        out = stacked.member_outputs(x, mask)
-        out.square().sum().backward()
-        outputs.append(out.detach())
-        grads.append({name: p.grad for name, p in stacked.named_parameters()})
-    torch.testing.assert_close(outputs[1], outputs[0], rtol=1e-5, atol=1e-5)
-    for name, grad in grads[0].items():
-        torch.testing.assert_close(grads[1][name], grad, rtol=1e-4, atol=1e-5)
+    _assert_same_outputs_and_gradients(members, x, mask, (None,), (missing,))
     # the members given back compute the full block, whatever the rows
     assert all(member(x, mask).shape == (33, shape["n_outputs"])
                for member in StackedNetwork(members, "mean", missing).networks())
@@ -138,16 +145,8 @@ def test_the_sparse_product_of_two_valued_columns_changes_nothing(shape, n_membe
     away[:5] = 0.0  # rows at the base in both columns: empty sums
     x[:, columns], mask[:, columns] = base + step * away, 0.0
     missing = mask.any(dim=0).nonzero().squeeze(1) if shortcut else None
-    outputs, grads = [], []
-    for two_valued in (None, (columns, base, step)):
-        stacked = StackedNetwork(members, "mean", missing, two_valued)
-        out = stacked.member_outputs(x, mask)
-        out.square().sum().backward()
-        outputs.append(out.detach())
-        grads.append({name: p.grad for name, p in stacked.named_parameters()})
-    torch.testing.assert_close(outputs[1], outputs[0], rtol=1e-5, atol=1e-5)
-    for name, grad in grads[0].items():
-        torch.testing.assert_close(grads[1][name], grad, rtol=1e-4, atol=1e-5)
+    _assert_same_outputs_and_gradients(members, x, mask, (missing, None),
+                                       (missing, (columns, base, step)))
 
 
 def test_two_valued_columns_are_observed_in_every_row_with_two_values():
