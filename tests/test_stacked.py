@@ -166,6 +166,8 @@ def test_two_valued_columns_are_observed_in_every_row_with_two_values():
     val = TrainingData(val_x, torch.zeros(2, d), torch.zeros(2))
     assert two_valued_columns(train, val) is None  # 31 left: fewer than worth it
     assert two_valued_columns(iter([train])) is None  # streamed rows: not known
+    meta = TrainingData(x.to("meta"), mask.to("meta"), torch.zeros(4, device="meta"))
+    assert two_valued_columns(meta) is None  # off the CPU (a GPU's graphed steps): dense
 
 
 def test_missing_columns_are_those_missing_in_some_row_of_the_rows_in_memory():

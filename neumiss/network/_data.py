@@ -110,9 +110,13 @@ def two_valued_columns(*datasets: TrainingData | None) -> tuple | None:
     :class:`~neumiss.network.StackedNetwork`'s sparse product: ``(columns, base,
     step)``, the indices (b,), each column's most frequent value and the other's
     difference from it (0 for a constant column), float32 (b,). None when fewer than
-    :data:`MIN_TWO_VALUED_COLUMNS`, or when a dataset is not in memory (streamed chunks)."""
+    :data:`MIN_TWO_VALUED_COLUMNS`, when a dataset is not in memory (streamed chunks),
+    or off the CPU: the sparse product's row counts (``nonzero``) cannot be recorded in
+    the CUDA graphs that replay a GPU's steps (:mod:`._graphs`), and a GPU has the
+    arithmetic to spare."""
     present = [data for data in datasets if data is not None]
-    if not present or not all(isinstance(data, TrainingData) for data in present):
+    if not present or not all(isinstance(data, TrainingData) and data.x.device.type == "cpu"
+                              for data in present):
         return None
     x = torch.cat([data.x for data in present])
     complete = ~torch.stack([data.mask.any(dim=0) for data in present]).any(dim=0)
