@@ -61,6 +61,7 @@ class StackedNetwork(nn.Module):
         plus, in each row, the weights' rows of the columns away from it times ``step``
         (``embedding_bag``): the same output and gradients, at a cost that does not grow
         with a category's levels. A training-time shortcut, as ``missing``; None: dense.
+
     Notes
     -----
     Shapes: :meth:`member_outputs` maps ``x`` and ``mask`` (batch, d) to
