@@ -378,10 +378,7 @@ class ParquetTable:
             if not regression:
                 classes.append(np.unique(y))
         observed = moments.count > 0
-        spread = np.sqrt(np.divide(moments.m2, moments.count, out=np.zeros(width),
-                                   where=observed)) * moments.peak
-        values = [moments.count, np.where(observed, moments.mean * moments.peak, np.nan),
-                  np.where(observed, spread, np.nan), np.where(observed, lowest, np.nan),
+        values = [moments.count, *moments.mean_std(), np.where(observed, lowest, np.nan),
                   np.where(observed, highest, np.nan)]
         return _table_statistics(values, encoder, regression,
                                  None if regression else (np.concatenate(classes),))

@@ -339,8 +339,8 @@ def fit_parquet(estimator, path, target: str, num_processes: int = 2):
     others ``X``): the sample and the statistics read on this machine a chunk at a time
     (:class:`~._engines.ParquetTable`: the driver's memory does not grow with the files),
     the training by ``num_processes`` processes started with ``torchrun``, each reading its
-    share of
-    the files (every ``num_processes``-th, in name order). Returns ``estimator``, fitted.
+    share of the files (every ``num_processes``-th, in name order). Returns ``estimator``,
+    fitted.
 
     Raises
     ------

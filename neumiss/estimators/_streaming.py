@@ -73,13 +73,25 @@ class RunningMoments:
         self.count = total
         return self
 
+    def _spread(self) -> np.ndarray:
+        """The population standard deviation per column, in units of ``peak`` (0 for a
+        column without observed entries)."""
+        return np.sqrt(np.divide(self.m2, self.count, out=np.zeros_like(self.m2),
+                                 where=self.count > 0))
+
+    def mean_std(self) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and population standard deviation per column, in the columns' units;
+        NaN for a column without observed entries."""
+        observed = self.count > 0
+        return (np.where(observed, self.mean * self.peak, np.nan),
+                np.where(observed, self._spread() * self.peak, np.nan))
+
     def mean_scale(self) -> tuple[np.ndarray, np.ndarray]:
         """Mean and (population) standard deviation per column, as
         :func:`neumiss.tables.observed_mean_scale` gives them: a column without
         observed entries has mean 0, and a scale that is negligible against the
         column's largest absolute value (or not positive) is replaced by 1."""
-        spread = np.sqrt(np.divide(self.m2, self.count, out=np.zeros_like(self.m2),
-                                   where=self.count > 0))
+        spread = self._spread()
         scale = spread * self.peak
         constant = ~(spread > RELATIVE_SCALE_THRESHOLD) | ~np.isfinite(scale) | ~(scale > 0)
         return self.mean * self.peak, np.where(constant, 1.0, scale)

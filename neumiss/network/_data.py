@@ -118,15 +118,17 @@ def two_valued_columns(*datasets: TrainingData | None) -> tuple | None:
     if not present or not all(isinstance(data, TrainingData) and data.x.device.type == "cpu"
                               for data in present):
         return None
-    x = torch.cat([data.x for data in present])
     complete = ~torch.stack([data.mask.any(dim=0) for data in present]).any(dim=0)
-    low, high = x.min(dim=0).values, x.max(dim=0).values
-    two = complete & ((x == low) | (x == high)).all(dim=0)  # (d,)
+    low = torch.stack([data.x.min(dim=0).values for data in present]).min(dim=0).values
+    high = torch.stack([data.x.max(dim=0).values for data in present]).max(dim=0).values
+    two = complete & torch.stack([((data.x == low) | (data.x == high)).all(dim=0)
+                                  for data in present]).all(dim=0)  # (d,)
     if int(two.sum()) < MIN_TWO_VALUED_COLUMNS:
         return None
     columns = two.nonzero().squeeze(1)
     low, high = low[columns], high[columns]
-    more_high = 2 * (x[:, columns] == high).sum(dim=0) > x.shape[0]
+    n_high = sum((data.x[:, columns] == high).sum(dim=0) for data in present)
+    more_high = 2 * n_high > sum(len(data) for data in present)
     base = torch.where(more_high, high, low)
     return columns, base, torch.where(more_high, low, high) - base
 

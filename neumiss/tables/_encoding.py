@@ -224,9 +224,10 @@ def one_hot_limit(n_observed: int) -> int:
     return max(MAX_CATEGORIES, min(MAX_ONE_HOT, n_observed // ROWS_PER_CATEGORY))
 
 
-def _fit_categories(name, column: pd.Series, categories: list[str]) -> ColumnEncoding:
-    """One-hot ``categories``, capped by frequency at :func:`one_hot_limit` columns."""
-    limit = one_hot_limit(int(column.notna().sum()))
+def _fit_categories(name, column: pd.Series, categories: list[str],
+                    limit: int) -> ColumnEncoding:
+    """One-hot ``categories``, capped by frequency at ``limit`` columns
+    (:func:`one_hot_limit`)."""
     if len(categories) <= limit:
         return ColumnEncoding(name, "categorical", tuple(categories))
     counts = _category_strings(column.dropna()).value_counts()
@@ -347,7 +348,7 @@ class TableEncoder:
     def _fit(self, X, y, classes, random_state) -> dict[int, np.ndarray]:
         """Fit; returns the cross-fitted statistics (n_samples, width) per target-encoded
         column position."""
-        crossfitted, numbers = {}, {}  # numbers: position -> a numeric column's values
+        crossfitted, numbers = {}, {}  # numbers: position -> the values of a column with levels
         if isinstance(X, pd.DataFrame):
             self.columns_ = []
             for position, name in enumerate(X.columns):
@@ -356,13 +357,16 @@ class TableEncoder:
                 if kind != "categorical":
                     levels = ()
                     if kind == "numeric" and self.integer_levels:
-                        numbers[position] = _numbers(name, column)
-                        levels = integer_levels(numbers[position])
+                        values = _numbers(name, column)
+                        levels = integer_levels(values)
+                        if levels:
+                            numbers[position] = values
                     self.columns_.append(ColumnEncoding(name, kind, levels=levels))
                     continue
                 categories = _seen_categories(name, column)
-                if y is None or len(categories) <= one_hot_limit(int(column.notna().sum())):
-                    self.columns_.append(_fit_categories(name, column, categories))
+                limit = one_hot_limit(int(column.notna().sum()))
+                if y is None or len(categories) <= limit:
+                    self.columns_.append(_fit_categories(name, column, categories, limit))
                     continue
                 encoding, crossfitted[position] = _target_statistics(
                     name, column, categories, np.asarray(y), classes, random_state)
@@ -370,7 +374,7 @@ class TableEncoder:
         else:
             values = np.asarray(X, dtype=np.float64)
             numbers = dict(enumerate(values.T))
-            self.columns_ = [ColumnEncoding(j, "numeric", levels=integer_levels(values[:, j])
+            self.columns_ = [ColumnEncoding(j, "numeric", levels=integer_levels(numbers[j])
                                             if self.integer_levels else ())
                              for j in range(values.shape[1])]
         self._screen_levels(numbers, y, classes)
