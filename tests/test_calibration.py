@@ -155,22 +155,32 @@ def test_calibration_is_checked():
         NeuMissClassifier(calibration="isotonic").fit(X, y)
 
 
-def test_out_of_fold_validation_leaves_the_shared_block_at_its_start():
-    X, y = _binary_table(400, seed=7)
+def _observed_means(model, X):
+    x, mask = model.preprocessor_.transform(model.encoder_.transform(X))
+    return np.nanmean(np.where(mask == 0, x, np.nan), axis=0)
+
+
+def test_out_of_fold_the_shared_block_trains_only_with_rows_enough_for_its_parameters():
     params = dict(depth=0, mlp_depth=0, max_epochs=20, random_state=0, calibration="none")
+    # 10 columns: a block of d (d + 1) = 110 parameters, under 10 rows each on 400 rows
+    X, y = _binary_table(400, seed=7, n_noise=6)
     oof = NeuMissClassifier(**params).fit(X, y)
     holdout = NeuMissClassifier(validation_fraction=0.2, **params).fit(X, y)
     assert oof.validation_scheme_ == "out_of_fold" and oof.n_epochs_ > 0
-    # mean imputation at depth 0: the block's means are the observed ones, W_mix unused
-    x, mask = oof.preprocessor_.transform(oof.encoder_.transform(X))
-    observed = np.where(mask == 0, x, np.nan)
+    # mean imputation at depth 0: the block's means stay the observed ones
     for member in oof.network_.members:
-        np.testing.assert_allclose(member.block.mu.detach().numpy(),
-                                   np.nanmean(observed, axis=0), atol=1e-5)
+        np.testing.assert_allclose(member.block.mu.detach().numpy(), _observed_means(oof, X),
+                                   atol=1e-5)
     # held out, the block trains: its means move from the observed ones
     moved = holdout.network_.members[0].block.mu.detach().numpy()
-    assert not np.allclose(moved, np.nanmean(observed, axis=0), atol=1e-3)
+    assert not np.allclose(moved, _observed_means(oof, X), atol=1e-3)
     # out of fold, the validation loss is an honest estimate: within noise of a test loss
-    X_test, y_test = _binary_table(2000, seed=8)
+    X_test, y_test = _binary_table(2000, seed=8, n_noise=6)
     test_loss = log_loss(y_test, oof.predict_proba(X_test)[:, 1])
     assert abs(-oof.validation_score_ - test_loss) < 0.05 + 3 * math.sqrt(0.25 / 400)
+    # 4 columns: 20 parameters, 20 rows each: out of fold too, the block trains
+    X, y = _binary_table(400, seed=7)
+    few = NeuMissClassifier(**params).fit(X, y)
+    assert few.validation_scheme_ == "out_of_fold"
+    assert not np.allclose(few.network_.members[0].block.mu.detach().numpy(),
+                           _observed_means(few, X), atol=1e-3)

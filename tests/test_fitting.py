@@ -345,14 +345,14 @@ def test_mask_skip_auto_gives_the_heads_the_mask_when_missingness_tells_the_targ
 
 
 def test_a_chebyshev_start_kept_untrained_is_the_fitted_network():
-    # 4,000 rows of 8 Gaussian MCAR features (450 training rows per feature): the linear
-    # heads on the Chebyshev-started block validate better than the trained chain.
+    # 4,000 rows of 8 Gaussian MCAR features (450 training rows per feature), a tenth held
+    # out: the linear heads on the Chebyshev-started block validate better than the chain.
     from neumiss.network import set_chebyshev_weights
     from neumiss.network._start import observed_moments
     from neumiss.simulation import make_regression
 
     X, y, _ = make_regression(4000, 8, mechanism="MCAR", random_state=0)
-    model = NeuMissRegressor(random_state=0).fit(X, y)
+    model = NeuMissRegressor(random_state=0, validation_fraction=0.1).fit(X, y)
     tried = model.chebyshev_result_
     assert tried["epochs"] == 0 and tried["val_loss"] < min(
         r["val_loss"] for r in model.depth_results_.values())
@@ -361,7 +361,7 @@ def test_a_chebyshev_start_kept_untrained_is_the_fitted_network():
     assert model.validation_score_ == pytest.approx(tried["val_score"])
     # its block is the Chebyshev steps of the training rows' moments
     plan_rows = InMemoryRows(X, y)
-    plan_rows.prepare(NeuMissRegressor(), torch.device("cpu"))
+    plan_rows.prepare(NeuMissRegressor(validation_fraction=0.1), torch.device("cpu"))
     train = plan_rows.split(draw_seed(0)).train
     expected = NeuMissNetwork(8, depth=16, weight_sharing="independent", residual=True)
     set_chebyshev_weights(expected.block, *observed_moments(train, draw_seed(0)))

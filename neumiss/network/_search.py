@@ -154,8 +154,9 @@ class DepthSearch:
         self.train_data = train_data
         self.val_data = val_data
         self.shortcuts = stacked_shortcuts(train_data, val_data)  # for StackedNetwork
-        # out of fold, the one block the members share is not trained (trains_block)
-        self.trains_block = trains_block(val_data)
+        # out of fold, the one block the members share trains only where its parameters
+        # are few for the rows (trains_block); no untied copy nor identity chain then
+        self.out_of_fold = val_data is not None and val_data.held_out_by is not None
         self.objective = objective
         self.seed = seed
         self.verbose = verbose
@@ -207,7 +208,8 @@ class DepthSearch:
                 self.fit_linear_parts(networks)
             stacked = StackedNetwork(networks, self.combine, *self.shortcuts).to(
                 self.train_data.device)
-        stacked.block.requires_grad_(self.trains_block)
+        stacked.block.requires_grad_(trains_block(self.val_data, stacked.block,
+                                                  len(self.train_data)))
         return stacked
 
     def start(self, networks: list[NeuMissNetwork]) -> StackedNetwork:
@@ -347,13 +349,15 @@ class DepthSearch:
         network = self.members(depth, weight_sharing, mlp_depth, start_from,
                                from_data=from_data)
         generator = torch.Generator().manual_seed(self.seed)
-        result = train(
-            network, self.train_data, self.val_data, self.objective.loss, config, generator,
-            score_fn=self.objective.score, verbose=self.verbose,
-            description=describe_training(self.label, stage, depth, weight_sharing, mlp_depth),
-            warn=False, best_seen=self.best_loss if from_data else math.inf,
-            callbacks=self.callbacks,
-        )
+        with network.on_block_outputs(self.train_data, self.val_data) as (train_data, val_data):
+            result = train(
+                network, train_data, val_data, self.objective.loss, config, generator,
+                score_fn=self.objective.score, verbose=self.verbose,
+                description=describe_training(self.label, stage, depth, weight_sharing,
+                                              mlp_depth),
+                warn=False, best_seen=self.best_loss if from_data else math.inf,
+                callbacks=self.callbacks,
+            )
         self._seen(result.best_val_loss)
         return Candidate(depth, weight_sharing, mlp_depth, network, result,
                          time.perf_counter() - start)
@@ -566,13 +570,13 @@ def search_depths(
     depths, starts = search.decide(depths, chain_weights, mask_skip, spline, screen_depths)
     choice, depth_results = search.chain(depths, chain_weights, mlp_depths[0], config)
     best, identity = choice.best, None
-    # an untrained block is not worth a chain from the identity nor an untied copy
-    if search.trains_block and try_identity_chain(best, search.mask_skip, val_data, moments):
+    # out of fold, no block earns a chain from the identity nor an untied copy
+    if not search.out_of_fold and try_identity_chain(best, search.mask_skip, val_data, moments):
         best, identity = search.identity_chain(best, chain_weights, min(mlp_depths), config)
     # A fine-tune's gains come in small steps, so every improvement counts.
     fine_tune_config = dataclasses.replace(config, tol=0.0)
     untied = None
-    if search.trains_block and weight_sharing == "auto" and worth_untying(
+    if not search.out_of_fold and weight_sharing == "auto" and worth_untying(
             best.depth, train_data.x.shape[1], len(train_data)):
         best, untied = search.fine_tune(best, "independent", best.mlp_depth, fine_tune_config)
     heads = {}

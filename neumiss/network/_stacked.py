@@ -19,12 +19,16 @@ gives the members back as :class:`~neumiss.network.NeuMissNetwork` objects.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import dataclasses
+from collections.abc import Iterator
 
 import torch
 from torch import nn
 
 from ._block import NeuMissNetwork
+from ._data import TrainingData
 from ._ensemble import COMBINE, EnsembleNetwork, combine_outputs
 
 
@@ -36,6 +40,25 @@ def _ramps(network: NeuMissNetwork) -> int:
 def _key(name: str) -> str:
     """A parameter name of a member's head as a key of :class:`torch.nn.ParameterDict`."""
     return name.replace(".", "__")
+
+
+class GivenBlockOutput(nn.Module):
+    """Stands in for a frozen ``block`` while the network reads the block's outputs computed
+    beforehand (:meth:`StackedNetwork.on_block_outputs`): its ``x`` is that output, returned
+    as it is. ``block`` stays a submodule, its weights in the network's state."""
+
+    def __init__(self, block: nn.Module) -> None:
+        super().__init__()
+        self.block = block
+
+    @property
+    def depth(self) -> int:
+        return self.block.depth
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor,
+                missing: torch.Tensor | None = None) -> torch.Tensor:
+        """``x`` (batch, d), the block's output already."""
+        return x
 
 
 class StackedNetwork(nn.Module):
@@ -159,6 +182,34 @@ class StackedNetwork(nn.Module):
                                            mode="sum")  # (batch, P)
         return torch.addmm(away + other @ self.base, inputs[:, self.dense],
                            weights[:, self.dense].T)
+
+    @torch.no_grad()
+    def block_output(self, data: TrainingData, chunk: int = 65536) -> torch.Tensor:
+        """The block's output (n, d) on the rows of ``data``, computed in chunks of rows."""
+        return torch.cat([self.block(data.x[i:i + chunk], data.mask[i:i + chunk], self.missing)
+                          for i in range(0, len(data), chunk)])
+
+    @contextlib.contextmanager
+    def on_block_outputs(self, *datasets: TrainingData | None
+                         ) -> Iterator[tuple[TrainingData | None, ...]]:
+        """Inside the ``with``, a frozen block (no parameter that trains) computed once:
+        yields ``datasets`` with ``x`` replaced by the block's output on their rows, and
+        the block stands aside (:class:`GivenBlockOutput`), so that training the heads on
+        them costs the heads' steps only, for the same outputs and gradients (out of fold
+        on 4,800 rows of 567 columns, depth 16: 1.7 s an epoch). A block that trains, or
+        rows not all in memory (:class:`TrainingData`), are yielded unchanged."""
+        frozen = not any(p.requires_grad for p in self.block.parameters())
+        if not frozen or not all(d is None or isinstance(d, TrainingData) for d in datasets):
+            yield datasets
+            return
+        block = self.block
+        given = tuple(None if d is None else dataclasses.replace(d, x=self.block_output(d))
+                      for d in datasets)
+        self.block = GivenBlockOutput(block)
+        try:
+            yield given
+        finally:
+            self.block = block
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """The members' outputs combined by ``combine`` (one member: its output),
