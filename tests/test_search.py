@@ -29,7 +29,13 @@ from neumiss.network import (
     set_analytic_weights,
     set_chebyshev_weights,
 )
-from neumiss.network._choice import DepthChoice, try_identity_chain, worth_untying
+from neumiss.network._choice import (
+    OUT_OF_FOLD_ROWS_PER_PARAMETER,
+    DepthChoice,
+    trains_block,
+    try_identity_chain,
+    worth_untying,
+)
 from neumiss.network._data import member_weights
 from neumiss.network._search import IDENTITY_STEPS_PER_EPOCH, DepthSearch
 from neumiss.network._start import (
@@ -715,6 +721,20 @@ def test_the_identity_chain_trains_powers_of_two_from_the_identity_on_small_batc
     assert list(summaries) == [0, 2, 4, 6]
     assert kept is unbeatable  # kept only when it validates better
     assert search.mask_skip and search.train_data.member_weight is bootstrap  # as before
+
+
+def test_out_of_fold_the_block_trains_with_rows_enough_for_its_parameters():
+    """Held out (or without validation rows) the block always trains; out of fold only on
+    :data:`OUT_OF_FOLD_ROWS_PER_PARAMETER` rows per parameter it holds: at depth 0 its
+    means and mixing matrix, d (d + 1); deeper with one shared matrix, S0 too: 3 d^2 + d."""
+    rows = _self_masked(40, 0)
+    held_out = dataclasses.replace(rows, held_out_by=torch.arange(40) % 2)
+    for depth, n_parameters in ((0, 4 * 5), (4, 3 * 16 + 4)):
+        block = NeuMissNetwork(4, depth=depth, weight_sharing="shared").block
+        least = OUT_OF_FOLD_ROWS_PER_PARAMETER * n_parameters
+        assert trains_block(None, block, 1) and trains_block(rows, block, 1)
+        assert not trains_block(held_out, block, least - 1)
+        assert trains_block(held_out, block, least)
 
 
 def test_out_of_fold_member_weights_stay_in_the_identity_chain(monkeypatch):

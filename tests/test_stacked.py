@@ -27,10 +27,12 @@ from neumiss.network._data import (
     missing_columns,
     two_valued_columns,
 )
+from neumiss.network._stacked import GivenBlockOutput
 from neumiss.network._start import (
     LINEAR_PENALTY,
     RIDGE_PENALTIES,
     _ridge,
+    _solve_gram,
     observed_moments,
     pairwise_moments,
     ridge_penalty,
@@ -147,6 +149,39 @@ def test_the_sparse_product_of_two_valued_columns_changes_nothing(shape, n_membe
     missing = mask.any(dim=0).nonzero().squeeze(1) if shortcut else None
     _assert_same_outputs_and_gradients(members, x, mask, (missing, None),
                                        (missing, (columns, base, step)))
+
+
+@settings(max_examples=25, deadline=None)
+@given(shape=SHAPES, n_members=st.integers(1, 3), seed=st.integers(0, 1000))
+def test_heads_on_a_frozen_blocks_outputs_learn_as_through_the_block(shape, n_members, seed):
+    """``on_block_outputs``: a frozen block's outputs computed once give the members'
+    outputs and the heads' gradients that the block itself gives, on every shape; the
+    block is back after the ``with``, and a block that trains is left in place."""
+    members = _members(n_members, seed, **shape)
+    x, mask = _rows(33, seed)
+    data = TrainingData(x, mask, torch.zeros(33))
+    outputs, grads = [], []
+    for precomputed in (False, True):
+        stacked = StackedNetwork(members, "mean")
+        block = stacked.block.requires_grad_(False)
+        if precomputed:
+            with stacked.on_block_outputs(data, None) as (rows, none):
+                assert none is None and isinstance(stacked.block, GivenBlockOutput)
+                out = stacked.member_outputs(rows.x, rows.mask)
+            assert stacked.block is block
+        else:
+            out = stacked.member_outputs(x, mask)
+        out.square().sum().backward()
+        outputs.append(out.detach())
+        grads.append({name: p.grad for name, p in stacked.named_parameters()
+                      if p.requires_grad})
+    torch.testing.assert_close(outputs[1], outputs[0], rtol=1e-5, atol=1e-5)
+    assert grads[1].keys() == grads[0].keys()
+    for name, grad in grads[0].items():
+        torch.testing.assert_close(grads[1][name], grad, rtol=1e-4, atol=1e-5)
+    training = StackedNetwork(members, "mean")
+    with training.on_block_outputs(data) as (rows,):
+        assert rows is data and not isinstance(training.block, GivenBlockOutput)
 
 
 def test_two_valued_columns_are_observed_in_every_row_with_two_values():
@@ -432,6 +467,21 @@ def test_each_members_ridge_solves_its_normal_equations_on_a_table_of_any_width(
         solution = np.linalg.solve(gram, design.T @ (member_weight[:, k] * target))
         np.testing.assert_allclose(weight[k, 0].numpy(), solution[:p], atol=1e-9)
         np.testing.assert_allclose(bias[k].numpy(), solution[p:], atol=1e-9)
+
+
+def test_a_singular_gram_matrix_gets_the_minimum_norm_solution():
+    # a member whose rows all weigh 0: its Gram matrix is the penalty's, 0 on the bias
+    rng = np.random.default_rng(0)
+    features, target = rng.normal(size=(20, 3)), rng.normal(size=20)
+    member_weight = np.ones((20, 2))
+    member_weight[:, 1] = 0.0
+    weight, bias = _ridge(*map(torch.from_numpy, (features, target, member_weight)), 0.5)
+    assert not weight[1].any() and not bias[1].any()
+    gram = np.diag([2.0, 1.0, 0.0])
+    np.testing.assert_allclose(_solve_gram(gram, np.array([1.0, 1.0, 0.0])), [0.5, 1.0, 0.0])
+    definite = np.array([[2.0, 0.5], [0.5, 1.0]])
+    np.testing.assert_allclose(definite @ _solve_gram(definite, np.array([1.0, -1.0])),
+                               [1.0, -1.0])
 
 
 def test_the_ridge_penalty_grows_with_the_noise():

@@ -98,7 +98,7 @@
 #' @param learning_rate,batch_size,max_epochs Training settings.
 #' @param validation_fraction Share of rows held out for early stopping and
 #'   for the validation metric; `NULL` (Python's `"auto"`): out of fold for an
-#'   ensemble on up to 2,000 rows (every row trains all members but one and is
+#'   ensemble on up to 5,000 rows (every row trains all members but one and is
 #'   scored by that one), else 10%.
 #' @param patience Epochs without validation improvement before stopping (the
 #'   best weights are restored).
@@ -147,7 +147,7 @@
 #' A fit needs at least 20 rows with a response (and a non-zero weight);
 #' fewer are refused with an error. The validation rows stop the training early
 #' and give the validation metric: 10% of the rows by default; an ensemble
-#' (`ensemble_size` above 1) on up to 2,000 rows validates out of fold
+#' (`ensemble_size` above 1) on up to 5,000 rows validates out of fold
 #' instead: the rows are cut into `ensemble_size` folds, member `k` does not
 #' train on fold `k` and scores it, so every row both trains and validates. [print()] and [summary.neumiss()]
 #' show how many rows validated and how, and warn when they are fewer than 20,
