@@ -68,11 +68,11 @@ def _trainings(model) -> list[tuple[str, dict]]:
 def test_the_fit_calls_the_callbacks_on_every_training_of_its_search():
     X, y = _data(3000)
     model = NeuMissRegressor(depth=[1, 2], ensemble_size=2, max_epochs=3, random_state=0,
-                             callbacks=[Counter(), History()])
+                             validation_fraction=0.1, callbacks=[Counter(), History()])
     model.fit(X, y)
     counter, history = model.callbacks_
     trainings = _trainings(model)
-    # two depths, the untied block (enough rows per parameter) and the linear head
+    # held out: two depths, the untied block (enough rows per parameter), the linear head
     assert {stage for stage, _ in trainings} >= {"depth search", "untied fine-tune",
                                                  "head fine-tune"}
     assert counter.begins == counter.ends == len(trainings) == len(history.trainings)

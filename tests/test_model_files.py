@@ -188,7 +188,7 @@ def test_a_kept_chebyshev_start_survives_save_and_load(tmp_path):
     from neumiss.simulation import make_regression
 
     X, y, _ = make_regression(4000, 8, mechanism="MCAR", random_state=0)
-    model = NeuMissRegressor(random_state=0).fit(X, y)
+    model = NeuMissRegressor(random_state=0, validation_fraction=0.1).fit(X, y)
     assert model.weight_sharing_ == "independent" and model.n_epochs_ == 0
     model.save(tmp_path / "model.pt")
     loaded = neumiss.load(tmp_path / "model.pt")

@@ -11,7 +11,7 @@ from .test_integer_levels import month_year_table
 
 
 def test_a_regressor_names_its_network_columns_and_validation_rows():
-    frame, y = month_year_table(n=3000)
+    frame, y = month_year_table(n=6000)
     model = NeuMissRegressor(**FAST, integer_levels=True, log_target=True).fit(frame, np.exp(y))
     lines = model.summary().splitlines()
     assert lines[0].startswith(f"NeuMissRegressor: depth {model.best_depth_} (")
@@ -19,8 +19,8 @@ def test_a_regressor_names_its_network_columns_and_validation_rows():
     assert lines[1] == ("Input: 8 columns -> 16 encoded: an indicator per integer value of "
                         "quarter (4), year (4)")
     assert model.log_target_ and lines[2].startswith("Target: fitted on the log scale")
-    assert model.validation_scheme_ == "holdout" and model.n_validation_rows_ == 300
-    assert lines[3] == f"Validation: 300 rows held out; R² {model.validation_score_:.4f}"
+    assert model.validation_scheme_ == "holdout" and model.n_validation_rows_ == 600
+    assert lines[3] == f"Validation: 600 rows held out; R² {model.validation_score_:.4f}"
 
 
 def test_a_classifier_tells_out_of_fold_validation_and_its_log_loss():
