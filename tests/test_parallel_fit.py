@@ -367,3 +367,67 @@ def test_fit_parquet_refuses_a_file_without_a_column_and_a_process_without_rows(
     with pytest.raises(RuntimeError, match="torchrun exited with 1: .*process 1 of 2 has no rows"):
         fit_parquet(estimator, one_file, "y", 2)
     assert not hasattr(estimator, "network_")
+
+
+def _local_steps(rank: int, folder: str) -> None:
+    """One of two gloo processes: a small network trained data-parallel on this rank's own
+    rows (4 steps an epoch, 2 epochs), the weights averaged every second step; saves the
+    sum of its weights after each step and its final weights."""
+    import torch
+    import torch.distributed as dist
+
+    from neumiss.network import (
+        Callback,
+        EvenBatches,
+        ModelAveraging,
+        NeuMissNetwork,
+        StackedNetwork,
+        TrainingConfig,
+        TrainingData,
+        all_reduced_loss,
+        data_parallel,
+        train,
+    )
+
+    dist.init_process_group("gloo", init_method=f"file://{folder}/rendezvous", rank=rank,
+                            world_size=2)
+    try:
+        generator = torch.Generator().manual_seed(rank)  # each rank its rows and its start
+        x = torch.randn(64, 3, generator=generator)
+        data = TrainingData(x, torch.zeros(64, 3), x.sum(1) + torch.randn(64, generator=generator))
+        member = NeuMissNetwork(3, depth=1)
+        member.reset_parameters(generator)
+        network = StackedNetwork([member], "mean")
+        sums = []
+
+        class Sums(Callback):
+            def on_batch_end(self, wrapped):
+                sums.append(float(sum(p.double().sum() for p in network.parameters())))
+
+        train(data_parallel(network), EvenBatches(data), data,
+              lambda output, target: (output[..., 0] - target) ** 2,
+              TrainingConfig(max_epochs=2, batch_size=16, patience=5),
+              torch.Generator().manual_seed(0), guard=False, evaluate=all_reduced_loss,
+              callbacks=[ModelAveraging(period=2), Sums()])
+        torch.save({"sums": sums, "weights": [p.detach() for p in network.parameters()]},
+                   f"{folder}/rank{rank}.pt")
+    finally:
+        dist.destroy_process_group()
+
+
+def test_data_parallel_processes_take_local_steps_and_average_their_weights(tmp_path):
+    """Local SGD: from rank 0's start, each process steps on its own rows alone, and every
+    second step (the averager counts from its first) their weights are averaged, so that
+    they agree after the 1st, 3rd, ... steps and differ after the others; the network kept
+    (validated on averaged weights) is the same in both."""
+    import torch
+    import torch.multiprocessing
+
+    torch.multiprocessing.spawn(_local_steps, args=(str(tmp_path),), nprocs=2, join=True)
+    ranks = [torch.load(tmp_path / f"rank{rank}.pt") for rank in (0, 1)]
+    sums = np.array([rank["sums"] for rank in ranks])  # (2 ranks, 8 steps)
+    assert sums.shape == (2, 8)
+    np.testing.assert_allclose(sums[0, ::2], sums[1, ::2], rtol=1e-6)
+    assert (np.abs(sums[0, 1::2] - sums[1, 1::2]) > 1e-6).all()
+    for mine, other in zip(*(rank["weights"] for rank in ranks)):
+        torch.testing.assert_close(mine, other)

@@ -43,6 +43,7 @@ from ..network import (
     Callback,
     Candidate,
     DepthSearch,
+    ModelAveraging,
     Objective,
     SearchResult,
     TrainingConfig,
@@ -191,7 +192,8 @@ def train_one_candidate(
     ``mask_skip="auto"`` and ``spline="auto"``, which are False here: deciding needs the
     rows in memory; ``spline=True`` is refused: its knots are quantiles of the rows).
     ``parallel``: this process trains data-parallel with the others of the default
-    process group (:func:`~neumiss.network.data_parallel`), validated on all their rows
+    process group (:func:`~neumiss.network.data_parallel`), their weights averaged every
+    few steps (:class:`~neumiss.network.ModelAveraging`) and validated on all their rows
     (:func:`~neumiss.network.all_reduced_loss`). ``start_from``: a
     :class:`~neumiss.network.StackedNetwork` of the same members, whose weights the
     members start from (:meth:`~neumiss.network.DepthSearch.members`) and that an epoch
@@ -217,7 +219,8 @@ def train_one_candidate(
         verbose=verbose, guard=False, evaluate=all_reduced_loss if parallel else evaluate_loss,
         description=describe_training(label, "data-parallel" if parallel else "stream", depth,
                                       weight_sharing, mlp_depth),
-        keep_start=start_from is not None, callbacks=callbacks,
+        keep_start=start_from is not None,
+        callbacks=[*callbacks, ModelAveraging()] if parallel else callbacks,
     )
     best = Candidate(depth, weight_sharing, mlp_depth, network, result,
                      time.perf_counter() - started)

@@ -17,8 +17,9 @@ or by ``torchrun`` processes on a folder of Parquet files.
    files: ``torchrun``) runs :func:`train_rank` on its own partitions, its members
    started from the sample's network: every process prepares its rows,
    holds out its share of validation rows, and trains the same network with DDP
-   (:func:`~neumiss.network.data_parallel`), early stopping on the validation loss of
-   all of them (:func:`~neumiss.network.all_reduced_loss`); rank 0 returns the fitted
+   (:func:`~neumiss.network.data_parallel`), local steps whose weights are averaged every
+   few steps (:class:`~neumiss.network.ModelAveraging`), early stopping on the validation
+   loss of all of them (:func:`~neumiss.network.all_reduced_loss`); rank 0 returns the fitted
    estimator, whose fitted attributes the caller's estimator takes.
 
 The result is an ordinary fitted estimator: ``predict``, ``save`` and ``to_onnx`` work as

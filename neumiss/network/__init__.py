@@ -26,7 +26,7 @@ from ._losses import (
     TargetLoss,
 )
 from ._optimizer import OPTIMIZERS
-from ._parallel import EvenBatches, all_reduced_loss, data_parallel
+from ._parallel import EvenBatches, ModelAveraging, all_reduced_loss, data_parallel
 from ._search import (
     AUTO_DEPTHS,
     AUTO_MLP_DEPTHS,
@@ -66,6 +66,7 @@ __all__ = [
     "EpochLosses",
     "EnsembleNetwork",
     "EvenBatches",
+    "ModelAveraging",
     "GPU_AUTO_BATCH_SIZE",
     "History",
     "MIDPOINT_ROWS_PER_FEATURE",

@@ -1,14 +1,15 @@
 """Hooks on the training loop, as skorch's callbacks hang on its fit loop.
 
 :func:`~neumiss.network.train` calls every :class:`Callback` it is given at the start of
-training, after each epoch (with the epoch's losses, :class:`EpochLosses`) and at the
-end (with the :class:`~neumiss.network.TrainingResult`). A callback watches (a progress
-bar: :class:`ProgressBar`, the loop's own; a log) or asks the loop to stop after an
-epoch; the loop's own rules (early stopping, the plateau schedule, the divergence guard)
+training, after each step, after each epoch (with the epoch's losses, :class:`EpochLosses`)
+and at the end (with the :class:`~neumiss.network.TrainingResult`). A callback watches (a
+progress bar: :class:`ProgressBar`, the loop's own; a log), acts between steps (the
+data-parallel fit's :class:`~neumiss.network.ModelAveraging`) or asks the loop to stop after
+an epoch; the loop's own rules (early stopping, the plateau schedule, the divergence guard)
 stay the loop's, so that a callback cannot break what they guarantee (the best weights
-restored, a diverged epoch never kept). Before the start, the loop tells each callback
-which training begins (:meth:`Callback.set_training`, as Keras's ``set_model``): the
-estimators' fits run several (the candidates of the search), each described by
+restored, a diverged epoch never kept). Before the start, the loop tells each callback which
+training begins (:meth:`Callback.set_training`, as Keras's ``set_model``): the estimators'
+fits run several (the candidates of the search), each described by
 :func:`describe_training`. :class:`History` records them all.
 """
 
@@ -51,6 +52,11 @@ class Callback:
     def on_train_begin(self, network: nn.Module, config) -> None:
         """Before the first epoch of ``network``'s training under ``config`` (a
         :class:`~neumiss.network.TrainingConfig`)."""
+
+    def on_batch_end(self, network: nn.Module) -> None:
+        """After each training step (the optimizer's update of ``network``), before the
+        next batch: for what acts between steps (the data-parallel fit's averaging of
+        the processes' weights, :class:`~neumiss.network.ModelAveraging`)."""
 
     def on_epoch_end(self, epoch: int, losses: EpochLosses) -> bool:
         """After epoch ``epoch`` (1, 2, ...); True asks the loop to stop after it (an

@@ -260,15 +260,21 @@ def divergence_report(
 
 def _train_epoch(network: nn.Module, data, optimizer: Steps, loss_fn: LossFunction,
                  batch_size: int, generator: torch.Generator,
-                 graphs: GraphedSteps | None = None) -> float:
+                 graphs: GraphedSteps | None = None,
+                 callbacks: Sequence[Callback] = ()) -> float:
     """One pass of mini-batch steps over ``data`` (shuffled with ``generator``), each
-    replayed from a CUDA graph by ``graphs`` when given; returns the mean of the batches'
-    losses, weighted by their number of rows."""
+    replayed from a CUDA graph by ``graphs`` when given and followed by the callbacks'
+    :meth:`~neumiss.network.Callback.on_batch_end` (those that define it); returns the
+    mean of the batches' losses, weighted by their number of rows."""
     network.train()
     step = eager_step if graphs is None else graphs.step
+    hooks = [callback.on_batch_end for callback in callbacks
+             if type(callback).on_batch_end is not Callback.on_batch_end]
     running = torch.zeros((), device=data.device)  # summed on the device: no host sync per step
     for batch in data.batches(batch_size, generator):
         running += step(network, optimizer, loss_fn, batch) * len(batch)
+        for hook in hooks:
+            hook(network)
     return float(running) / len(data)
 
 
@@ -419,11 +425,11 @@ def train(
     ``keep_start`` makes the initial weights (a network started from another fit) the
     first candidate to beat: an epoch is kept only if it validates better.
 
-    ``callbacks`` (:class:`~neumiss.network.Callback`) are told the training's
-    ``description`` (:meth:`~neumiss.network.Callback.set_training`), then called at the
-    start, after each epoch, and at the end, after the progress bar (``verbose``); one
-    that returns True after an epoch stops the training there (the best weights are kept
-    as when early stopping ends it).
+    ``callbacks`` (:class:`~neumiss.network.Callback`) are told the training's ``description``
+    (:meth:`~neumiss.network.Callback.set_training`), then called at the start, after each
+    step, after each epoch, and at the end, after the progress bar (``verbose``); one that
+    returns True after an epoch stops the training there (the best weights are kept as when
+    early stopping ends it).
     """
     if guard and not isinstance(train_data, TrainingData):
         raise TypeError("the divergence guard needs the training rows in memory (TrainingData)")
@@ -444,7 +450,7 @@ def train(
     graphs = GraphedSteps(batch_size) if graphs_pay(train_data, batch_size) else None
     for epoch in range(1, config.max_epochs + 1):
         train_loss = _train_epoch(network, train_data, schedule.optimizer, loss_fn, batch_size,
-                                  generator, graphs)
+                                  generator, graphs, callbacks)
         val_loss = train_loss if val_data is None else evaluate(network, val_data, loss_fn)
         losses = EpochLosses(train_loss, val_loss, score_fn(val_loss), schedule.learning_rate)
         result.record(epoch, *losses)
