@@ -395,6 +395,28 @@ def test_callbacks_see_every_epoch_and_can_stop_the_training():
         assert result.best_val_loss == min(result.history["val_loss"])
 
 
+def test_a_callback_is_called_after_every_step_with_the_network_trained():
+    """``on_batch_end``: once after each optimizer step (120 rows in batches of 32: 4 steps
+    an epoch), given the network, whose weights have just moved."""
+    from neumiss.network import Callback
+
+    class Steps(Callback):
+        def __init__(self):
+            self.weights = []
+
+        def on_batch_end(self, network):
+            self.weights.append(network.block.mu.detach().clone())
+
+    network, generator = NeuMissNetwork(3, depth=1), torch.Generator().manual_seed(0)
+    network.reset_parameters(generator)
+    steps = Steps()
+    config = TrainingConfig(max_epochs=3, patience=100, batch_size=32, learning_rate=0.05)
+    result = train(network, _data(), _data(60, seed=1), _mse, config, generator,
+                   callbacks=[steps])
+    assert result.n_epochs == 3 and len(steps.weights) == 3 * 4
+    assert all(not torch.equal(a, b) for a, b in zip(steps.weights, steps.weights[1:]))
+
+
 # ------------------------------------------------------------------ train
 
 
