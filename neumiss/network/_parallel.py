@@ -15,8 +15,8 @@ settings. Four pieces make the processes take the same decisions:
   weights every :data:`MODEL_AVERAGING_PERIOD` steps. Averaging the gradients of every
   step instead made a step of two processes twice as long as one alone, on this small a
   network (gloo's all-reduce costs about a step's arithmetic on a 2-core machine; 1e6
-  rows: 0.85 of one process's time, against 0.66 averaging every fourth step, the gap
-  to the Bayes rate within 0.001; results/README.md);
+  rows, two processes: 0.80-0.85 of one process's time, against 0.68-0.72 averaging
+  every fourth step, the gap to the Bayes rate within 0.001; results/README.md);
 - :class:`EvenBatches` gives every process the same number of equal batches an epoch
   (the averaging's collective operations need each process to take every step);
 - :func:`all_reduced_loss` averages the weights, then takes the validation loss over the
@@ -105,7 +105,7 @@ class ModelAveraging(Callback):
         self._averager.average_parameters(_trained(network))
 
     def on_train_end(self, result):
-        self._averager = None  # its process group is not kept: the callback is copied
+        self._averager = None  # it holds the process group: not kept past the training
 
 
 #: DDP's switch of the buffers' synchronisation at each forward pass (renamed in torch 2.13).

@@ -196,8 +196,9 @@ class StackedNetwork(nn.Module):
         yields ``datasets`` with ``x`` replaced by the block's output on their rows, and
         the block stands aside (:class:`GivenBlockOutput`), so that training the heads on
         them costs the heads' steps only, for the same outputs and gradients (out of fold
-        on 4,800 rows of 567 columns, depth 16: 1.7 s an epoch). A block that trains, or
-        rows not all in memory (:class:`TrainingData`), are yielded unchanged."""
+        on 4,800 rows of 567 columns, depth 16: 0.2 s an epoch, 1.7 s through the block).
+        A block that trains, or rows not all in memory (:class:`TrainingData`), are
+        yielded unchanged."""
         frozen = not any(p.requires_grad for p in self.block.parameters())
         if not frozen or not all(d is None or isinstance(d, TrainingData) for d in datasets):
             yield datasets
