@@ -524,8 +524,9 @@ class InMemoryRows:
         trains = held_out_by[:, None] != torch.arange(n_members, device=self.device)
         train = dataclasses.replace(self.training_rows(slice(None), y),
                                     member_weight=trains.float())
-        val = dataclasses.replace(self.tensors(slice(None), y, self.weight),
-                                  held_out_by=held_out_by)
+        # the same rows: the training tensors, with the unscaled case weights
+        val = dataclasses.replace(self.tensors(slice(None), y, self.weight), x=train.x,
+                                  mask=train.mask, target=train.target, held_out_by=held_out_by)
         return FitRows(train, val, y, self.weight, "out_of_fold")
 
 

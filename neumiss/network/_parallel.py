@@ -83,10 +83,15 @@ def data_parallel(network: nn.Module) -> nn.Module:
     return wrapped
 
 
+def _unwrapped(network: nn.Module) -> nn.Module:
+    """``network``, unwrapped from :func:`data_parallel` if it is."""
+    return network.module if isinstance(network, DistributedDataParallel) else network
+
+
 def _trained(network: nn.Module) -> list[torch.Tensor]:
     """The parameters of ``network`` (unwrapped from :func:`data_parallel`) that train."""
-    network = network.module if isinstance(network, DistributedDataParallel) else network
-    return [parameter for parameter in network.parameters() if parameter.requires_grad]
+    return [parameter for parameter in _unwrapped(network).parameters()
+            if parameter.requires_grad]
 
 
 class ModelAveraging(Callback):
@@ -96,16 +101,18 @@ class ModelAveraging(Callback):
 
     def __init__(self, period: int = MODEL_AVERAGING_PERIOD) -> None:
         self.period = period
-        self._averager = None
+        self._averager, self._parameters = None, []
 
     def on_train_begin(self, network, config):
         self._averager = PeriodicModelAverager(period=self.period, warmup_steps=0)
+        self._parameters = _trained(network)  # the same tensors all training long
 
     def on_batch_end(self, network):
-        self._averager.average_parameters(_trained(network))
+        self._averager.average_parameters(self._parameters)
 
     def on_train_end(self, result):
-        self._averager = None  # it holds the process group: not kept past the training
+        # the averager holds the process group: neither is kept past the training
+        self._averager, self._parameters = None, []
 
 
 #: DDP's switch of the buffers' synchronisation at each forward pass (renamed in torch 2.13).
@@ -123,7 +130,7 @@ def all_reduced_loss(network: nn.Module, data: TrainingData, loss_fn: LossFuncti
     :func:`data_parallel` is evaluated unwrapped: every process may evaluate a different
     number of chunks."""
     average_parameters(iter(_trained(network)), dist.group.WORLD)
-    network = network.module if isinstance(network, DistributedDataParallel) else network
+    network = _unwrapped(network)
     size = float(len(data)) if data.weight is None else float(data.weight.sum())
     local = evaluate_loss(network, data, loss_fn) * size if size > 0 else 0.0
     totals = torch.tensor([local, size], dtype=torch.float64)

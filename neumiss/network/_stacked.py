@@ -198,14 +198,18 @@ class StackedNetwork(nn.Module):
         them costs the heads' steps only, for the same outputs and gradients (out of fold
         on 4,800 rows of 567 columns, depth 16: 0.2 s an epoch, 1.7 s through the block).
         A block that trains, or rows not all in memory (:class:`TrainingData`), are
-        yielded unchanged."""
+        yielded unchanged. Datasets of the same rows (the same ``x`` and ``mask`` tensors:
+        out of fold, the training and validation rows) share one output."""
         frozen = not any(p.requires_grad for p in self.block.parameters())
         if not frozen or not all(d is None or isinstance(d, TrainingData) for d in datasets):
             yield datasets
             return
-        block = self.block
-        given = tuple(None if d is None else dataclasses.replace(d, x=self.block_output(d))
-                      for d in datasets)
+        block, outputs = self.block, {}
+        for data in datasets:
+            if data is not None and (id(data.x), id(data.mask)) not in outputs:
+                outputs[id(data.x), id(data.mask)] = self.block_output(data)
+        given = tuple(None if d is None else dataclasses.replace(
+            d, x=outputs[id(d.x), id(d.mask)]) for d in datasets)
         self.block = GivenBlockOutput(block)
         try:
             yield given
