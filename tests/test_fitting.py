@@ -296,6 +296,20 @@ def test_auto_validation_holds_out_a_tenth_for_one_network_or_a_large_table(data
     assert rows.split(0).scheme == "holdout"
 
 
+def test_auto_validation_counts_a_class_target_by_its_rarer_classes(monkeypatch):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    monkeypatch.setattr(fitting, "OUT_OF_FOLD_ROWS", 100)
+    for y, scheme in ((np.repeat([0, 1], [160, 40]), "out_of_fold"),  # weighs as 80 rows
+                      (np.repeat([0, 1], [120, 80]), "holdout"),  # as 160
+                      (rng.normal(size=200), "holdout")):  # a response: its 200 rows
+        model = NeuMissClassifier(ensemble_size=4) if y.dtype.kind == "i" else (
+            NeuMissRegressor(ensemble_size=4))
+        rows = InMemoryRows(X, y)
+        rows.prepare(model, torch.device("cpu"))
+        assert rows.split(0).scheme == scheme
+
+
 def test_out_of_fold_folds_are_stratified_when_every_class_fills_them():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(100, 2))

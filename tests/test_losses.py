@@ -64,6 +64,18 @@ def test_class_losses_stratify_when_every_class_can_be_split():
     assert SquaredError().stratify(y, 3) is None
 
 
+@pytest.mark.parametrize("counts", [[50, 50], [90, 10], [100, 0], [60, 30, 10], [7]])
+def test_class_losses_count_twice_the_rows_outside_the_largest_class(counts):
+    y = np.repeat(np.arange(len(counts)), counts)
+    rng = np.random.default_rng(len(counts))
+    rng.shuffle(y)
+    outside = len(y) - max(counts)
+    assert BinaryLogLoss().informative_rows(y) == min(len(y), 2 * outside)
+    assert MultinomialLogLoss(3).informative_rows(y) == min(len(y), 2 * outside)
+    assert SquaredError().informative_rows(y.astype(float)) == len(y)
+    assert PinballLoss([0.5]).informative_rows(y.astype(float)) == len(y)
+
+
 def test_each_estimator_fits_with_its_loss_object():
     X = RNG.normal(size=(60, 2))
     y = X[:, 0] + 0.1 * RNG.normal(size=60)

@@ -213,7 +213,8 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
     validation_fraction : float in [0, 1) or "auto", default="auto"
         Share of rows held out for early stopping, the learning-rate schedule
         and ``depth="auto"``; 0 uses the training loss instead. ``"auto"``:
-        on tables of up to 5,000 rows (``OUT_OF_FOLD_ROWS``), an ensemble
+        on tables of up to 5,000 rows (``OUT_OF_FOLD_ROWS``; a classifier's
+        rows count twice those outside the most frequent class), an ensemble
         validates *out of fold*: the rows are cut into ``ensemble_size`` folds,
         member ``k`` does not train on fold ``k``, and each row is scored by the
         member that held it out, so that every row validates and trains; on

@@ -99,7 +99,8 @@
 #' @param validation_fraction Share of rows held out for early stopping and
 #'   for the validation metric; `NULL` (Python's `"auto"`): out of fold for an
 #'   ensemble on up to 5,000 rows (every row trains all members but one and is
-#'   scored by that one), else 10%.
+#'   scored by that one; a classifier's rows count as twice those outside its
+#'   most frequent class), else 10%.
 #' @param patience Epochs without validation improvement before stopping (the
 #'   best weights are restored).
 #' @param seed Whole number seeding the split, initialisation and shuffling
@@ -147,7 +148,8 @@
 #' A fit needs at least 20 rows with a response (and a non-zero weight);
 #' fewer are refused with an error. The validation rows stop the training early
 #' and give the validation metric: 10% of the rows by default; an ensemble
-#' (`ensemble_size` above 1) on up to 5,000 rows validates out of fold
+#' (`ensemble_size` above 1) on up to 5,000 rows (for a classifier, twice the
+#' rows outside the most frequent class) validates out of fold
 #' instead: the rows are cut into `ensemble_size` folds, member `k` does not
 #' train on fold `k` and scores it, so every row both trains and validates. [print()] and [summary.neumiss()]
 #' show how many rows validated and how, and warn when they are fewer than 20,
