@@ -225,7 +225,7 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
     lr_patience : int, default=1
         Epochs without improvement before the learning rate is multiplied by
         0.2 (ReduceLROnPlateau, as in the paper).
-    tol : float in [0, 1), default=2e-3
+    tol : float in [0, 1), default=0.0
         Relative decrease of the validation loss an epoch needs to count as an
         improvement for ``patience`` and ``lr_patience`` (0: any decrease).
         The weights kept are still those of the lowest validation loss.

@@ -109,13 +109,6 @@ AUTO_DEPTHS = (0, 16)
 #: data), then the paper's linear head (linear targets at large n; results/README.md).
 AUTO_MLP_DEPTHS = (2, 0)
 
-#: The spline term is added only when it lowers the linear start's validation loss by this
-#: fraction at least (:meth:`DepthSearch.spline_term_helps`), beside the one-standard-error
-#: rule: starts better by 1.3% on ten thousand rows did not stay better once trained (grid,
-#: d = 10, n = 2e4: MAR R² - Bayes -0.0043 -> -0.0083); the ramps lowered it by up to 80%
-#: on real tables (txhousing_sales 16-18%, seatbelt_fatalities 14-24%, growth_dj 5-21%).
-SPLINE_MIN_GAIN = 0.02
-
 #: Optimizer steps per epoch of the chain from the identity start (the first engine's
 #: batches of n / 64 rows; probit self-masking d = 20, n = 1e4: test R² 0.804, 0.777 on n / 8).
 IDENTITY_STEPS_PER_EPOCH = 64
@@ -259,8 +252,10 @@ class DepthSearch:
         of the missing values bends with mean-imputed features (self-masking above all), so
         that at depth 0 the ramps would fit what the block computes at depth 16 (simulated
         grid: Gaussian self-masking d = 20, n = 2e4, R² - Bayes -0.018 -> -0.055), and
-        only when it lowers the validation loss by :data:`SPLINE_MIN_GAIN` at least."""
-        return self.term_helps("spline", depth, weight_sharing, SPLINE_MIN_GAIN)
+        only when it lowers the validation loss by the loss object's ``spline_min_gain``
+        at least (:data:`~neumiss.network._losses.SPLINE_MIN_GAIN` for a response)."""
+        return self.term_helps("spline", depth, weight_sharing,
+                               self.objective.loss.spline_min_gain)
 
     def term_helps(self, term: str, depth: int, weight_sharing: str,
                    min_gain: float = 0.0) -> bool:
