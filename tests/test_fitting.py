@@ -29,6 +29,7 @@ from neumiss.network import (
     StackedNetwork,
     TrainingConfig,
     TrainingData,
+    search_depths,
 )
 from neumiss.network._data import row_losses
 
@@ -308,6 +309,27 @@ def test_auto_validation_counts_a_class_target_by_its_rarer_classes(monkeypatch)
         rows = InMemoryRows(X, y)
         rows.prepare(model, torch.device("cpu"))
         assert rows.split(0).scheme == scheme
+
+
+@pytest.mark.parametrize("params, scheme, tol", [
+    ({"ensemble_size": 2}, "out_of_fold", fitting.OUT_OF_FOLD_TOL),
+    ({"ensemble_size": 1}, "holdout", TrainingConfig.tol),
+    ({"ensemble_size": 2, "tol": 0.01}, "out_of_fold", 0.01),
+    ({"ensemble_size": 1, "tol": 0.0}, "holdout", 0.0),
+])
+def test_auto_tol_counts_every_decrease_out_of_fold_only(data, monkeypatch, params, scheme,
+                                                        tol):
+    X, y = data
+    seen = []
+
+    def spy(*arguments, **options):
+        seen.append(arguments[7].tol)
+        return search_depths(*arguments, **options)
+
+    monkeypatch.setattr(fitting, "search_depths", spy)
+    model = NeuMissRegressor(depth=0, max_epochs=2, random_state=0, **params).fit(X, y)
+    assert model.validation_scheme_ == scheme and seen == [tol]
+    assert TrainingConfig.tol > fitting.OUT_OF_FOLD_TOL == 0.0
 
 
 def test_out_of_fold_folds_are_stratified_when_every_class_fills_them():

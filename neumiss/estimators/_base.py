@@ -84,7 +84,7 @@ class BaseNeuMiss(BaseEstimator):
         "validation_fraction": AnyOf(Options("auto"), Real(0, 1, closed="left")),
         "patience": Integer(1),
         "lr_patience": Integer(0),
-        "tol": Real(0, 1, closed="left"),
+        "tol": AnyOf(Options("auto"), Real(0, 1, closed="left")),
         "weight_decay": Real(0),
         "random_state": AnyOf(
             NoneValue(), Integer(0, 2**32 - 1), InstanceOf(np.random.RandomState, "a RandomState")
@@ -114,7 +114,7 @@ class BaseNeuMiss(BaseEstimator):
         validation_fraction="auto",
         patience=_TRAINING.patience,
         lr_patience=_TRAINING.lr_patience,
-        tol=_TRAINING.tol,
+        tol="auto",
         weight_decay=_TRAINING.weight_decay,
         random_state=None,
         device="cpu",

@@ -225,10 +225,11 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
     lr_patience : int, default=1
         Epochs without improvement before the learning rate is multiplied by
         0.2 (ReduceLROnPlateau, as in the paper).
-    tol : float in [0, 1), default=0.0
+    tol : float in [0, 1) or "auto", default="auto"
         Relative decrease of the validation loss an epoch needs to count as an
         improvement for ``patience`` and ``lr_patience`` (0: any decrease).
         The weights kept are still those of the lowest validation loss.
+        ``"auto"``: 0 when validating out of fold (every row validates), else 2e-3.
     weight_decay : float, default=0.0
         L2 penalty of the optimizer.
     random_state : int, RandomState or None, default=None

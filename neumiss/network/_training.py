@@ -129,7 +129,7 @@ class TrainingConfig:
     lr_factor: float = 0.2
     min_learning_rate: float = 1e-6
     weight_decay: float = 0.0
-    tol: float = 0.0
+    tol: float = 2e-3
 
 
 #: The curves of :attr:`TrainingResult.history`, one value per epoch.
