@@ -10,10 +10,12 @@ from neumiss import NeuMissClassifier, NeuMissQuantileRegressor, NeuMissRegresso
 from neumiss.network import (
     COMBINE,
     BinaryLogLoss,
+    DepthSearch,
     MultinomialLogLoss,
     PinballLoss,
     SquaredError,
 )
+from neumiss.network._losses import SPLINE_MIN_GAIN
 
 RNG = np.random.default_rng(0)
 
@@ -74,6 +76,25 @@ def test_class_losses_count_twice_the_rows_outside_the_largest_class(counts):
     assert MultinomialLogLoss(3).informative_rows(y) == min(len(y), 2 * outside)
     assert SquaredError().informative_rows(y.astype(float)) == len(y)
     assert PinballLoss([0.5]).informative_rows(y.astype(float)) == len(y)
+
+
+def test_the_spline_terms_bar_is_the_loss_objects(monkeypatch):
+    seen = []
+    decide = DepthSearch.term_helps
+
+    def spy(self, term, depth, weight_sharing, min_gain=0.0):
+        if term == "spline":
+            seen.append((type(self.objective.loss), min_gain))
+        return decide(self, term, depth, weight_sharing, min_gain)
+
+    monkeypatch.setattr(DepthSearch, "term_helps", spy)
+    X = RNG.normal(size=(300, 2))
+    y = X[:, 0] ** 2 + 0.1 * RNG.normal(size=300)
+    params = dict(depth=0, max_epochs=2, random_state=0)
+    NeuMissRegressor(**params).fit(X, y)
+    NeuMissClassifier(**params).fit(X, y > 1)
+    assert seen == [(SquaredError, SPLINE_MIN_GAIN), (BinaryLogLoss, 0.0)]
+    assert SPLINE_MIN_GAIN > 0.0
 
 
 def test_each_estimator_fits_with_its_loss_object():
