@@ -167,8 +167,9 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         spline of each feature, a target that bends with a feature; an MLP head reads
         the ramps too. ``"auto"`` adds it when the linear start at the deepest depth to
         be trained (with the mask's term as ``mask_skip`` decided) is clearly better on
-        the validation rows with the ramps than without, and its validation loss at least
-        2% lower (:meth:`neumiss.network.DepthSearch.spline_term_helps`). Without
+        the validation rows with the ramps than without, and (for a regression) its
+        validation loss at least 2% lower
+        (:meth:`neumiss.network.DepthSearch.spline_term_helps`). Without
         validation rows and in :meth:`fit_stream`, ``"auto"`` is False; ``True`` needs
         the rows in memory (the knots are quantiles), so :meth:`fit_stream` refuses it.
         The choice is ``spline_``; the pattern models (:meth:`pattern_model`) are linear
