@@ -168,7 +168,7 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         the ramps too. ``"auto"`` adds it when the linear start at the deepest depth to
         be trained (with the mask's term as ``mask_skip`` decided) is clearly better on
         the validation rows with the ramps than without, and (for a regression) its
-        validation loss at least 2% lower
+        validation loss at least 1% lower
         (:meth:`neumiss.network.DepthSearch.spline_term_helps`). Without
         validation rows and in :meth:`fit_stream`, ``"auto"`` is False; ``True`` needs
         the rows in memory (the knots are quantiles), so :meth:`fit_stream` refuses it.
