@@ -108,7 +108,8 @@ HOLDOUT_FRACTION = 0.1
 
 #: ``integer_levels="auto"`` keeps the indicator columns when the linear start with them
 #: is clearly better (:func:`~neumiss.network.clearly_lower`) and its validation loss
-#: lower by this fraction at least (as the spline term's ``SPLINE_MIN_GAIN``).
+#: lower by this fraction at least (the spline term's bar is the loss object's
+#: ``spline_min_gain``; a classifier's without this bar moved one task by 0.0001).
 LEVELS_MIN_GAIN = 0.02
 
 
