@@ -17,7 +17,7 @@ from sklearn.linear_model import LinearRegression
 import neumiss
 from neumiss.estimators import NeuMissClassifier
 from neumiss.intervals import SET_METHODS, ConformalClassifier, assign_cells
-from neumiss.intervals._sets import mass_above
+from neumiss.intervals._sets import SCORE_TOLERANCE, mass_above
 
 from ._interval_helpers import (
     ALPHA,
@@ -187,3 +187,16 @@ def test_a_neumiss_base_model_gives_sets_that_survive_save_and_load(tmp_path):
     np.testing.assert_array_equal(loaded_sets, sets)
     np.testing.assert_array_equal(loaded_sizes, sizes)
     np.testing.assert_array_equal(loaded.classes_, model.classes_)
+
+
+@pytest.mark.parametrize("method", list(SET_METHODS))
+def test_a_class_scoring_the_margin_up_to_float32_rounding_is_kept(method):
+    # Two runtimes may round a float32 probability a few units apart: a class whose
+    # score is the margin up to that is kept, one clearly beyond it is not.
+    score = SET_METHODS[method].score
+    proba = np.array([[0.7, 0.3]])
+    margin = score.class_scores(proba)[0, 1]
+    ulps = np.array([[0.7 + 4e-8, 0.3 - 4e-8]])  # about one float32 unit each way
+    beyond = np.array([[0.7 + 2 * SCORE_TOLERANCE, 0.3 - 2 * SCORE_TOLERANCE]])
+    assert score.kept(ulps, margin)[0, 1]
+    assert not score.kept(beyond, margin)[0, 1]

@@ -91,7 +91,9 @@ from ._divergence import DivergenceWarning
 from ._losses import Objective
 from ._stacked import StackedNetwork
 from ._start import (
+    HeldOutPenalty,
     data_ramps,
+    held_out_penalty,
     moment_scale,
     observed_moments,
     start_from_moments,
@@ -158,6 +160,8 @@ class DepthSearch:
         self._linear_starts: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
         # (mask_skip, spline) -> the last linear parts fitted with those terms
         self._last_fits: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+        # (mask_skip, spline) -> the logistic start's penalty, chosen out of fold
+        self._penalties: dict[tuple, HeldOutPenalty] = {}
         # (depth, weight mode, mask_skip, spline) -> the start's per-row validation losses
         # and whether the moments started its block (start_losses)
         self._start_losses: dict[tuple, tuple[torch.Tensor, bool]] = {}
@@ -234,7 +238,9 @@ class DepthSearch:
         fitted = start_linear_parts(networks, self.train_data, self.objective.loss, self.seed,
                                     squared=self.objective.loss.squared, solution=solution,
                                     logistic=self.objective.loss.logistic,
-                                    initial=self._last_fits.get(terms))
+                                    initial=self._last_fits.get(terms),
+                                    held_out_penalty=held_out_penalty(self._penalties, terms)
+                                    if self.out_of_fold else None)
         self._last_fits[terms] = fitted
         return fitted
 

@@ -21,6 +21,8 @@ below that linear fit.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import scipy.linalg
 import scipy.special
@@ -66,6 +68,16 @@ def moment_scale(n_rows: int, n_features: int, weight_sharing: str = "shared") -
 #: The L2 penalty of :func:`start_linear_parts` on the mean log loss is this over the
 #: number of rows (logistic regression's default ``C = 1``).
 LINEAR_PENALTY = 1.0
+
+#: Where the members of a one-logit start hold rows out (out-of-fold validation), its
+#: penalty moves from :data:`LINEAR_PENALTY` by this factor at a time, within these
+#: multiples of it, while the held-out log loss falls by more than
+#: :data:`PENALTY_MIN_GAIN` of itself (:class:`HeldOutPenalty`; the loss is flat beyond:
+#: further steps would only cost time). The suite's binary tables chose 1 to 100 times
+#: it: C = 1 overfits their noisy columns and the spline term's ramps.
+PENALTY_STEP = 10.0**0.5
+PENALTY_RANGE = (1e-2, 1e3)
+PENALTY_MIN_GAIN = 1e-4
 
 #: The ridge penalties (``alpha`` on the sum of squared errors) among which
 #: :func:`ridge_penalty` chooses the squared loss's by leave-one-out error.
@@ -167,7 +179,8 @@ def start_linear_parts(networks: list[NeuMissNetwork], data: TrainingData,
                        max_rows: int = MOMENT_ROWS, squared: bool = False,
                        solution: tuple[torch.Tensor, torch.Tensor] | None = None,
                        logistic: bool = False,
-                       initial: tuple[torch.Tensor, torch.Tensor] | None = None
+                       initial: tuple[torch.Tensor, torch.Tensor] | None = None,
+                       held_out_penalty: HeldOutPenalty | None = None
                        ) -> tuple[torch.Tensor, torch.Tensor]:
     """Fit the linear part of each network's head on the output of ``networks[0]``'s
     block (the block a :class:`~neumiss.network.StackedNetwork` keeps), in place.
@@ -189,7 +202,8 @@ def start_linear_parts(networks: list[NeuMissNetwork], data: TrainingData,
     for a table of many noisy columns (real suite, msq_neuroticism: 72 mood items).
     With ``logistic`` (``loss_fn`` is the log loss of one logit), the same objective is
     written out in numpy and solved by Newton's method, or L-BFGS on many columns
-    (:func:`_logistic`).
+    (:func:`_logistic`), at the penalty ``held_out_penalty`` chooses when given (its
+    members hold rows out, weight 0 in ``data.member_weight``).
 
     Returns the weights (K, n_outputs, p) and biases (K, n_outputs) set, float64. Given as
     ``solution`` (what an earlier call returned for a block computing the same function,
@@ -219,6 +233,9 @@ def start_linear_parts(networks: list[NeuMissNetwork], data: TrainingData,
     if squared:
         alpha = ridge_penalty(kept, target, case_weight.double())
         weight, bias = _ridge(kept, target, member_weight, alpha)
+    elif logistic and n_outputs == 1 and held_out_penalty is not None:
+        weight, bias = held_out_penalty.solve(kept, target, case_weight.double(),
+                                              member_weight, penalty, initial)
     elif logistic and n_outputs == 1:
         weight, bias = _logistic(kept, target, member_weight, penalty, initial)
     else:
@@ -344,6 +361,77 @@ def _logistic(features: torch.Tensor, target: torch.Tensor, row_weight: torch.Te
     return solution[:, None, :p], solution[:, p:]
 
 
+@dataclasses.dataclass
+class HeldOutPenalty:
+    """The penalty of a one-logit linear start whose members hold rows out, in units of
+    the one given (``LINEAR_PENALTY / (2 n)``): ``scale``, chosen by the held-out log
+    loss at the first :meth:`solve` (:func:`_logistic_held_out`, from ``start``: where
+    another set of head terms' choice ended, close to this one's) and kept for the next
+    ones (the same terms on another depth's block)."""
+
+    start: float = 1.0
+    scale: float | None = None
+
+    def solve(self, features: torch.Tensor, target: torch.Tensor, case_weight: torch.Tensor,
+              row_weight: torch.Tensor, penalty: float,
+              initial: tuple[torch.Tensor, torch.Tensor] | None = None
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+        """:func:`_logistic`'s solution at ``penalty`` times :attr:`scale`, choosing the
+        scale first if not chosen yet; ``case_weight`` (n,), the rest as there."""
+        if self.scale is not None:
+            return _logistic(features, target, row_weight, penalty * self.scale, initial)
+        weight, bias, self.scale = _logistic_held_out(features, target, case_weight,
+                                                      row_weight, penalty, self.start, initial)
+        return weight, bias
+
+
+def held_out_penalty(chosen: dict[tuple, HeldOutPenalty], terms: tuple) -> HeldOutPenalty:
+    """``chosen[terms]`` (the penalty of a head with those terms), added if missing to
+    start where the last choice made in ``chosen`` ended."""
+    if terms not in chosen:
+        scales = [penalty.scale for penalty in chosen.values() if penalty.scale is not None]
+        chosen[terms] = HeldOutPenalty(start=scales[-1] if scales else 1.0)
+    return chosen[terms]
+
+
+def _logistic_held_out(features: torch.Tensor, target: torch.Tensor,
+                       case_weight: torch.Tensor, row_weight: torch.Tensor, penalty: float,
+                       start: float = 1.0,
+                       initial: tuple[torch.Tensor, torch.Tensor] | None = None
+                       ) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """:func:`_logistic`'s solution at ``penalty`` times a scale, ``start`` times a power of
+    :data:`PENALTY_STEP` within :data:`PENALTY_RANGE`, whose members score best on the
+    rows they hold out (weight 0 in ``row_weight`` (n, K), ``case_weight`` (n,) > 0):
+    the pooled, case-weighted log loss of each row under the members that did not train
+    on it. From ``start``, the steps go up while they lower that loss, else down, each
+    solution starting the next (the loss is unimodal in the penalty on the suite's
+    tables). Returns the weights (K, 1, p), the biases (K, 1) and the scale; without
+    held-out rows, the solution at ``penalty`` and the scale 1."""
+    held_out = (row_weight == 0) & (case_weight[:, None] > 0)  # (n, K)
+    if not bool(held_out.any()):
+        return *_logistic(features, target, row_weight, penalty, initial), 1.0
+    scoring, y = (case_weight[:, None] * held_out).cpu(), target.double().cpu()[:, None]
+
+    def fit(scale: float, begin) -> tuple[float, float, tuple[torch.Tensor, torch.Tensor]]:
+        weight, bias = _logistic(features, target, row_weight, penalty * scale, begin)
+        logits = features.cpu() @ weight[:, 0, :].cpu().T + bias[:, 0].cpu()  # (n, K)
+        losses = torch.nn.functional.softplus(logits) - y * logits
+        return float((scoring * losses).sum()), scale, (weight, bias)
+
+    best = fit(start, initial)
+    for factor in (PENALTY_STEP, 1.0 / PENALTY_STEP):
+        current = best
+        while PENALTY_RANGE[0] <= current[1] * factor <= PENALTY_RANGE[1]:
+            trial = fit(current[1] * factor, current[2])
+            if trial[0] >= current[0] * (1.0 - PENALTY_MIN_GAIN):
+                break
+            current = trial
+        if current is not best:  # the loss fell this way: the other way cannot lower it
+            best = current
+            break
+    return *best[2], best[1]
+
+
 #: :func:`_logistic` solves by Newton's method up to this many columns: each step costs
 #: ``n p^2`` (the Hessian) where an L-BFGS step costs ``n p``, but it converges in a few
 #: steps where L-BFGS, on the spline term's correlated ramps, ran to its cap of
@@ -359,8 +447,9 @@ def _newton_logistic(F: np.ndarray, y: np.ndarray, w: np.ndarray, penalty: float
     objective falls enough (Armijo); until the Newton decrement is below 1e-12. ``F``
     (n, p), ``y`` and ``w`` (n,), float64."""
     n, p = F.shape
-    design = np.hstack([F, np.ones((n, 1))])
-    weight = w / n
+    trains = w > 0  # the rows weighing 0 (a member's held-out fold) take no part
+    design = np.hstack([F[trains], np.ones((int(trains.sum()), 1))])
+    weight, y = w[trains] / n, y[trains]
     ridge = np.full(p + 1, 2.0 * penalty)
     ridge[-1] = 0.0  # the bias is not penalized
 
@@ -373,7 +462,9 @@ def _newton_logistic(F: np.ndarray, y: np.ndarray, w: np.ndarray, penalty: float
     for _ in range(max_steps):
         prob = scipy.special.expit(design @ theta)
         gradient = design.T @ (weight * (prob - y)) + ridge * theta
-        hessian = (design.T * (weight * prob * (1.0 - prob))) @ design
+        # the upper triangle of the Hessian, all the solve reads: half a product's cost
+        scaled = design * np.sqrt(weight * prob * (1.0 - prob))[:, None]
+        hessian = scipy.linalg.blas.dsyrk(1.0, scaled, trans=1)
         diagonal = np.diag_indices_from(hessian)
         hessian[diagonal] += ridge + 1e-12 * (np.trace(hessian) + ridge.sum()) / (p + 1)
         step = scipy.linalg.solve(hessian, gradient, assume_a="pos")
