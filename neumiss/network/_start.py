@@ -73,8 +73,8 @@ LINEAR_PENALTY = 1.0
 #: penalty moves from :data:`LINEAR_PENALTY` by this factor at a time, within these
 #: multiples of it, while the held-out log loss falls by more than
 #: :data:`PENALTY_MIN_GAIN` of itself (:class:`HeldOutPenalty`; the loss is flat beyond:
-#: further steps would only cost time). The suite's binary tables chose 1 to 100 times
-#: it: C = 1 overfits their noisy columns and the spline term's ramps.
+#: further steps would only cost time). The suite's binary tables chose 0.1 to 100 times
+#: it, mostly more: C = 1 overfits their noisy columns and the spline term's ramps.
 PENALTY_STEP = 10.0**0.5
 PENALTY_RANGE = (1e-2, 1e3)
 PENALTY_MIN_GAIN = 1e-4
