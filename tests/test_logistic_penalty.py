@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.linear_model import LogisticRegression
 
 import neumiss.network._search as search_module
@@ -126,3 +128,28 @@ def test_the_classifier_chooses_its_penalty_out_of_fold_only(monkeypatch, valida
         assert all(p.scale is not None for p in passed)
     else:
         assert all(p is None for p in passed)
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(40, 160), noise=st.integers(0, 10), n_members=st.integers(2, 5),
+       seed=st.integers(0, 10_000))
+def test_the_chosen_penalty_never_scores_worse_held_out_than_the_start(n, noise, n_members,
+                                                                         seed):
+    # Whatever the table, the walk only moves to a penalty whose held-out log loss is
+    # lower, and stays within its range on the grid of steps from the start.
+    features, target, member_weight, fold = _noisy_table(n, noise=noise,
+                                                         n_members=n_members, seed=seed)
+    args = [torch.from_numpy(a) for a in (features, target, np.ones(n), member_weight)]
+    penalty = LINEAR_PENALTY / (2 * n)
+    *chosen, scale = _logistic_held_out(*args, penalty)
+    start = _logistic(args[0], args[1], args[3], penalty)
+
+    def held_out(weight, bias):
+        logits = features @ weight[:, 0, :].numpy().T + bias[:, 0].numpy()  # (n, K)
+        losses = np.logaddexp(0.0, logits) - target[:, None] * logits
+        return float(np.sum(losses * (member_weight == 0)))
+
+    assert held_out(*chosen) <= held_out(*start) * (1 + 1e-9)
+    assert PENALTY_RANGE[0] <= scale <= PENALTY_RANGE[1]
+    steps = np.log(scale) / np.log(PENALTY_STEP)
+    assert steps == pytest.approx(round(steps), abs=1e-9)
