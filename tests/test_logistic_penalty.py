@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.linear_model import LogisticRegression
 
+import neumiss
 import neumiss.network._search as search_module
 from neumiss import NeuMissClassifier
 from neumiss.network._start import (
@@ -126,8 +127,24 @@ def test_the_classifier_chooses_its_penalty_out_of_fold_only(monkeypatch, valida
     if scheme == "out_of_fold":
         assert all(isinstance(p, HeldOutPenalty) for p in passed)
         assert all(p.scale is not None for p in passed)
+        # the fitted C is that of one of the penalties chosen (the kept head terms')
+        assert model.start_C_ in {1.0 / (LINEAR_PENALTY * p.scale) for p in passed}
     else:
         assert all(p is None for p in passed)
+        assert model.start_C_ == 1.0 / LINEAR_PENALTY
+    assert f"C = {model.start_C_:.3g}" in model.summary()
+
+
+def test_the_start_C_is_saved_and_a_model_saved_without_it_reads_C_1(tmp_path):
+    features, target, _, _ = _noisy_table(n=200)
+    model = NeuMissClassifier(depth=0, max_epochs=2, random_state=0).fit(
+        features, target.astype(int))
+    assert model.start_C_ < 1.0  # twelve noise columns: more penalty than C = 1
+    model.save(tmp_path / "m.pt")
+    assert neumiss.load(tmp_path / "m.pt").start_C_ == model.start_C_
+    del model.start_C_  # as a model written before the attribute existed
+    model.save(tmp_path / "old.pt")
+    assert neumiss.load(tmp_path / "old.pt").start_C_ == 1.0
 
 
 @settings(max_examples=25, deadline=None)

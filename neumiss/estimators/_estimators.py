@@ -498,6 +498,10 @@ class NeuMissClassifier(ClassifierMixin, BaseNeuMiss):
     calibration_result_ : dict or None
         ``temperature``, and the validation log loss before (``val_loss_before``) and
         after (``val_loss``) it; None without validation rows or calibration.
+    start_C_ : float
+        The inverse penalty (scikit-learn's ``C``) of the logistic regression the kept
+        heads' linear part started from: chosen on the held-out rows when a binary
+        classifier validates out of fold (half-decade steps from 1), else 1.
     plus those of :class:`NeuMissRegressor` except ``y_mean_``, ``y_scale_`` and
     ``log_target_``.
     """

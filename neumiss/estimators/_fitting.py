@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import torch
+from sklearn.base import is_classifier
 from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import _check_sample_weight
@@ -392,6 +393,8 @@ class FitPlan:
         estimator.mlp_depth_ = best.mlp_depth
         estimator.mask_skip_ = result.mask_skip
         estimator.spline_ = result.spline
+        if is_classifier(estimator):  # the heads' logistic start
+            estimator.start_C_ = result.start_C
         encoding = best.network.encoding
         estimator.spline_ramps_ = 0 if encoding is None else encoding.n_ramps
         estimator.mlp_width_ = estimator._mlp_width(estimator.spline_ramps_)

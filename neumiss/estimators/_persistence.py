@@ -58,7 +58,7 @@ LATER_PARAMETERS = {"spline": False, "log_target": False, "integer_levels": Fals
 NOT_SAVED = ("network_", "callbacks_")
 
 #: Names a saved fitted attribute may have: public, ending with ``_``.
-_ATTRIBUTE_NAME = re.compile(r"[a-z][a-z0-9_]*_")
+_ATTRIBUTE_NAME = re.compile(r"[a-z][A-Za-z0-9_]*_")  # start_C_ as scikit-learn's C_
 #: Fitted attributes every saved estimator has.
 REQUIRED_ATTRIBUTES = (
     "encoder_", "preprocessor_", "best_depth_", "weight_sharing_", "mlp_depth_",
@@ -284,6 +284,8 @@ def _rebuild(payload, classes: Mapping[str, type]):
         estimator.depth_starts_ = None
     if "spline_" not in attributes:  # written before the spline term existed
         estimator.spline_, estimator.spline_ramps_ = False, 0
+    if "classes_" in attributes and "start_C_" not in attributes:  # written when it was 1
+        estimator.start_C_ = 1.0
     _check_preprocessing(estimator)
     estimator.network_ = _network(estimator, payload["state_dict"])
     return estimator

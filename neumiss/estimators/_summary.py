@@ -52,8 +52,9 @@ def _columns(encoder) -> str:
 def describe(estimator) -> str:
     """A few lines on a fitted NeuMiss estimator: its network (depth, weights, head,
     members, epochs), its input columns and their encoding, the target's scale
-    (regressors), its validation rows, scheme and score, and the temperature its
-    probabilities were calibrated with (classifiers)."""
+    (regressors), the C of its heads' logistic start (classifiers), its validation rows,
+    scheme and score, and the temperature its probabilities were calibrated with
+    (classifiers)."""
     check_is_fitted(estimator, "network_")
     name = type(estimator).__name__
     members = int(estimator.ensemble_size)
@@ -67,6 +68,10 @@ def describe(estimator) -> str:
     if getattr(estimator, "log_target_", False):
         lines.append("Target: fitted on the log scale (log_target), predictions are exp() "
                      "of it")
+    if hasattr(estimator, "start_C_"):
+        chosen = " (chosen on the held-out rows)" if estimator.start_C_ != 1.0 else ""
+        lines.append(f"Linear start: logistic regression with C = {estimator.start_C_:.3g}"
+                     f"{chosen}")
     n_val, scheme = estimator.n_validation_rows_, estimator.validation_scheme_
     if scheme == "none":
         lines.append("Validation: none (validation_fraction=0: the training loss decided)")

@@ -75,6 +75,8 @@ class SearchResult(NamedTuple):
     screened. ``spline``: whether the networks have the spline term. ``identity``: per
     depth, the summary of the chain from the identity start
     (:meth:`~neumiss.network.DepthSearch.identity_chain`), None when it was not tried.
+    ``start_C``: the inverse penalty (scikit-learn's ``C``) of the kept head terms'
+    logistic start (:func:`~neumiss.network._start.start_C`).
     """
 
     best: Candidate
@@ -86,6 +88,7 @@ class SearchResult(NamedTuple):
     starts: dict[int, dict[str, float]] | None = None
     spline: bool = False
     identity: dict[int, dict[str, float]] | None = None
+    start_C: float = 1.0
 
 
 def clearly_better(

@@ -96,6 +96,7 @@ from ._start import (
     held_out_penalty,
     moment_scale,
     observed_moments,
+    start_C,
     start_from_moments,
     start_linear_parts,
 )
@@ -594,5 +595,6 @@ def search_depths(
         best, chebyshev = search.chebyshev(best, max(depth_results))
     if best.result.warning is not None:  # the kept network diverged, or is a constant
         warn_user(best.result.warning, DivergenceWarning)
-    return SearchResult(best, depth_results, untied, heads, search.mask_skip, chebyshev,
-                        starts, search.spline, identity)
+    return SearchResult(best, depth_results, untied, heads, search.mask_skip, chebyshev, starts,
+                        search.spline, identity,
+                        start_C(search._penalties, (search.mask_skip, search.spline)))

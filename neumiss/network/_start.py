@@ -394,6 +394,15 @@ def held_out_penalty(chosen: dict[tuple, HeldOutPenalty], terms: tuple) -> HeldO
     return chosen[terms]
 
 
+def start_C(chosen: dict[tuple, HeldOutPenalty], terms: tuple) -> float:
+    """The inverse penalty (scikit-learn's ``C``) of the logistic start of a head with
+    ``terms``: ``1 / LINEAR_PENALTY`` unless its penalty was chosen on the held-out rows
+    (in ``chosen``, by :func:`held_out_penalty`)."""
+    penalty = chosen.get(terms)
+    scale = 1.0 if penalty is None or penalty.scale is None else penalty.scale
+    return 1.0 / (LINEAR_PENALTY * scale)
+
+
 def _logistic_held_out(features: torch.Tensor, target: torch.Tensor,
                        case_weight: torch.Tensor, row_weight: torch.Tensor, penalty: float,
                        start: float = 1.0,

@@ -307,6 +307,7 @@ summary.neumiss <- function(object, ...) {
     spline = isTRUE(object$spline),
     log_target = isTRUE(object$log_target),
     temperature = object$temperature,
+    start_C = object$start_C,
     n_epochs = object$n_epochs,
     best_epoch = object$best_epoch,
     n_obs = object$n_obs,
@@ -359,6 +360,7 @@ print.summary.neumiss <- function(x, ...) {
               100 * x$missing_rate))
   .log_target_note(x)
   .calibration_note(x)
+  .start_note(x)
   .integer_levels_note(x$integer_levels)
   if (length(x$xlevels)) {
     encoded_by <- ifelse(names(x$xlevels) %in% x$target_encoded, ", target statistics", "")
@@ -635,6 +637,13 @@ model.frame.neumiss <- function(formula, ...) {
   if (!is.null(x$temperature) && x$temperature != 1) {
     cat(sprintf("Probabilities: calibrated (log-odds divided by the temperature %.3g)\n",
                 x$temperature))
+  }
+}
+
+# A classifier's logistic start: the C its heads' linear part started from.
+.start_note <- function(x) {
+  if (!is.null(x$start_C)) {
+    cat(sprintf("Linear start: logistic regression with C = %.3g\n", x$start_C))
   }
 }
 

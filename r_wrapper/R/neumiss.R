@@ -572,6 +572,7 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
     spline = isTRUE(info$spline),
     log_target = isTRUE(info$log_target),
     temperature = info$temperature,
+    start_C = info$start_C,
     validation_score = info$validation_score,
     n_obs = n_obs,
     # out of fold, or on validation_data, every row trains

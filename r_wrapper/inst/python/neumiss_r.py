@@ -319,6 +319,8 @@ def describe(estimator):
         "log_target": bool(getattr(estimator, "log_target_", False)),
         # classifiers: the temperature the log-odds were divided by (None: not calibrated)
         "temperature": getattr(estimator, "temperature_", None),
+        # classifiers: the C of the heads' logistic start (None: a regressor)
+        "start_C": getattr(estimator, "start_C_", None),
         "validation_score": float(estimator.validation_score_),
         # absent from models saved before they were recorded
         "validation_scheme": getattr(estimator, "validation_scheme_", None),

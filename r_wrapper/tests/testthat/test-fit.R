@@ -167,6 +167,10 @@ test_that("classification: factor response, predictions keep its levels", {
   expect_gt(mean(pred2 == (data$y > 0)), 0.8)
   expect_identical(fitted(fit2, type = "class"), pred2)
   expect_identical(predict(fit2, data$x[0, , drop = FALSE]), logical(0))
+  # the logistic start's C, chosen on the rows held out (400 rows: out of fold)
+  expect_equal(fit2$validation_scheme, "out_of_fold")
+  expect_true(is.numeric(fit2$start_C) && fit2$start_C > 0)
+  expect_output(print(summary(fit2)), "Linear start: logistic regression with C = ")
   path <- tempfile(fileext = ".neumiss")
   write_neumiss(fit2, path)
   expect_identical(predict(read_neumiss(path), data$x), pred2)
@@ -175,6 +179,7 @@ test_that("classification: factor response, predictions keep its levels", {
   expect_equal(levels(predict(fit3, data$x)), c("0", "1"))
   regression <- neumiss(data$x, data$y, max_epochs = 1, seed = 1)
   expect_error(predict(regression, data$x, type = "prob"), "only for classification")
+  expect_null(regression$start_C)
   expect_error(neumiss(data$x, cls, task = "regression"), "needs a numeric response")
 })
 
