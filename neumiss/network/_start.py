@@ -442,11 +442,13 @@ def _logistic_held_out(features: torch.Tensor, target: torch.Tensor,
 
 
 #: :func:`_logistic` solves by Newton's method up to this many columns: each step costs
-#: ``n p^2`` (the Hessian) where an L-BFGS step costs ``n p``, but it converges in a few
-#: steps where L-BFGS, on the spline term's correlated ramps, ran to its cap of
-#: :data:`LINEAR_ITERATIONS` without converging (mgus2_death, 78 columns: 27 Newton steps
-#: for five members in 34 ms against 159 ms).
-NEWTON_MAX_COLUMNS = 160
+#: ``n p^2 / 2`` (the Hessian's upper triangle on the member's own rows) where an L-BFGS
+#: step costs ``n p``, but it converges in a few steps where L-BFGS, on the spline term's
+#: correlated ramps, ran to its cap of :data:`LINEAR_ITERATIONS` without converging
+#: (mgus2_death, 78 columns: 27 Newton steps for five members in 34 ms against 159 ms;
+#: bfi_female's ramps, 171 columns, searched for their held-out penalty: a fit 0.70 s
+#: with L-BFGS beyond 160 columns, 0.52 s with Newton).
+NEWTON_MAX_COLUMNS = 256
 
 
 def _newton_logistic(F: np.ndarray, y: np.ndarray, w: np.ndarray, penalty: float,
