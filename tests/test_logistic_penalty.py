@@ -15,10 +15,10 @@ from neumiss.network._start import (
     LINEAR_PENALTY,
     PENALTY_RANGE,
     PENALTY_STEP,
+    HeldOutPenalties,
     HeldOutPenalty,
     _logistic,
     _logistic_held_out,
-    held_out_penalty,
 )
 
 
@@ -92,13 +92,13 @@ def test_rows_of_zero_case_weight_are_not_held_out():
 def test_a_penalty_is_chosen_once_per_terms_from_where_the_last_choice_ended():
     features, target, member_weight, _ = _noisy_table()
     args = [torch.from_numpy(a) for a in (features, target, np.ones(240), member_weight)]
-    chosen: dict[tuple, HeldOutPenalty] = {}
-    plain = held_out_penalty(chosen, (False, False))
+    chosen = HeldOutPenalties()
+    plain = chosen.for_terms((False, False))
     assert plain.start == 1.0 and plain.scale is None
     plain.solve(*args, LINEAR_PENALTY / 480)
     assert plain.scale is not None
-    assert held_out_penalty(chosen, (False, False)) is plain
-    spline = held_out_penalty(chosen, (False, True))
+    assert chosen.for_terms((False, False)) is plain
+    spline = chosen.for_terms((False, True))
     assert spline.start == plain.scale and spline.scale is None
     # once chosen, a solve is the fit at that penalty: no search
     weight, bias = plain.solve(*args, LINEAR_PENALTY / 480)

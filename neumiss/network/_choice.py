@@ -76,7 +76,7 @@ class SearchResult(NamedTuple):
     depth, the summary of the chain from the identity start
     (:meth:`~neumiss.network.DepthSearch.identity_chain`), None when it was not tried.
     ``start_C``: the inverse penalty (scikit-learn's ``C``) of the kept head terms'
-    logistic start (:func:`~neumiss.network._start.start_C`).
+    logistic start (:meth:`~neumiss.network._start.HeldOutPenalties.C`).
     """
 
     best: Candidate

@@ -91,12 +91,10 @@ from ._divergence import DivergenceWarning
 from ._losses import Objective
 from ._stacked import StackedNetwork
 from ._start import (
-    HeldOutPenalty,
+    HeldOutPenalties,
     data_ramps,
-    held_out_penalty,
     moment_scale,
     observed_moments,
-    start_C,
     start_from_moments,
     start_linear_parts,
 )
@@ -161,8 +159,8 @@ class DepthSearch:
         self._linear_starts: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
         # (mask_skip, spline) -> the last linear parts fitted with those terms
         self._last_fits: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
-        # (mask_skip, spline) -> the logistic start's penalty, chosen out of fold
-        self._penalties: dict[tuple, HeldOutPenalty] = {}
+        # the logistic start's penalty per (mask_skip, spline), chosen out of fold
+        self._penalties = HeldOutPenalties()
         # (depth, weight mode, mask_skip, spline) -> the start's per-row validation losses
         # and whether the moments started its block (start_losses)
         self._start_losses: dict[tuple, tuple[torch.Tensor, bool]] = {}
@@ -240,7 +238,7 @@ class DepthSearch:
                                     squared=self.objective.loss.squared, solution=solution,
                                     logistic=self.objective.loss.logistic,
                                     initial=self._last_fits.get(terms),
-                                    held_out_penalty=held_out_penalty(self._penalties, terms)
+                                    held_out_penalty=self._penalties.for_terms(terms)
                                     if self.out_of_fold else None)
         self._last_fits[terms] = fitted
         return fitted
@@ -597,4 +595,4 @@ def search_depths(
         warn_user(best.result.warning, DivergenceWarning)
     return SearchResult(best, depth_results, untied, heads, search.mask_skip, chebyshev, starts,
                         search.spline, identity,
-                        start_C(search._penalties, (search.mask_skip, search.spline)))
+                        search._penalties.C((search.mask_skip, search.spline)))

@@ -366,8 +366,8 @@ class HeldOutPenalty:
     """The penalty of a one-logit linear start whose members hold rows out, in units of
     the one given (``LINEAR_PENALTY / (2 n)``): ``scale``, chosen by the held-out log
     loss at the first :meth:`solve` (:func:`_logistic_held_out`, from ``start``: where
-    another set of head terms' choice ended, close to this one's) and kept for the next
-    ones (the same terms on another depth's block)."""
+    another set of head terms' choice ended, close to this one's, :class:`HeldOutPenalties`)
+    and kept for the next ones (the same terms on another depth's block)."""
 
     start: float = 1.0
     scale: float | None = None
@@ -385,22 +385,26 @@ class HeldOutPenalty:
         return weight, bias
 
 
-def held_out_penalty(chosen: dict[tuple, HeldOutPenalty], terms: tuple) -> HeldOutPenalty:
-    """``chosen[terms]`` (the penalty of a head with those terms), added if missing to
-    start where the last choice made in ``chosen`` ended."""
-    if terms not in chosen:
-        scales = [penalty.scale for penalty in chosen.values() if penalty.scale is not None]
-        chosen[terms] = HeldOutPenalty(start=scales[-1] if scales else 1.0)
-    return chosen[terms]
+class HeldOutPenalties:
+    """A search's :class:`HeldOutPenalty` per set of head terms (``mask_skip``,
+    ``spline``), each new one starting where the last choice ended."""
 
+    def __init__(self) -> None:
+        self._by_terms: dict[tuple, HeldOutPenalty] = {}
 
-def start_C(chosen: dict[tuple, HeldOutPenalty], terms: tuple) -> float:
-    """The inverse penalty (scikit-learn's ``C``) of the logistic start of a head with
-    ``terms``: ``1 / LINEAR_PENALTY`` unless its penalty was chosen on the held-out rows
-    (in ``chosen``, by :func:`held_out_penalty`)."""
-    penalty = chosen.get(terms)
-    scale = 1.0 if penalty is None or penalty.scale is None else penalty.scale
-    return 1.0 / (LINEAR_PENALTY * scale)
+    def for_terms(self, terms: tuple) -> HeldOutPenalty:
+        """The penalty of a head with ``terms``, added if missing."""
+        if terms not in self._by_terms:
+            scales = [p.scale for p in self._by_terms.values() if p.scale is not None]
+            self._by_terms[terms] = HeldOutPenalty(start=scales[-1] if scales else 1.0)
+        return self._by_terms[terms]
+
+    def C(self, terms: tuple) -> float:
+        """The inverse penalty (scikit-learn's ``C``) of the logistic start of a head with
+        ``terms``: ``1 / LINEAR_PENALTY`` unless chosen on the held-out rows."""
+        penalty = self._by_terms.get(terms)
+        scale = 1.0 if penalty is None or penalty.scale is None else penalty.scale
+        return 1.0 / (LINEAR_PENALTY * scale)
 
 
 def _logistic_held_out(features: torch.Tensor, target: torch.Tensor,
@@ -420,10 +424,11 @@ def _logistic_held_out(features: torch.Tensor, target: torch.Tensor,
     if not bool(held_out.any()):
         return *_logistic(features, target, row_weight, penalty, initial), 1.0
     scoring, y = (case_weight[:, None] * held_out).cpu(), target.double().cpu()[:, None]
+    F = features.cpu()
 
     def fit(scale: float, begin) -> tuple[float, float, tuple[torch.Tensor, torch.Tensor]]:
         weight, bias = _logistic(features, target, row_weight, penalty * scale, begin)
-        logits = features.cpu() @ weight[:, 0, :].cpu().T + bias[:, 0].cpu()  # (n, K)
+        logits = F @ weight[:, 0, :].cpu().T + bias[:, 0].cpu()  # (n, K)
         losses = torch.nn.functional.softplus(logits) - y * logits
         return float((scoring * losses).sum()), scale, (weight, bias)
 
