@@ -13,6 +13,7 @@ from neumiss.estimators import NeuMissClassifier
 from neumiss.intervals import SET_METHODS, ConformalClassifier, assign_cells
 from neumiss.intervals._cells import own_cells
 from neumiss.intervals._cross import _plus_sets
+from neumiss.intervals._sets import SCORE_TOLERANCE
 
 from ._interval_helpers import ALPHA, TINY, imputed_logistic, kth, simulated_classes
 
@@ -33,8 +34,8 @@ def _class_scores(method, model, X):
 
 
 def _sets_by_hand(model, method, X_test, rows_of, alpha=ALPHA):
-    """Class k of x is kept iff #{i in rows_of(x) : E_i < s_k(x; model_fold(i))} <
-    ceil((1 - alpha)(n + 1)), with explicit loops."""
+    """Class k of x is kept iff #{i in rows_of(x) : E_i < s_k(x; model_fold(i)) - t} <
+    ceil((1 - alpha)(n + 1)), t the score tolerance, with explicit loops."""
     scores, folds = model.calibration_scores_, model.calibration_folds_
     fold_scores = [_class_scores(method, m, X_test) for m in model.fold_estimators_]
     expected = np.zeros((len(X_test), len(model.classes_)), dtype=bool)
@@ -42,7 +43,8 @@ def _sets_by_hand(model, method, X_test, rows_of, alpha=ALPHA):
         rows = rows_of(row)
         rank = int(np.ceil((1 - alpha) * (rows.size + 1)))
         for k in range(len(model.classes_)):
-            below = sum(scores[i] < fold_scores[folds[i]][row, k] for i in rows)
+            below = sum(scores[i] < fold_scores[folds[i]][row, k] - SCORE_TOLERANCE
+                        for i in rows)
             expected[row, k] = below < rank
     return expected
 
@@ -85,13 +87,16 @@ def test_cv_plus_sets_by_hand(method):
        seed=st.integers(0, 2**16))
 def test_with_one_model_the_rule_is_the_split_rule(n, n_classes, alpha, seed):
     # K = 1: every row is scored by the same model, so s_k(x) is compared with all
-    # scores at once; scores on a coarse grid make ties (E_i = s_k(x)) common.
+    # scores at once; scores on a coarse grid make ties (E_i = s_k(x)) common, and class
+    # scores moved off the grid by fractions of the tolerance make near-ties: the split
+    # rule keeps a class within the tolerance above its margin.
     rng = np.random.default_rng(seed)
     scores = rng.integers(0, 8, n) / 8
-    class_scores = rng.integers(0, 9, (1, 30, n_classes)) / 8
+    nudge = rng.choice([-2, -0.5, 0, 0.5, 2], (1, 30, n_classes)) * SCORE_TOLERANCE
+    class_scores = rng.integers(0, 9, (1, 30, n_classes)) / 8 + nudge
     q = kth(scores, int(np.ceil((1 - alpha) * (n + 1))))
     np.testing.assert_array_equal(_plus_sets(class_scores, np.zeros(n, dtype=int), scores,
-                                             alpha), class_scores[0] <= q)
+                                             alpha), class_scores[0] <= q + SCORE_TOLERANCE)
 
 
 @pytest.mark.parametrize("method", ["lac-mondrian", "aps-mondrian"])

@@ -334,3 +334,18 @@ def _assert_scorers_match(tmp_path, name, model, test, script):
             np.testing.assert_array_equal(
                 scored[["set_a", "set_b", "set_c"]].to_numpy(dtype=bool), sets)
             np.testing.assert_array_equal(scored["set_size"], sizes)
+
+
+@pytest.mark.parametrize("method", ["lac", "aps-mondrian"])
+def test_cross_conformal_sets_agree_where_scores_tie(method):
+    # A quarter of the rows miss every feature: each fold network scores them all alike,
+    # the test rows missing every feature exactly as its own calibration rows in Python,
+    # and one float32 unit away in ONNX Runtime (here one fold network is nearly constant:
+    # every row ties). A tie counts alike in both (the score tolerance).
+    X, labels, sample = simulated_classes(300, d=3, n_classes=2, missing_rate=0.6, seed=3)
+    X_test = sample(400, 4)[0]
+    X[::4], X_test[::3] = np.nan, np.nan
+    model = ConformalClassifier(NeuMissClassifier(**TINY), method=method, cv=3,
+                                random_state=3).fit(X, labels)
+    out, _ = _outputs(model.to_onnx(), X_test)
+    np.testing.assert_array_equal(out["set"], model.predict_set(X_test)[0])

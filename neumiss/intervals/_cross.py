@@ -20,11 +20,15 @@ smallest upper end. The coverage is at least ``1 - 2 alpha`` in theory and close
 Prediction sets (:class:`~neumiss.intervals.ConformalClassifier`): with ``E_i`` the
 out-of-fold score of row ``i`` (LAC or APS, of its own class) and ``s_k(x; m)`` the
 score of class ``k`` of test row ``x`` under model ``m``, class ``k`` is in the set of
-``x`` when ``#{i : E_i < s_k(x; m_k(i))} < ceil((1 - alpha)(n + 1))``: ``s_k(x)``, seen by
-each row's own fold model, is not beyond that many calibration scores. With a single
-model scoring every row this is the split rule ``s_k(x) <= Q``, ``Q`` the
-``ceil((1 - alpha)(n + 1))``-th smallest ``E_i`` (fewer than that many scores lie strictly
-below ``s_k(x)`` exactly when that one does not). The coverage is at least
+``x`` when ``#{i : E_i < s_k(x; m_k(i)) - t} < ceil((1 - alpha)(n + 1))``: ``s_k(x)``,
+seen by each row's own fold model, is not beyond that many calibration scores, ``t`` the
+split sets' :data:`~._sets.SCORE_TOLERANCE` (a calibration score equal to ``s_k(x)`` up
+to float32 rounding does not count as below it: a fold network that scores two rows
+alike, rows of one mask whose observed values it ignores, gives them the same score in
+one runtime and scores a unit apart in another). With a single model scoring every row
+this is the split rule ``s_k(x) <= Q + t``, ``Q`` the ``ceil((1 - alpha)(n + 1))``-th
+smallest ``E_i`` (fewer than that many scores lie strictly below ``s_k(x) - t`` exactly
+when that one does not). The coverage is at least
 ``1 - 2 alpha`` (less a term of order ``K / n``) in theory, close to ``1 - alpha`` in
 practice; the rank falls as ``alpha`` grows, so the sets are nested in ``alpha``
 (within either regime of a Mondrian cell, below). A LAC set may be empty, an APS set
@@ -52,6 +56,7 @@ from sklearn.model_selection import KFold
 from ._cells import assign_cells, own_cells
 from ._methods import input_mask, ordered, take_rows
 from ._ranks import lower_rank, upper_rank
+from ._sets import SCORE_TOLERANCE
 
 #: Below this many rows, ``cv="auto"`` calibrates by CV+ rather than a split
 #: (measured: ``results/intervals/small_tables.md``).
@@ -139,7 +144,8 @@ def cross_sets(method, calibration: CrossCalibration, X, alpha: float) -> np.nda
     """The CV+ prediction sets of the rows of ``X``, bool (N, n_classes) (module
     docstring): class ``k`` is in the set of ``x`` when fewer than
     ``ceil((1 - alpha)(n + 1))`` of its group's ``n`` calibration rows ``i`` score out of
-    fold strictly below ``s_k(x)`` of the model that did not see row ``i``."""
+    fold strictly below ``s_k(x) - SCORE_TOLERANCE`` under the model that did not see row
+    ``i``."""
     scores = np.stack([method.class_scores(model, X)
                        for model in calibration.estimators])  # (K, N, n_classes)
     out = np.empty(scores.shape[1:], dtype=bool)
@@ -170,9 +176,11 @@ def _plus_sets(class_scores: np.ndarray, folds: np.ndarray, scores: np.ndarray,
                alpha: float) -> np.ndarray:
     """The CV+ sets (N, n_classes) from the fold models' class scores (K, N, n_classes)
     and the calibration rows' folds and scores (n,): for each fold ``k``, the number of
-    its rows scoring strictly below ``s_k(x)`` is a binary search in their sorted scores,
-    so memory stays ``K N n_classes`` (no (test row, calibration row) pairs)."""
+    its rows scoring strictly below ``s_k(x) - SCORE_TOLERANCE`` is a binary search in
+    their sorted scores, so memory stays ``K N n_classes`` (no (test row, calibration row)
+    pairs)."""
     below = np.zeros(class_scores.shape[1:], dtype=np.int64)
     for k in range(class_scores.shape[0]):
-        below += np.searchsorted(np.sort(scores[folds == k]), class_scores[k], side="left")
+        below += np.searchsorted(np.sort(scores[folds == k]), class_scores[k] - SCORE_TOLERANCE,
+                                 side="left")
     return below < upper_rank(scores.shape[0], alpha)

@@ -48,6 +48,7 @@ from ..export import (
 from ._cells import group_starts, own_cells
 from ._fold_encoding import fold_inputs, fold_sources
 from ._ranks import lower_rank, upper_rank
+from ._sets import SCORE_TOLERANCE
 
 
 def export_interval_onnx(model, path=None, *, opset: int = DEFAULT_OPSET) -> onnx.ModelProto:
@@ -218,9 +219,9 @@ def cross_interval(g: Graph, method, calibration, alpha: float) -> tuple[str, st
 def cross_set(g: Graph, method, calibration, alpha: float) -> str:
     """Add the CV+ sets (:func:`~._cross.cross_sets`) to graph ``g``: each fold model's
     class scores (N, n_classes) (its network a subgraph, :func:`fold_outputs`), gathered by
-    the calibration rows' folds (N, n_classes, n) and compared with their out-of-fold
-    scores (initializers); the comparisons counted over the rows of each test row's group
-    (its own cell or all rows), and the count compared with the group's rank
+    the calibration rows' folds (N, n_classes, n), less ``SCORE_TOLERANCE``, and compared
+    with their out-of-fold scores (initializers); the comparisons counted over the rows of
+    each test row's group (its own cell or all rows), and the count compared with the group's rank
     ``ceil((1 - alpha)(n_group + 1))``. Memory: ``N n_classes n``. Returns the name of
     the sets, bool (N, n_classes)."""
 
@@ -234,8 +235,10 @@ def cross_set(g: Graph, method, calibration, alpha: float) -> str:
     row_scores = g.op("Gather", [g.op("Concat", list(columns), "fold_class_scores", axis=2),
                                  g.constant("calibration_folds", calibration.folds, np.int64)],
                       "row_class_scores", axis=2)  # (N, n_classes, n)
+    within = g.op("Sub", [row_scores, g.constant("score_tolerance", SCORE_TOLERANCE,
+                                                 np.float64)], "row_scores_within")
     below = g.op("Less", [g.constant("calibration_scores", calibration.scores, np.float64),
-                          row_scores], "calibration_below")
+                          within], "calibration_below")
     n = calibration.scores.shape[0]
     if method.mondrian:
         member, group, sizes = row_groups(g, calibration, alpha)
