@@ -54,6 +54,33 @@ def test_members_train_together_on_one_split_and_end_with_one_choice(data, monke
     np.testing.assert_allclose(restored.predict(X[600:]), model.predict(X[600:]), rtol=1e-6)
 
 
+
+@pytest.mark.parametrize("scheme", ["holdout", "out_of_fold"])
+def test_members_train_on_every_row_or_out_of_fold_on_all_but_their_fold(data, scheme,
+                                                                          monkeypatch):
+    # Members differ by their heads' initialization, not by resamples of the rows: held
+    # out, every batch weighs every row alike for every member; out of fold, member k
+    # gives its own fold weight 0 and every other row weight 1.
+    X, y = data
+    seen = []
+    step = neumiss.network._graphs.batch_loss
+
+    def spy(network, batch, loss_fn):
+        seen.append(batch.member_weight)
+        return step(network, batch, loss_fn)
+
+    monkeypatch.setattr(neumiss.network._graphs, "batch_loss", spy)
+    fraction = 0.1 if scheme == "holdout" else "auto"
+    model = NeuMissRegressor(ensemble_size=3, max_epochs=2, validation_fraction=fraction,
+                             random_state=0).fit(X[:600], y[:600])
+    assert model.validation_scheme_ == scheme and seen
+    if scheme == "holdout":
+        assert all(weight is None for weight in seen)
+    else:
+        for weight in seen:
+            assert weight.shape[1] == 3 and set(weight.unique().tolist()) <= {0.0, 1.0}
+            assert torch.all(weight.sum(dim=1) == 2)  # each row out of one member's loss
+
 def test_one_member_is_a_network_of_its_own(data):
     X, y = data
     model = NeuMissRegressor(depth=2, ensemble_size=1, max_epochs=3, random_state=0).fit(X, y)

@@ -13,7 +13,6 @@ import torch
 
 import neumiss
 from neumiss.network import NeuMissNetwork, StackedNetwork, TrainingData, _graphs
-from neumiss.network._data import member_weights
 from neumiss.network._graphs import GraphedSteps, graphs_pay
 from neumiss.network._optimizer import Steps
 from neumiss.network._training import _train_epoch
@@ -66,9 +65,9 @@ def test_a_classifier_trains_and_predicts_on_the_gpu():
 
 
 def _training_case(n, d=40, n_members=3, missing=False, seed=0):
-    """Rows on the GPU (case weights, bootstrap member weights) and a stacked network with
-    the mask's term and an MLP head; with ``missing``, only the first 10 columns go missing
-    and the network takes the block's shortcut."""
+    """Rows on the GPU (case weights, each member on all but its fold of rows) and a
+    stacked network with the mask's term and an MLP head; with ``missing``, only the
+    first 10 columns go missing and the network takes the block's shortcut."""
     generator = torch.Generator().manual_seed(seed)
     x = torch.randn(n, d, generator=generator)
     mask = (torch.rand(n, d, generator=generator) < 0.3).float()
@@ -77,7 +76,8 @@ def _training_case(n, d=40, n_members=3, missing=False, seed=0):
     data = TrainingData((x * (1 - mask)).to(CUDA), mask.to(CUDA),
                         torch.randn(n, generator=generator).to(CUDA),
                         weight=torch.rand(n, generator=generator).to(CUDA) * 2,
-                        member_weight=member_weights(n, n_members, seed=seed, device=CUDA))
+                        member_weight=torch.stack([torch.arange(n) % n_members != k
+                                                   for k in range(n_members)], 1).float().to(CUDA))
     torch.manual_seed(seed)
     members = [NeuMissNetwork(d, depth=3, residual=True, mlp_depth=1, mlp_width=16,
                               mask_skip=True) for _ in range(n_members)]

@@ -32,11 +32,11 @@ from neumiss.network import (
 from neumiss.network._choice import (
     OUT_OF_FOLD_ROWS_PER_PARAMETER,
     DepthChoice,
+    identity_depth,
     trains_block,
     try_identity_chain,
     worth_untying,
 )
-from neumiss.network._data import member_weights
 from neumiss.network._search import IDENTITY_STEPS_PER_EPOCH, DepthSearch
 from neumiss.network._start import (
     MIDPOINT_ROWS_PER_FEATURE,
@@ -44,7 +44,7 @@ from neumiss.network._start import (
     moment_scale,
     observed_moments,
 )
-from neumiss.network._stopping import ABANDON_EPOCHS, abandon_level
+from neumiss.network._stopping import ABANDON_EPOCHS, ABANDON_MARGIN, abandon_level
 from neumiss.network._training import TrainingResult
 
 
@@ -289,7 +289,10 @@ def test_at_depth_0_the_linear_head_is_the_ridge_fit_on_the_block_untrained():
 
     objective = Objective(SquaredError(), lambda loss: -loss)
     train, val = _data(300, 0), _data(150, 1)
-    train = dataclasses.replace(train, member_weight=member_weights(300, 2, seed=0))
+    # each member on all but its fold, as out of fold
+    folds = torch.arange(300) % 2
+    train = dataclasses.replace(train, member_weight=torch.stack(
+        [folds != 0, folds != 1], dim=1).float())
     search = DepthSearch(_build, train, val, objective, seed=0, n_members=2,
                          moments=observed_moments(train))
     trained = search.fit(0, "shared", 2, None, TrainingConfig(max_epochs=3))
@@ -680,22 +683,34 @@ def test_the_chebyshev_start_is_tried_only_where_the_covariance_is_well_estimate
 # ------------------------------------------------------------------ the chain from the identity
 
 
-def test_the_identity_chain_is_tried_when_the_mask_tells_the_target_and_the_block_iterates():
+def test_the_identity_chain_is_tried_when_the_mask_tells_the_target_and_a_block_iterates():
+    # the deepest block the search trained, whichever depth it chose
     val, moments = _data(20, 1), object()
-    assert try_identity_chain(_candidate(16), True, val, moments)
-    assert try_identity_chain(_candidate(2), True, val, moments)
-    assert not try_identity_chain(_candidate(16), False, val, moments)  # mask term not kept
-    assert not try_identity_chain(_candidate(0), True, val, moments)  # no iteration chosen
-    assert not try_identity_chain(_candidate(16), True, None, moments)  # nothing to decide
-    assert not try_identity_chain(_candidate(16), True, val, None)  # already from identity
+    assert try_identity_chain(16, True, val, moments)
+    assert try_identity_chain(2, True, val, moments)
+    assert not try_identity_chain(16, False, val, moments)  # mask term not kept
+    assert not try_identity_chain(0, True, val, moments)  # no iteration trained
+    assert not try_identity_chain(16, True, None, moments)  # nothing to decide
+    assert not try_identity_chain(16, True, val, None)  # already from identity
 
+
+
+def test_the_identity_chain_goes_to_the_deepest_block_not_far_behind_the_chosen_one():
+    # far behind: a validation loss above (1 + ABANDON_MARGIN) times the chosen one's
+    def results(**losses):
+        return {int(depth[1:]): {"val_loss": loss} for depth, loss in losses.items()}
+
+    chosen = _candidate(0, val_loss=0.5)
+    assert identity_depth(chosen, results(d0=0.5, d4=0.55, d16=0.9)) == 4
+    assert identity_depth(chosen, results(d0=0.5, d16=0.5 * (1 + ABANDON_MARGIN))) == 16
+    assert identity_depth(chosen, results(d0=0.5, d16=0.7)) == 0  # no chain then
+    deep = _candidate(16, val_loss=0.4)
+    assert identity_depth(deep, results(d0=0.6, d16=0.4)) == 16
 
 @pytest.mark.parametrize("batch_size", [None, 40])
 def test_the_identity_chain_trains_powers_of_two_from_the_identity_on_small_batches(
         monkeypatch, batch_size):
     train, val = _self_masked(1280, 0), _self_masked(200, 1)
-    bootstrap = member_weights(1280, 2, seed=0)
-    train = dataclasses.replace(train, member_weight=bootstrap)
     search = DepthSearch(_build, train, val, OBJECTIVE, seed=0, n_members=2,
                          moments=observed_moments(train), mask_skip=True)
     config = TrainingConfig(max_epochs=2, batch_size=batch_size)
@@ -705,22 +720,20 @@ def test_the_identity_chain_trains_powers_of_two_from_the_identity_on_small_batc
     def fit(self, depth, weight_sharing, mlp_depth, start_from, config, from_data=True):
         fitted = original(self, depth, weight_sharing, mlp_depth, start_from, config, from_data)
         fits.append((depth, from_data, config.batch_size, fitted.result.n_epochs))
-        # the paper's network: no mask term, every member on every row (no bootstrap)
-        assert "mask_skip__weight" not in fitted.network.heads
-        assert self.train_data.member_weight is None
+        assert "mask_skip__weight" not in fitted.network.heads  # the paper's network
         return fitted
 
     monkeypatch.setattr(DepthSearch, "fit", fit)
     monkeypatch.setattr(DepthSearch, "start", lambda *a: pytest.fail("moments start used"))
     search.best_loss = 1e-9  # far below anything: a data-started candidate is abandoned
-    unbeatable = _candidate(6, val_loss=-1.0)
-    kept, summaries = search.identity_chain(unbeatable, "shared", 0, config)
+    unbeatable = _candidate(0, val_loss=-1.0)  # the chain goes to the depth given
+    kept, summaries = search.identity_chain(unbeatable, 6, "shared", 0, config)
     expected_batch = batch_size or 1280 // IDENTITY_STEPS_PER_EPOCH  # 20 rows
     assert [f[:3] for f in fits] == [(d, False, expected_batch) for d in (0, 2, 4, 6)]
     assert all(epochs == 2 for *_, epochs in fits)  # never abandoned for best_loss
     assert list(summaries) == [0, 2, 4, 6]
     assert kept is unbeatable  # kept only when it validates better
-    assert search.mask_skip and search.train_data.member_weight is bootstrap  # as before
+    assert search.mask_skip  # as before
 
 
 def test_out_of_fold_the_block_trains_with_rows_enough_for_its_parameters():
@@ -754,7 +767,7 @@ def test_out_of_fold_member_weights_stay_in_the_identity_chain(monkeypatch):
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(DepthSearch, "fit", fit)
-    search.identity_chain(_candidate(2, val_loss=-1.0), "shared", 0,
+    search.identity_chain(_candidate(2, val_loss=-1.0), 2, "shared", 0,
                           TrainingConfig(max_epochs=1))
     assert len(seen) == 2 and all(w is train.member_weight for w in seen)
 
@@ -774,14 +787,14 @@ def test_the_identity_chain_replaces_a_candidate_it_is_clearly_better_than():
     constant = first.members(4, "shared", 0, None, from_data=False)
     constant.set_constant_output(train.target.mean().reshape(1) + 100.0)
     far = Candidate(4, "shared", 0, constant, TrainingResult(best_val_loss=1e9), 0.0)
-    kept, summaries = first.identity_chain(far, "shared", 0, config)
+    kept, summaries = first.identity_chain(far, 4, "shared", 0, config)
     assert list(summaries) == [0, 2, 4]
     assert kept is not far and kept.val_loss == summaries[kept.depth]["val_loss"]
     # the search goes on with the kept network's terms: no mask term
     assert not first.mask_skip and "mask_skip__weight" not in kept.network.heads
     again = search()
     level = kept._replace(result=TrainingResult(best_val_loss=kept.val_loss + 1e-9))
-    assert again.identity_chain(level, "shared", 0, config)[0] is level
+    assert again.identity_chain(level, level.depth, "shared", 0, config)[0] is level
     assert again.mask_skip  # the terms as they were
 
 
@@ -793,9 +806,11 @@ def test_search_depths_reports_the_identity_chain_only_when_it_ran():
     plain = search_depths(_build, [0, 4], "shared", [0], train, val, OBJECTIVE, config,
                           seed=0, mask_skip=False)
     assert plain.identity is None
-    if masked.best.depth >= 2 or masked.identity is not None:
+    assert masked.identity is None or 4 in masked.depth_results  # a block that iterates
+    if masked.identity is not None:
         assert list(masked.identity) == [0, 2, 4]
         # the best is the chain's (no mask term then) or the search's with the term
         chained = {r["val_loss"] for r in masked.identity.values()}
         assert (masked.best.val_loss in chained) == (not masked.mask_skip)
-        assert masked.best.val_loss <= min(r["val_loss"] for r in masked.depth_results.values())
+        searched = {r["val_loss"] for r in masked.depth_results.values()}
+        assert masked.mask_skip == (masked.best.val_loss in searched)

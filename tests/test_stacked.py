@@ -23,7 +23,6 @@ from neumiss.network import (
 from neumiss.network._data import (
     MIN_TWO_VALUED_COLUMNS,
     batch_loss,
-    member_weights,
     missing_columns,
     two_valued_columns,
 )
@@ -273,11 +272,7 @@ def test_each_member_learns_from_its_own_loss():
         torch.testing.assert_close(parameter.grad, expected, rtol=1e-4, atol=1e-6)
 
 
-def test_member_weights_resample_the_rows_of_each_members_loss():
-    weights = member_weights(5000, 3, seed=1)
-    assert weights.shape == (5000, 3) and torch.equal(weights, member_weights(5000, 3, seed=1))
-    assert abs(float(weights.mean()) - 1.0) < 0.05 and not torch.equal(weights[:, 0],
-                                                                        weights[:, 1])
+def test_member_weights_weigh_the_rows_of_each_members_loss():
     members = _members(2, 0, depth=1, mlp_depth=0)
     stacked = StackedNetwork(members, "mean")
     x, mask = _rows(30, 4)

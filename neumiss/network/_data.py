@@ -24,7 +24,8 @@ class TrainingData:
     weight : (n,) float32 case weights, or None (every row counts once); training
     weights have a mean of 1.
     member_weight : (n, K) float32 weights of each row in the training loss of each of
-    ``K`` members trained together (:func:`member_weights`), or None.
+    ``K`` members trained together (out of fold: 0 on a member's own fold), or None
+    (every member on every row).
     held_out_by : (n,) int64, validation rows only: the member that did not train on each
     row (out-of-fold validation), which alone scores it when a
     :class:`~neumiss.network.StackedNetwork` is evaluated; None: the combined output does.
@@ -138,15 +139,6 @@ def stacked_shortcuts(*datasets: TrainingData | None) -> tuple:
     :func:`two_valued_columns`, the shortcuts :class:`~neumiss.network.StackedNetwork`
     takes."""
     return missing_columns(*datasets), two_valued_columns(*datasets)
-
-
-def member_weights(n_rows: int, n_members: int, seed: int, device=None) -> torch.Tensor:
-    """Each row's weight in each member's training loss, (n_rows, n_members): bootstrap
-    counts (Poisson with mean 1, drawn with ``seed``), so that members trained together on
-    the same rows still fit different resamples of them (bagging), as members trained
-    apart on their own splits would."""
-    generator = torch.Generator().manual_seed(seed)
-    return torch.poisson(torch.ones(n_rows, n_members), generator=generator).to(device)
 
 
 def mean_loss(losses: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:

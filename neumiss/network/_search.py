@@ -55,9 +55,13 @@ catch up (d = 200, n = 1e5: a depth-16 block 56% worse after one epoch, and in e
 
 Every candidate is an ensemble of ``n_members`` networks trained together as one
 :class:`~neumiss.network.StackedNetwork` (one block; member ``k``'s head initialised
-from seed ``seed + k``, its loss weighted by its own bootstrap resample of the rows), so
-the search decides on the ensemble's validation losses and trains all members for
-little more than one.
+from seed ``seed + k``, trained on every training row, or out of fold on all but its
+fold), so the search decides on the ensemble's validation losses and trains all members
+for little more than one. The members differ by their heads' initialization, not by
+resamples of the rows: a bootstrap resample leaves a member about 63% of the distinct
+rows, and bagged members did worse than members on every row on each of the real
+suite's tables validated on held-out rows (results/realdata/README.md, "Every member on
+every row"), as Lakshminarayanan et al. (2017) found for deep ensembles.
 """
 
 from __future__ import annotations
@@ -81,12 +85,13 @@ from ._choice import (
     SearchResult,
     clearly_better,
     clearly_lower,
+    identity_depth,
     trains_block,
     try_chebyshev,
     try_identity_chain,
     worth_untying,
 )
-from ._data import TrainingData, member_weights, row_losses, stacked_shortcuts, validation_loss
+from ._data import TrainingData, row_losses, stacked_shortcuts, validation_loss
 from ._divergence import DivergenceWarning
 from ._losses import Objective
 from ._stacked import StackedNetwork
@@ -379,26 +384,24 @@ class DepthSearch:
             start = fitted.network
         return choice, summaries
 
-    def identity_chain(self, best: Candidate, weight_sharing: str, mlp_depth: int,
+    def identity_chain(self, best: Candidate, depth: int, weight_sharing: str, mlp_depth: int,
                        config: TrainingConfig) -> tuple[Candidate, dict[int, dict]]:
-        """The paper's chain: depths 0, 2, 4, ... and ``best``'s, each block warm-started
+        """The paper's chain: depths 0, 2, 4, ... and ``depth`` (the deepest block the search
+        trained, whichever it chose: a deep block started from biased moments may validate
+        below depth 0 where the chain from the identity does not), each block warm-started
         from the previous one's, the first near the identity, :data:`IDENTITY_STEPS_PER_EPOCH`
         batches per epoch (unless ``config`` sets them), of the paper's network: no mask
-        term, no bootstrap weights (probit self-masking d = 20, n = 2e4: test R² 0.8416 ->
-        0.8456). Returns the chain's candidate if it is clearly better than ``best`` on the
+        term. Returns the chain's candidate if it is clearly better than ``best`` on the
         validation rows (:func:`clearly_better`, the one-standard-error rule: a few hundred
         rows often prefer another network by chance), the search's networks then without
         mask term, else ``best``; and the summaries."""
-        powers = (2**k for k in range(1, best.depth.bit_length()) if 2**k < best.depth)
+        powers = (2**k for k in range(1, depth.bit_length()) if 2**k < depth)
         if config.batch_size is None:
             batch = max(MIN_AUTO_BATCH_SIZE, len(self.train_data) // IDENTITY_STEPS_PER_EPOCH)
             config = dataclasses.replace(config, batch_size=batch)
-        terms, rows, self.mask_skip = self.mask_skip, self.train_data, False
-        if self.val_data.held_out_by is None:  # bootstrap weights (out-of-fold ones stay)
-            self.train_data = dataclasses.replace(rows, member_weight=None)
-        choice, summaries = self.chain([0, *powers, best.depth], weight_sharing, mlp_depth,
+        terms, self.mask_skip = self.mask_skip, False
+        choice, summaries = self.chain([0, *powers, depth], weight_sharing, mlp_depth,
                                        config, from_data=False)
-        self.train_data = rows
         kept = choice.best.val_loss < best.val_loss and clearly_better(  # chain's losses kept
             choice.losses, row_losses(best.network, self.val_data, self.objective.loss),
             self.val_data.weight)
@@ -523,8 +526,8 @@ def search_depths(
         Prefix of the progress bars.
     n_members : int
         Members of every candidate, trained together (:class:`StackedNetwork`), each on
-        its own bootstrap resample of the rows, unless ``train_data.member_weight`` says
-        which rows each member trains on (out-of-fold validation: ``val_data.held_out_by``).
+        every training row, unless ``train_data.member_weight`` says which rows each
+        member trains on (out-of-fold validation: ``val_data.held_out_by``).
     combine : str
         How the members' outputs combine (:data:`~neumiss.network.COMBINE`).
     data_start : bool
@@ -560,9 +563,6 @@ def search_depths(
         candidates not kept do not warn.
     """
     moments = observed_moments(train_data, seed) if data_start else None
-    if n_members > 1 and train_data.member_weight is None:
-        train_data = dataclasses.replace(train_data, member_weight=member_weights(
-            len(train_data), n_members, seed, train_data.device))
     ramps = None if spline is False else data_ramps(train_data, seed)
     search = DepthSearch(build_network, train_data, val_data, objective, seed, verbose, label,
                          n_members, combine, moments, mask_skip, ramps, callbacks)
@@ -571,8 +571,10 @@ def search_depths(
     choice, depth_results = search.chain(depths, chain_weights, mlp_depths[0], config)
     best, identity = choice.best, None
     # out of fold, no block earns a chain from the identity nor an untied copy
-    if not search.out_of_fold and try_identity_chain(best, search.mask_skip, val_data, moments):
-        best, identity = search.identity_chain(best, chain_weights, min(mlp_depths), config)
+    depth = identity_depth(best, depth_results)
+    if not search.out_of_fold and try_identity_chain(depth, search.mask_skip, val_data, moments):
+        best, identity = search.identity_chain(best, depth, chain_weights, min(mlp_depths),
+                                               config)
     # A fine-tune's gains come in small steps, so every improvement counts.
     fine_tune_config = dataclasses.replace(config, tol=0.0)
     untied = None

@@ -186,7 +186,7 @@ def start_linear_parts(networks: list[NeuMissNetwork], data: TrainingData,
     block (the block a :class:`~neumiss.network.StackedNetwork` keeps), in place.
 
     Network ``k`` is fitted to its own rows: ``data.weight`` times column ``k`` of
-    ``data.member_weight`` when given (its bootstrap resample). The fit minimises the
+    ``data.member_weight`` when given (all but its fold, out of fold). The fit minimises the
     mean (weighted) ``loss_fn`` plus ``LINEAR_PENALTY / (2 n)`` times the squared
     weights (not the bias) by L-BFGS, from zero weights, on at most ``max_rows``
     rows drawn with ``seed``. The linear part is the linear head (``mlp_depth=0``), or
