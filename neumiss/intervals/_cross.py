@@ -22,7 +22,7 @@ out-of-fold score of row ``i`` (LAC or APS, of its own class) and ``s_k(x; m)`` 
 score of class ``k`` of test row ``x`` under model ``m``, class ``k`` is in the set of
 ``x`` when ``#{i : E_i < s_k(x; m_k(i)) - t} < ceil((1 - alpha)(n + 1))``: ``s_k(x)``,
 seen by each row's own fold model, is not beyond that many calibration scores, ``t`` the
-split sets' :data:`~._sets.SCORE_TOLERANCE` (a calibration score equal to ``s_k(x)`` up
+split sets' :data:`~._ranks.SCORE_TOLERANCE` (a calibration score equal to ``s_k(x)`` up
 to float32 rounding does not count as below it: a fold network that scores two rows
 alike, rows of one mask whose observed values it ignores, gives them the same score in
 one runtime and scores a unit apart in another). With a single model scoring every row
@@ -55,8 +55,7 @@ from sklearn.model_selection import KFold
 
 from ._cells import assign_cells, own_cells
 from ._methods import input_mask, ordered, take_rows
-from ._ranks import lower_rank, upper_rank
-from ._sets import SCORE_TOLERANCE
+from ._ranks import SCORE_TOLERANCE, lower_rank, upper_rank
 
 #: Below this many rows, ``cv="auto"`` calibrates by CV+ rather than a split
 #: (measured: ``results/intervals/small_tables.md``).

@@ -47,8 +47,7 @@ from ..export import (
 )
 from ._cells import group_starts, own_cells
 from ._fold_encoding import fold_inputs, fold_sources
-from ._ranks import lower_rank, upper_rank
-from ._sets import SCORE_TOLERANCE
+from ._ranks import SCORE_TOLERANCE, lower_rank, upper_rank
 
 
 def export_interval_onnx(model, path=None, *, opset: int = DEFAULT_OPSET) -> onnx.ModelProto:

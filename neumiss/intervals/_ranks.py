@@ -19,6 +19,12 @@ import math
 
 from scipy.stats import binom
 
+#: How far above a margin (or above a calibration score, for CV+) a class score is still
+#: within it: 2^-17, about 128 float32 units at probability 1, far above the rounding by
+#: which two runtimes (torch, ONNX Runtime) may compute a network's probabilities apart,
+#: and far below any margin's precision (the calibration scores' spacing).
+SCORE_TOLERANCE = 2.0**-17
+
 
 def required_calibration_rows(alpha: float, confidence: float | None = None) -> int:
     """The fewest calibration rows that give a finite interval at level ``1 - alpha``.

@@ -29,7 +29,7 @@ covered, so ``P(y in set) >= 1 - alpha``.
   cover as often as the model is right.
 
 Ties between probabilities: tied classes score the same, so they are kept or dropped
-together. A class within :data:`SCORE_TOLERANCE` above the margin is kept too: the network
+together. A class within :data:`~._ranks.SCORE_TOLERANCE` above the margin is kept too: the network
 computes its probabilities in float32, which two runtimes (torch, ONNX Runtime) may round
 a few units apart, and a test row scoring exactly the margin (rows of one mask whose
 observed values the model ignores: the same probability as a calibration row) must be
@@ -45,11 +45,7 @@ import numpy as np
 from ..estimators import NeuMissClassifier
 from ._cells import assign_cells
 from ._methods import Calibration, cell_margins, conformal_quantile, input_mask
-
-#: How far above the margin a class score is still within it: 2^-17, about 128 float32
-#: units at probability 1, far above the runtimes' rounding and far below any margin's
-#: precision (the calibration scores' spacing).
-SCORE_TOLERANCE = 2.0**-17
+from ._ranks import SCORE_TOLERANCE
 
 #: Largest number of (row, class, class) triples APS holds at once.
 _TRIPLES_PER_CHUNK = 2**22
@@ -69,7 +65,7 @@ class SetScore(ABC):
 
     def kept(self, proba: np.ndarray, margin) -> np.ndarray:
         """The sets ``{k : s_k <= Q}`` (bool (n, n_classes)) at margin ``Q`` (a float or
-        one per row, (n,)), up to :data:`SCORE_TOLERANCE`."""
+        one per row, (n,)), up to :data:`~._ranks.SCORE_TOLERANCE`."""
         return self.class_scores(proba) <= np.reshape(margin, (-1, 1)) + SCORE_TOLERANCE
 
     def onnx_kept(self, g, proba: str, margin: str) -> str:
