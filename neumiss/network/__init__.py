@@ -12,7 +12,14 @@ from ._analytic import analytic_network, set_analytic_weights, set_chebyshev_wei
 from ._block import NeuMissBlock, NeuMissNetwork
 from ._calibration import TEMPERATURE_BOUNDS, Temperature, fit_temperature
 from ._callbacks import Callback, EpochLosses, History, ProgressBar, describe_training
-from ._choice import DEPTH_PATIENCE, UNTIE_ROWS_PER_PARAMETER, clearly_better, clearly_lower
+from ._choice import (
+    DEPTH_PATIENCE,
+    UNTIE_ROWS_PER_PARAMETER,
+    Candidate,
+    SearchResult,
+    clearly_better,
+    clearly_lower,
+)
 from ._data import TrainingData, evaluate_loss
 from ._device import apply_on_device, standardize
 from ._divergence import DivergenceWarning, constant_output
@@ -27,14 +34,8 @@ from ._losses import (
 )
 from ._optimizer import OPTIMIZERS
 from ._parallel import EvenBatches, ModelAveraging, all_reduced_loss, data_parallel
-from ._search import (
-    AUTO_DEPTHS,
-    AUTO_MLP_DEPTHS,
-    Candidate,
-    DepthSearch,
-    SearchResult,
-    search_depths,
-)
+from ._search import AUTO_DEPTHS, AUTO_MLP_DEPTHS, DepthSearch
+from ._search_depths import search_depths
 from ._spline import SPLINE_BINS, SPLINE_MAX_RAMPS, PiecewiseLinearEncoding, quantile_ramps
 from ._stacked import StackedNetwork
 from ._start import MIDPOINT_ROWS_PER_FEATURE, moment_scale, observed_moments, start_from_moments
