@@ -217,12 +217,12 @@ def cross_interval(g: Graph, method, calibration, alpha: float) -> tuple[str, st
 
 def cross_set(g: Graph, method, calibration, alpha: float) -> str:
     """Add the CV+ sets (:func:`~._cross.cross_sets`) to graph ``g``: each fold model's
-    class scores (N, n_classes) (its network a subgraph, :func:`fold_outputs`), gathered by
-    the calibration rows' folds (N, n_classes, n), less ``SCORE_TOLERANCE``, and compared
-    with their out-of-fold scores (initializers); the comparisons counted over the rows of
-    each test row's group (its own cell or all rows), and the count compared with the group's rank
-    ``ceil((1 - alpha)(n_group + 1))``. Memory: ``N n_classes n``. Returns the name of
-    the sets, bool (N, n_classes)."""
+    class scores (N, n_classes) (its network a subgraph, :func:`fold_outputs`), less
+    ``SCORE_TOLERANCE``, gathered by the calibration rows' folds (N, n_classes, n) and
+    compared with their out-of-fold scores (initializers); the comparisons counted over
+    the rows of each test row's group (its own cell or all rows), and the count compared
+    with the group's rank ``ceil((1 - alpha)(n_group + 1))``. Memory: ``N n_classes n``.
+    Returns the name of the sets, bool (N, n_classes)."""
 
     def class_scores(sub, fold_model, x_in, m_in):
         classifier_outputs(sub, fold_model, network_output(sub, fold_model, x_in, m_in))
@@ -231,13 +231,14 @@ def cross_set(g: Graph, method, calibration, alpha: float) -> str:
 
     axis1, axis2 = g.constant("axis_1", [1], np.int64), g.constant("axis_2", [2], np.int64)
     (columns,) = zip(*fold_outputs(g, calibration, class_scores, 2))
-    row_scores = g.op("Gather", [g.op("Concat", list(columns), "fold_class_scores", axis=2),
-                                 g.constant("calibration_folds", calibration.folds, np.int64)],
+    fold_scores = g.op("Sub", [g.op("Concat", list(columns), "fold_class_scores", axis=2),
+                               g.constant("score_tolerance", SCORE_TOLERANCE, np.float64)],
+                       "fold_scores_within")  # (N, n_classes, K), before the gather to n
+    row_scores = g.op("Gather", [fold_scores, g.constant("calibration_folds",
+                                                         calibration.folds, np.int64)],
                       "row_class_scores", axis=2)  # (N, n_classes, n)
-    within = g.op("Sub", [row_scores, g.constant("score_tolerance", SCORE_TOLERANCE,
-                                                 np.float64)], "row_scores_within")
     below = g.op("Less", [g.constant("calibration_scores", calibration.scores, np.float64),
-                          within], "calibration_below")
+                          row_scores], "calibration_below")
     n = calibration.scores.shape[0]
     if method.mondrian:
         member, group, sizes = row_groups(g, calibration, alpha)

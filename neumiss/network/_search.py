@@ -451,6 +451,12 @@ class DepthSearch:
             kept = loss < best.val_loss
         return (candidate if kept else best), candidate.summary()
 
+    @property
+    def start_C(self) -> float:
+        """The inverse penalty (scikit-learn's ``C``) of the logistic start of the heads'
+        terms as they stand (:meth:`~neumiss.network._start.HeldOutPenalties.C`)."""
+        return self._penalties.C((self.mask_skip, self.spline))
+
     def _seen(self, loss: float) -> float:
         """Record a validation loss the search has seen (:attr:`best_loss`); returns it."""
         self.best_loss = min(self.best_loss, loss)

@@ -146,4 +146,4 @@ def search_depths(
         warn_user(best.result.warning, DivergenceWarning)
     return SearchResult(best, depth_results, untied, heads, search.mask_skip, chebyshev, starts,
                         search.spline, identity,
-                        search._penalties.C((search.mask_skip, search.spline)))
+                        search.start_C)

@@ -22,6 +22,7 @@ below that linear fit.
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
@@ -69,12 +70,11 @@ def moment_scale(n_rows: int, n_features: int, weight_sharing: str = "shared") -
 #: number of rows (logistic regression's default ``C = 1``).
 LINEAR_PENALTY = 1.0
 
-#: Where the members of a one-logit start hold rows out (out-of-fold validation), its
-#: penalty moves from :data:`LINEAR_PENALTY` by this factor at a time, within these
-#: multiples of it, while the held-out log loss falls by more than
-#: :data:`PENALTY_MIN_GAIN` of itself (:class:`HeldOutPenalty`; the loss is flat beyond:
-#: further steps would only cost time). The suite's binary tables chose 0.1 to 100 times
-#: it, mostly more: C = 1 overfits their noisy columns and the spline term's ramps.
+#: Where the members of a one-logit start hold rows out (out of fold), its penalty moves
+#: from :data:`LINEAR_PENALTY` by this factor at a time, within these multiples of it,
+#: while the held-out log loss falls by more than :data:`PENALTY_MIN_GAIN` of itself
+#: (:class:`HeldOutPenalty`). The suite's binary tables chose 0.1 to 100 times it, mostly
+#: more: C = 1 overfits their noisy columns and the spline term's ramps.
 PENALTY_STEP = 10.0**0.5
 PENALTY_RANGE = (1e-2, 1e3)
 PENALTY_MIN_GAIN = 1e-4
@@ -407,6 +407,13 @@ class HeldOutPenalties:
         return 1.0 / (LINEAR_PENALTY * scale)
 
 
+class _PenaltyTrial(NamedTuple):
+    """A penalty tried by :func:`_logistic_held_out`: held-out log loss, scale, solution."""
+    loss: float
+    scale: float
+    solution: tuple
+
+
 def _logistic_held_out(features: torch.Tensor, target: torch.Tensor,
                        case_weight: torch.Tensor, row_weight: torch.Tensor, penalty: float,
                        start: float = 1.0,
@@ -426,24 +433,24 @@ def _logistic_held_out(features: torch.Tensor, target: torch.Tensor,
     scoring, y = (case_weight[:, None] * held_out).cpu(), target.double().cpu()[:, None]
     F = features.cpu()
 
-    def fit(scale: float, begin) -> tuple[float, float, tuple[torch.Tensor, torch.Tensor]]:
+    def fit(scale: float, begin) -> _PenaltyTrial:
         weight, bias = _logistic(features, target, row_weight, penalty * scale, begin)
         logits = F @ weight[:, 0, :].cpu().T + bias[:, 0].cpu()  # (n, K)
         losses = torch.nn.functional.softplus(logits) - y * logits
-        return float((scoring * losses).sum()), scale, (weight, bias)
+        return _PenaltyTrial(float((scoring * losses).sum()), scale, (weight, bias))
 
     best = fit(start, initial)
     for factor in (PENALTY_STEP, 1.0 / PENALTY_STEP):
         current = best
-        while PENALTY_RANGE[0] <= current[1] * factor <= PENALTY_RANGE[1]:
-            trial = fit(current[1] * factor, current[2])
-            if trial[0] >= current[0] * (1.0 - PENALTY_MIN_GAIN):
+        while PENALTY_RANGE[0] <= current.scale * factor <= PENALTY_RANGE[1]:
+            trial = fit(current.scale * factor, current.solution)
+            if trial.loss >= current.loss * (1.0 - PENALTY_MIN_GAIN):
                 break
             current = trial
         if current is not best:  # the loss fell this way: the other way cannot lower it
             best = current
             break
-    return *best[2], best[1]
+    return *best.solution, best.scale
 
 
 #: :func:`_logistic` solves by Newton's method up to this many columns: each step costs
