@@ -285,7 +285,7 @@ def test_a_moments_start_is_solved_once_whatever_the_head_depth(monkeypatch):
 def test_at_depth_0_the_linear_head_is_the_ridge_fit_on_the_block_untrained():
     from sklearn.linear_model import Ridge, RidgeCV
 
-    from neumiss.network._start import RIDGE_PENALTIES
+    from neumiss.network._ridge import RIDGE_PENALTIES
 
     objective = Objective(SquaredError(), lambda loss: -loss)
     train, val = _data(300, 0), _data(150, 1)

@@ -26,15 +26,12 @@ from neumiss.network._data import (
     missing_columns,
     two_valued_columns,
 )
+from neumiss.network._ridge import ridge_penalty
 from neumiss.network._stacked import GivenBlockOutput
 from neumiss.network._start import (
     LINEAR_PENALTY,
-    RIDGE_PENALTIES,
-    _ridge,
-    _solve_gram,
     observed_moments,
     pairwise_moments,
-    ridge_penalty,
     start_from_moments,
     start_linear_parts,
 )
@@ -417,75 +414,6 @@ def test_the_linear_start_is_each_members_ridge_fit_on_the_blocks_output(mlp_dep
         with torch.no_grad():  # the network computes that linear function (MLP part zero)
             np.testing.assert_allclose(network(x, mask)[:, 0].numpy(), design @ solution,
                                        atol=1e-3)
-
-
-def _leave_one_out_error(features, target, weight, alpha):
-    """sum_i w_i (y_i - f_-i(x_i))^2, each f_-i the weighted ridge refitted without row i."""
-    errors = []
-    for i in range(len(target)):
-        keep = np.arange(len(target)) != i
-        design = np.hstack([features, np.ones((len(target), 1))])
-        gram = design[keep].T @ (weight[keep, None] * design[keep])
-        gram[:-1, :-1] += alpha * np.eye(features.shape[1])
-        solution = np.linalg.solve(gram, design[keep].T @ (weight[keep] * target[keep]))
-        errors.append(weight[i] * (target[i] - design[i] @ solution) ** 2)
-    return float(np.sum(errors))
-
-
-@pytest.mark.parametrize("n, p, noise", [(40, 6, 3.0), (60, 6, 0.3), (25, 6, 1.0),
-                                          (20, 30, 1.0)])  # the last wider than long
-def test_the_ridge_penalty_has_the_least_leave_one_out_error(n, p, noise):
-    from sklearn.linear_model import RidgeCV
-
-    rng = np.random.default_rng(n)
-    features = rng.normal(size=(n, 6)) @ rng.normal(size=(6, p))  # correlated columns
-    target = features[:, :2] @ np.array([1.0, -0.5]) + noise * rng.normal(size=n)
-    weight = rng.uniform(0.2, 2.0, n)
-    chosen = ridge_penalty(*map(torch.from_numpy, (features, target, weight)))
-    errors = [_leave_one_out_error(features, target, weight, a) for a in RIDGE_PENALTIES]
-    assert chosen == RIDGE_PENALTIES[int(np.argmin(errors))]
-    unweighted = ridge_penalty(*map(torch.from_numpy, (features, target, np.ones(n))))
-    assert unweighted == pytest.approx(RidgeCV(alphas=RIDGE_PENALTIES).fit(features, target).alpha_)
-
-
-@pytest.mark.parametrize("n, p", [(30, 12), (30, 30), (30, 80)])
-def test_each_members_ridge_solves_its_normal_equations_on_a_table_of_any_width(n, p):
-    # from as many columns as rows, solved in the rows' space: the same solution
-    rng = np.random.default_rng(p)
-    features, target = rng.normal(size=(n, p)), rng.normal(size=n)
-    member_weight = rng.poisson(1.0, (n, 3)).astype(float)  # 0: rows a member does not see
-    weight, bias = _ridge(*map(torch.from_numpy, (features, target, member_weight)), 0.5)
-    design = np.hstack([features, np.ones((n, 1))])
-    for k in range(3):
-        gram = design.T @ (member_weight[:, k, None] * design)
-        gram[:p, :p] += 0.5 * np.eye(p)  # the intercept is not penalized
-        solution = np.linalg.solve(gram, design.T @ (member_weight[:, k] * target))
-        np.testing.assert_allclose(weight[k, 0].numpy(), solution[:p], atol=1e-9)
-        np.testing.assert_allclose(bias[k].numpy(), solution[p:], atol=1e-9)
-
-
-def test_a_singular_gram_matrix_gets_the_minimum_norm_solution():
-    # a member whose rows all weigh 0: its Gram matrix is the penalty's, 0 on the bias
-    rng = np.random.default_rng(0)
-    features, target = rng.normal(size=(20, 3)), rng.normal(size=20)
-    member_weight = np.ones((20, 2))
-    member_weight[:, 1] = 0.0
-    weight, bias = _ridge(*map(torch.from_numpy, (features, target, member_weight)), 0.5)
-    assert not weight[1].any() and not bias[1].any()
-    gram = np.diag([2.0, 1.0, 0.0])
-    np.testing.assert_allclose(_solve_gram(gram, np.array([1.0, 1.0, 0.0])), [0.5, 1.0, 0.0])
-    definite = np.array([[2.0, 0.5], [0.5, 1.0]])
-    np.testing.assert_allclose(definite @ _solve_gram(definite, np.array([1.0, -1.0])),
-                               [1.0, -1.0])
-
-
-def test_the_ridge_penalty_grows_with_the_noise():
-    rng = np.random.default_rng(0)
-    features = rng.normal(size=(200, 10))
-    signal = features @ rng.normal(size=10)
-    chosen = [ridge_penalty(*map(torch.from_numpy, (features, signal + noise * rng.normal(
-        size=200), np.ones(200)))) for noise in (0.1, 30.0)]
-    assert chosen[0] < chosen[1]
 
 
 @pytest.mark.parametrize("logistic", [False, True], ids=["autograd", "newton"])

@@ -33,6 +33,7 @@ from ._analytic import computes_iterates, set_analytic_weights, set_chebyshev_we
 from ._block import NeuMissNetwork
 from ._data import LossFunction, TrainingData, mean_loss
 from ._optimizer import lbfgs, minimize_lbfgs
+from ._ridge import per_distinct_member, ridge_penalty, ridge_solutions
 from ._spline import quantile_ramps, spline_bins
 
 #: Rows drawn (at most) to estimate the moments: their error is then far below what
@@ -78,10 +79,6 @@ LINEAR_PENALTY = 1.0
 PENALTY_STEP = 10.0**0.5
 PENALTY_RANGE = (1e-2, 1e3)
 PENALTY_MIN_GAIN = 1e-4
-
-#: The ridge penalties (``alpha`` on the sum of squared errors) among which
-#: :func:`ridge_penalty` chooses the squared loss's by leave-one-out error.
-RIDGE_PENALTIES = tuple(np.logspace(-3, 4, 15))
 
 #: L-BFGS iterations of :func:`start_linear_parts` (it converges in far fewer on
 #: standardized features).
@@ -195,11 +192,13 @@ def start_linear_parts(networks: list[NeuMissNetwork], data: TrainingData,
     block's output and the mask), and the spline term's weights (on the ramps of the
     block's output) when it has one: each network then computes that function.
     With ``squared`` (``loss_fn`` is the squared error of one output), the fit is the
-    ridge regression whose penalty :func:`ridge_penalty` chooses by leave-one-out error
-    on the (case-weighted) rows, solved from its normal equations (:func:`_ridge`):
-    L-BFGS needs hundreds of passes over the rows on the many, correlated features of a
-    wide table (d = 200: 15 s per fit against 0.1 s), and a fixed penalty is too weak
-    for a table of many noisy columns (real suite, msq_neuroticism: 72 mood items).
+    ridge regression whose penalty
+    :func:`~neumiss.network._ridge.ridge_penalty` chooses by leave-one-out error on the
+    (case-weighted) rows, solved from its normal equations
+    (:func:`~neumiss.network._ridge.ridge_solutions`): L-BFGS needs hundreds of passes
+    over the rows on the many, correlated features of a wide table (d = 200: 15 s per fit
+    against 0.1 s), and a fixed penalty is too weak for a table of many noisy columns
+    (real suite, msq_neuroticism: 72 mood items).
     With ``logistic`` (``loss_fn`` is the log loss of one logit), the same objective is
     written out in numpy and solved by Newton's method, or L-BFGS on many columns
     (:func:`_logistic`), at the penalty ``held_out_penalty`` chooses when given (its
@@ -232,7 +231,7 @@ def start_linear_parts(networks: list[NeuMissNetwork], data: TrainingData,
         initial = (initial[0][..., keep.to(initial[0].device)], initial[1])
     if squared:
         alpha = ridge_penalty(kept, target, case_weight.double())
-        weight, bias = _ridge(kept, target, member_weight, alpha)
+        weight, bias = ridge_solutions(kept, target, member_weight, alpha)
     elif logistic and n_outputs == 1 and held_out_penalty is not None:
         weight, bias = held_out_penalty.solve(kept, target, case_weight.double(),
                                               member_weight, penalty, initial)
@@ -339,8 +338,8 @@ def _logistic(features: torch.Tensor, target: torch.Tensor, row_weight: torch.Te
     start = np.zeros((n_members, p + 1)) if initial is None else np.concatenate(
         [initial[0].cpu().numpy()[:, 0, :], initial[1].cpu().numpy()], axis=1)
     if p <= NEWTON_MAX_COLUMNS:
-        found = np.stack([_newton_logistic(F, y, W[:, k], penalty, start[k])
-                          for k in range(n_members)])
+        found = per_distinct_member(
+            lambda k: _newton_logistic(F, y, W[:, k], penalty, start[k]), W.T, start)
     else:
         scale = 1.0 / (n * n_members)
 
@@ -502,99 +501,3 @@ def _newton_logistic(F: np.ndarray, y: np.ndarray, w: np.ndarray, penalty: float
             trial_value = objective(theta - size * step)
         theta, value = theta - size * step, trial_value
     return theta
-
-
-def ridge_penalty(features: torch.Tensor, target: torch.Tensor, case_weight: torch.Tensor,
-                  penalties: tuple[float, ...] = RIDGE_PENALTIES) -> float:
-    """The penalty among ``penalties`` whose ridge regression of ``target`` (n,) on
-    ``features`` (n, p), intercept unpenalized, has the least leave-one-out squared error,
-    each row weighted by ``case_weight`` (n,); all float64.
-
-    The leave-one-out residuals of a linear smoother are its residuals over one minus
-    the leverages, so one eigendecomposition of the (weighted, centred) Gram matrix
-    scores every penalty (scikit-learn's ``RidgeCV`` does the same). With as many columns
-    as rows or more, of the rows' Gram matrix (n, n) instead, which has the same nonzero
-    eigenvalues: d = 2,000 on 400 rows costs an n^3 decomposition, not a p^3 one."""
-    A, y, w = (t.cpu().numpy() for t in (features, target, case_weight))
-    share = w / w.sum()
-    root = np.sqrt(w)
-    centred = (A - share @ A) * root[:, None]  # (n, p)
-    response = (y - share @ y) * root  # (n,)
-    if centred.shape[1] < centred.shape[0]:
-        eigenvalues, eigenvectors = np.linalg.eigh(centred.T @ centred)
-        rotated = centred @ eigenvectors  # (n, p)
-    else:  # centred = U diag(sqrt(s)) V^T: its columns along V are U sqrt(s); others 0
-        eigenvalues, left = np.linalg.eigh(centred @ centred.T)
-        rotated = left * np.sqrt(np.maximum(eigenvalues, 0.0))  # (n, n)
-    projection = rotated.T @ response  # (p,)
-    squares = rotated**2  # (n, p), the same for every penalty
-    errors = []
-    for penalty in penalties:
-        shrink = 1.0 / (np.maximum(eigenvalues, 0.0) + penalty)  # (p,)
-        residual = response - rotated @ (shrink * projection)
-        leverage = squares @ shrink + share  # the intercept's leverage is w_i / sum w
-        errors.append(np.sum((residual / np.maximum(1.0 - leverage, 1e-12)) ** 2))
-    return float(penalties[int(np.argmin(errors))])
-
-
-def _ridge(features: torch.Tensor, target: torch.Tensor, row_weight: torch.Tensor,
-           penalty: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per member ``k``, the minimiser of ``sum_i w_ik (y_i - f_i . beta - b)^2 + penalty
-    |beta|^2``: ``features`` (n, p), ``target`` (n,), ``row_weight`` (n, K), all float64.
-    Returns the weights (K, 1, p) and biases (K, 1) (the bias is not penalized), on the
-    device of ``features``.
-
-    Solved by numpy in float64 on the host: torch's CPU matrix products over many rows
-    can differ in their last bits from one process to the next (the sums' order follows
-    the buffers' alignment), and Adam's first steps turn such bits into different
-    trainings, where fits must repeat bit for bit. With as many columns as rows or more,
-    in the rows' space (:func:`_ridge_by_rows`): the same solution, from a Cholesky solve
-    of order n rather than a least-squares solve of order p + 1."""
-    W, y = row_weight.cpu().numpy(), target.cpu().numpy()
-    if features.shape[1] >= features.shape[0]:
-        solution = _ridge_by_rows(features.cpu().numpy(), y, W, penalty)
-        solution = torch.as_tensor(solution, device=features.device)  # (K, p + 1)
-        return solution[:, None, :-1], solution[:, -1:]
-    A = np.hstack([features.cpu().numpy(), np.ones((features.shape[0], 1))])  # (n, p + 1)
-    p = features.shape[1]
-    ridge = np.full(p + 1, penalty)
-    ridge[p] = 0.0
-    solutions = []
-    for k in range(W.shape[1]):  # one member at a time: an (n, p + 1) temporary
-        weighted = W[:, k, None] * A
-        gram = weighted.T @ A + np.diag(ridge)  # (p + 1, p + 1)
-        solutions.append(_solve_gram(gram, weighted.T @ y))
-    solution = torch.as_tensor(np.stack(solutions), device=features.device)  # (K, p + 1)
-    return solution[:, None, :p], solution[:, p:]
-
-
-def _solve_gram(gram: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """The solution of ``gram @ x = right`` for a symmetric positive semi-definite ``gram``
-    (q, q): by Cholesky (q = 1,100: eight times faster than a least-squares solve's SVD),
-    or, when ``gram`` is singular (a member whose rows all weigh 0 on the bias: the
-    penalty keeps the features' part definite), the minimum-norm least-squares solution."""
-    try:
-        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(gram), right)
-    except np.linalg.LinAlgError:
-        return np.linalg.lstsq(gram, right, rcond=None)[0]
-
-
-def _ridge_by_rows(F: np.ndarray, y: np.ndarray, W: np.ndarray, penalty: float) -> np.ndarray:
-    """:func:`_ridge`'s solutions ``(beta, b)`` (K, p + 1) for ``F`` (n, p) with p >= n, in
-    the rows' space: the bias takes the (weighted) means, and ``beta = B^T (B B^T +
-    penalty I)^-1 r`` with ``B`` the centred rows times the square roots of the member's
-    weights and ``r`` the centred target alike (``(B^T B + penalty I)^-1 B^T`` rewritten),
-    an (n, n) system. Rows weighing 0 take no part; the penalty (> 0) keeps it definite."""
-    solutions = []
-    for w in W.T:  # one member at a time
-        share = w / w.sum()
-        mean = share @ F  # (p,)
-        root = np.sqrt(w)
-        B = (F - mean) * root[:, None]  # (n, p)
-        kernel = B @ B.T
-        kernel[np.diag_indices_from(kernel)] += penalty
-        dual = scipy.linalg.solve(kernel, (y - share @ y) * root, assume_a="pos")
-        beta = B.T @ dual
-        solutions.append(np.append(beta, share @ y - mean @ beta))
-    return np.stack(solutions)
-
