@@ -109,14 +109,18 @@ def test_each_member_computes_what_it_computes_alone(shape, n_members, seed):
 
 @settings(max_examples=25, deadline=None)
 @given(shape=SHAPES, n_members=st.integers(1, 3), seed=st.integers(0, 1000),
-       complete=st.lists(st.booleans(), min_size=4, max_size=4))
+       complete=st.lists(st.booleans(), min_size=4, max_size=4), bounded=st.booleans())
 def test_the_blocks_shortcut_for_complete_columns_changes_nothing(shape, n_members, seed,
-                                                                  complete):
+                                                                  complete, bounded):
     """``missing`` (the only columns that may be missing, as the search passes them;
     :func:`missing_columns` is tested below): the same outputs and the same gradients
     as the full block, on every shape, with any set of complete columns (all of them
-    included: W_mix then reaches nothing)."""
+    included: W_mix then reaches nothing), within a range that bounds observed values
+    and imputations alike or without one."""
     members = _members(n_members, seed, **shape)
+    if bounded:
+        for member in members:
+            member.block.set_range(torch.full((4,), -0.6), torch.tensor([0.5, 0.9, 0.7, 1.2]))
     x, mask = _rows(33, seed)
     mask[:, torch.tensor(complete)] = 0.0
     missing = mask.any(dim=0).nonzero().squeeze(1)

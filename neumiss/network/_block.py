@@ -194,10 +194,15 @@ class NeuMissBlock(nn.Module):
             h = torch.addcmul(centred, h @ weight, obs) if self.residual else (h @ weight) * obs
         if missing is None:
             out = (h @ self.W_mix) * mask + x * obs + self.mu * mask
-        else:
-            imputed = (h @ self.W_mix[:, missing]) * mask[:, missing]  # (batch, k)
-            out = torch.index_add(x * obs + self.mu * mask, 1, missing, imputed)
-        return out if self.lower is None else torch.clamp(out, self.lower, self.upper)
+            return out if self.lower is None else torch.clamp(out, self.lower, self.upper)
+        # the other columns are observed in every row: their output is x, bounded
+        held, observed = mask[:, missing], obs[:, missing]  # (batch, k)
+        out = x[:, missing] * observed + self.mu[missing] * held + (
+            h @ self.W_mix[:, missing]) * held
+        if self.lower is None:
+            return x.index_copy(1, missing, out)
+        return torch.clamp(x, self.lower, self.upper).index_copy(
+            1, missing, torch.clamp(out, self.lower[missing], self.upper[missing]))
 
     def forward_nan(self, x: torch.Tensor) -> torch.Tensor:
         """Convenience: ``forward`` on a tensor whose missing entries are NaN.
