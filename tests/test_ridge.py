@@ -108,7 +108,8 @@ def test_newtons_logistic_start_solves_members_sharing_rows_and_start_once(monke
     features = torch.as_tensor(rng.normal(size=(200, 4)))
     target = torch.as_tensor((rng.random(200) < 0.4).astype(np.float64))
     fold = torch.as_tensor(rng.random(200) < 0.25)
-    row_weight = torch.stack([torch.ones(200), (~fold).double(), torch.ones(200)], dim=1)
+    rows = torch.ones(200, dtype=torch.float64)
+    row_weight = torch.stack([rows, (~fold).double(), rows], dim=1)
     calls = []
     newton = _start._newton_logistic
 
