@@ -119,8 +119,8 @@ def search_depths(
     depths, starts = search.decide(depths, chain_weights, mask_skip, spline, screen_depths)
     choice, depth_results = search.chain(depths, chain_weights, mlp_depths[0], config)
     best, identity = choice.best, None
-    # out of fold, no block earns a chain from the identity nor an untied copy
     depth = identity_depth(best, depth_results)
+    # out of fold, no block earns a chain from the identity nor an untied copy
     if not search.out_of_fold and try_identity_chain(depth, search.mask_skip, val_data, moments):
         best, identity = search.identity_chain(best, depth, chain_weights, min(mlp_depths),
                                                config)
@@ -145,5 +145,4 @@ def search_depths(
     if best.result.warning is not None:  # the kept network diverged, or is a constant
         warn_user(best.result.warning, DivergenceWarning)
     return SearchResult(best, depth_results, untied, heads, search.mask_skip, chebyshev, starts,
-                        search.spline, identity,
-                        search.start_C)
+                        search.spline, identity, search.start_C)
