@@ -5,6 +5,7 @@ size and learning rate."""
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -30,6 +31,7 @@ from neumiss.network._divergence import (
     EXPLOSION_FACTOR,
     DivergenceGuard,
 )
+from neumiss.network._optimizer import Steps
 from neumiss.network._stopping import ABANDON_EPOCHS, Checkpoint, EarlyStopping, abandon_level
 from neumiss.network._training import PlateauSchedule, TrainingResult
 
@@ -219,6 +221,33 @@ def test_the_plateau_rule_is_reduce_lr_on_plateaus(losses, patience, tol):
         schedule.step(loss)
         plateau.step(loss)
         assert schedule.learning_rate == pytest.approx(torch_optimizer.param_groups[0]["lr"])
+
+
+def test_adams_counts_follow_each_parameter_bit_for_bit_with_torchs_fused_adam():
+    # a parameter without a gradient at a step is not stepped, nor is its count: the
+    # second layer trains on odd steps only, so its bias correction lags the first's
+    torch.manual_seed(0)
+    network = nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2))
+    reference = copy.deepcopy(network)
+    steps = Steps(network.parameters(), "adam", lr=0.05, weight_decay=0.01)
+    torch_adam = torch.optim.Adam(reference.parameters(), lr=0.05, weight_decay=0.01,
+                                  fused=True)
+    for step in range(6):
+        x = torch.randn(8, 3, generator=torch.Generator().manual_seed(step))
+        for model, opt in ((network, steps), (reference, torch_adam)):
+            opt.zero_grad()
+            out = model(x) if step % 2 else model[0](x)
+            (out ** 2).mean().backward()
+            opt.step()
+    for value, expected in zip(network.parameters(), reference.parameters()):
+        assert torch.equal(value, expected)
+    assert [float(c) for c in steps._counts] == [6.0, 6.0, 3.0, 3.0]
+
+
+def test_steps_refuse_parameters_of_two_dtypes():
+    parameters = [nn.Parameter(torch.zeros(2)), nn.Parameter(torch.zeros(2, dtype=torch.float64))]
+    with pytest.raises(ValueError, match="one device and dtype"):
+        Steps(parameters, "adam", lr=0.1)
 
 
 def test_an_unknown_optimizer_is_refused():
