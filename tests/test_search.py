@@ -37,7 +37,8 @@ from neumiss.network._choice import (
     try_identity_chain,
     worth_untying,
 )
-from neumiss.network._search import IDENTITY_STEPS_PER_EPOCH, DepthSearch
+from neumiss.network._data import evaluate_loss
+from neumiss.network._search import BLEND_WEIGHTS, IDENTITY_STEPS_PER_EPOCH, DepthSearch
 from neumiss.network._start import (
     MIDPOINT_ROWS_PER_FEATURE,
     data_ramps,
@@ -296,17 +297,15 @@ def test_at_depth_0_the_linear_head_is_the_ridge_fit_on_the_block_untrained():
     search = DepthSearch(_build, train, val, objective, seed=0, n_members=2,
                          moments=observed_moments(train))
     trained = search.fit(0, "shared", 2, None, TrainingConfig(max_epochs=3))
-    # a best candidate no network beats: the fitted one is returned whatever its loss
-    unbeatable = trained._replace(result=TrainingResult(best_val_loss=np.inf))
-    fitted, summary = search.fitted_linear_head(unbeatable)
-    assert (fitted.depth, fitted.mlp_depth, summary["epochs"]) == (0, 0, 0)
+    _, summary = search.fitted_linear_head(trained)
+    fitted = search.members(0, "shared", 0, trained.network, refit_linear=True)  # its heads
+    assert (fitted.depth, summary["epochs"]) == (0, 0)
     with torch.no_grad():
         features = trained.network.block(train.x, train.mask).double().numpy()
-        output = fitted.network(val.x, val.mask)
+        output = fitted(val.x, val.mask)
     alpha = RidgeCV(alphas=RIDGE_PENALTIES).fit(features, train.target.double().numpy()).alpha_
     assert summary["val_loss"] == pytest.approx(float(_mse(output, val.target).mean()), rel=1e-5)
-    for k, (member, before) in enumerate(zip(fitted.network.networks(),
-                                             trained.network.networks())):
+    for k, (member, before) in enumerate(zip(fitted.networks(), trained.network.networks())):
         torch.testing.assert_close(member.block.mu, before.block.mu)  # the block it keeps
         # sum_i w_ik (y_i - f_i . beta - b)^2 + alpha |beta|^2, by sklearn, alpha chosen by
         # leave-one-out error on all the training rows
@@ -317,14 +316,11 @@ def test_at_depth_0_the_linear_head_is_the_ridge_fit_on_the_block_untrained():
         assert float(member.head[-1].bias.detach()) == pytest.approx(ridge.intercept_, abs=1e-5)
 
 
-
-@pytest.mark.parametrize("nonlinear, linear_kept", [(False, True), (True, False)])
-def test_the_fitted_linear_head_is_kept_unless_the_mlp_head_is_clearly_better(nonlinear,
-                                                                              linear_kept):
-    # The simpler model by the one-standard-error rule: the trained MLP head replaces the
-    # fitted linear one only when its per-row validation losses are lower by more than a
-    # standard error of their paired difference (y = x0 x1 + x2: the MLP learns what no
-    # linear head fits; a linear target: it cannot be clearly better).
+@pytest.mark.parametrize("nonlinear", [False, True])
+@pytest.mark.parametrize("out_of_fold", [False, True])
+def test_the_blend_kept_has_the_weight_of_lowest_validation_loss(nonlinear, out_of_fold):
+    # y = 2 x0 x1 + x2: the MLP head learns what no linear head fits; on a linear target
+    # it has little to add. Each weight's blend scored as a network, apart.
     def rows(n, seed):
         data = _data(n, seed)
         if not nonlinear:
@@ -334,18 +330,30 @@ def test_the_fitted_linear_head_is_kept_unless_the_mlp_head_is_clearly_better(no
 
     objective = Objective(SquaredError(), lambda loss: -loss)
     train, val = rows(600, 0), rows(300, 1)
+    if out_of_fold:  # every row validates, scored by the member that held it out
+        held_out_by = torch.arange(600) % 2
+        train = dataclasses.replace(train, member_weight=torch.stack(
+            [held_out_by != 0, held_out_by != 1], dim=1).float())
+        val = dataclasses.replace(train, member_weight=None, held_out_by=held_out_by)
     search = DepthSearch(_build, train, val, objective, seed=0, n_members=2,
                          moments=observed_moments(train))
     trained = search.fit(0, "shared", 2, None,
                          TrainingConfig(max_epochs=40, learning_rate=0.02))
     linear = search.members(0, "shared", 0, trained.network, refit_linear=True)
-    with torch.no_grad():
-        difference = (_mse(trained.network(val.x, val.mask), val.target)
-                      - _mse(linear(val.x, val.mask), val.target)).double().numpy()
-    clearly = difference.mean() + difference.std() / np.sqrt(len(difference) - 1) < 0
+    losses = [evaluate_loss(trained.network.blended_with(linear, weight), val, objective.loss)
+              for weight in BLEND_WEIGHTS]
     kept, summary = search.fitted_linear_head(trained)
-    assert (kept.mlp_depth == 0) is linear_kept is (not clearly)
-    assert summary["epochs"] == 0
+    weight = summary["mlp_weight"]
+    assert weight == BLEND_WEIGHTS[int(np.argmin(losses))]
+    assert kept.val_loss == pytest.approx(min(losses), rel=1e-5)
+    assert (weight > 0.5) is nonlinear
+    assert summary["epochs"] == 0 and summary["val_loss"] == pytest.approx(losses[0], rel=1e-5)
+    if weight == 0.0:
+        assert kept.mlp_depth == 0
+    elif weight == 1.0:
+        assert kept is trained
+    else:  # the MLP heads' shape, and their training
+        assert kept.mlp_depth == 2 and kept.result.n_epochs == trained.result.n_epochs
 
 
 def test_search_depths_fits_the_linear_head_at_depth_0_and_fine_tunes_it_deeper(monkeypatch):

@@ -238,6 +238,43 @@ def test_the_combined_output_is_the_ensembles(combine, n_outputs):
         torch.testing.assert_close(alone(x, mask), members[0](x, mask))
 
 
+@settings(max_examples=25, deadline=None)
+@given(shape=SHAPES, n_members=st.integers(1, 3), seed=st.integers(0, 1000),
+       weight=st.floats(0.0, 1.0))
+def test_a_blend_outputs_the_weighted_sum_of_both_networks_members(shape, n_members, seed,
+                                                                  weight):
+    # the linear heads on the same block, with the same terms and knots (as the search
+    # fits them), from other seeds
+    network = StackedNetwork(_members(n_members, seed, **shape), "mean")
+    linear_members = _members(n_members, seed + 7, **{**shape, "mlp_depth": 0})
+    generator = torch.Generator().manual_seed(seed)
+    for member in linear_members:
+        member.block.load_state_dict(network.block.state_dict())
+        with torch.no_grad():  # every head weight unlike the other network's
+            for name, parameter in member.named_parameters():
+                if not name.startswith("block."):
+                    parameter.add_(torch.randn(parameter.shape, generator=generator))
+    linear = StackedNetwork(linear_members, "mean")
+    blend = network.blended_with(linear, weight)
+    x, mask = _rows(29, seed)
+    with torch.no_grad():
+        expected = (weight * network.member_outputs(x, mask)
+                    + (1 - weight) * linear.member_outputs(x, mask))
+        torch.testing.assert_close(blend.member_outputs(x, mask), expected,
+                                   rtol=1e-5, atol=1e-5)
+        # the blend is a network of the same shape, the two it came from unchanged
+        assert blend.heads.keys() == network.heads.keys()
+        torch.testing.assert_close(network.member_outputs(x, mask),
+                                   StackedNetwork(_members(n_members, seed, **shape),
+                                                  "mean").member_outputs(x, mask))
+
+
+def test_a_blend_with_mlp_heads_in_place_of_linear_ones_is_refused():
+    network = StackedNetwork(_members(2, 0, mlp_depth=1), "mean")
+    with pytest.raises(ValueError, match="blends with linear heads"):
+        network.blended_with(network, 0.5)
+
+
 def test_a_constant_output_is_every_members():
     stacked = StackedNetwork(_members(2, 0, depth=1, mlp_depth=2, n_outputs=3), "probability")
     stacked.set_constant_output(torch.tensor([0.5, -1.0, 2.0]))

@@ -118,8 +118,12 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         :data:`neumiss.network.AUTO_MLP_DEPTHS`). At depth 0 (mean
         imputation) the linear head is instead fitted on the block's output
         directly (a ridge or penalized logistic fit, each member on its own
-        rows), untrained (``head_results_[0]["epochs"]`` is 0), and kept unless
-        the MLP head is clearly better on validation (one-standard-error rule).
+        rows), untrained (``head_results_[0]["epochs"]`` is 0), and blended with
+        the MLP head: each member outputs ``w`` times its MLP head's output plus
+        ``1 - w`` times its linear head's, ``w`` in steps of 0.05 the weight with
+        the lowest validation loss (``head_results_[0]["mlp_weight"]``; 0 keeps the
+        linear head, ``mlp_depth_`` 0). The blend is a network of the MLP head's
+        shape.
     mlp_width : int or None, default=None
         Width of those hidden layers; ``None`` means the number of columns the MLP
         reads (the encoded ones, and the spline's ramps with ``spline_``), at most 64
@@ -295,8 +299,9 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
     spline_ramps_ : int
         The spline term's ramps (0 without it).
     head_results_ : dict
-        With ``mlp_depth="auto"``: for the MLP head fine-tuned, ``val_loss``,
-        ``val_score``, ``epochs`` and ``seconds`` (empty otherwise).
+        With ``mlp_depth="auto"``: for the head fine-tuned (the linear head, by its
+        depth 0), ``val_loss``, ``val_score``, ``epochs`` and ``seconds``; at depth 0
+        also ``mlp_weight``, the MLP head's weight in the blend kept (empty otherwise).
     untied_result_ : dict or None
         With ``weight_sharing="auto"``: ``val_loss``, ``val_score``, ``epochs`` and
         ``seconds`` of the untied fine-tuning (None when it did not run: other

@@ -168,6 +168,12 @@ def batch_loss(network: nn.Module, batch: TrainingData, loss_fn: LossFunction) -
     return mean_loss(losses, weight)
 
 
+def held_out_outputs(outputs: torch.Tensor, held_out_by: torch.Tensor) -> torch.Tensor:
+    """Each row's output from the member that held it out: ``outputs`` (K, n, n_outputs)
+    of the members, ``held_out_by`` (n,) -> (n, n_outputs)."""
+    return outputs[held_out_by, torch.arange(held_out_by.shape[0], device=held_out_by.device)]
+
+
 def _chunk_losses(
     network: nn.Module,
     data: TrainingData,
@@ -184,12 +190,20 @@ def _chunk_losses(
     for start in range(0, len(data), chunk):
         rows = slice(start, start + chunk)
         if out_of_fold:
-            held = data.held_out_by[rows]
-            outputs = network.member_outputs(data.x[rows], data.mask[rows])  # (K, rows, out)
-            output = outputs[held, torch.arange(held.shape[0], device=held.device)]
+            output = held_out_outputs(network.member_outputs(data.x[rows], data.mask[rows]),
+                                      data.held_out_by[rows])
         else:
             output = network(data.x[rows], data.mask[rows])
         yield rows, loss_fn(output, data.target[rows])
+
+
+@torch.no_grad()
+def member_outputs(network: nn.Module, data: TrainingData, chunk: int = 65536) -> torch.Tensor:
+    """The outputs (K, n, n_outputs) of each member of ``network`` (in eval mode; a
+    :class:`~neumiss.network.StackedNetwork`) on the rows of ``data``, in chunks of rows."""
+    network.eval()
+    return torch.cat([network.member_outputs(data.x[i:i + chunk], data.mask[i:i + chunk])
+                      for i in range(0, len(data), chunk)], dim=1)
 
 
 @torch.no_grad()

@@ -246,6 +246,32 @@ class StackedNetwork(nn.Module):
         for weight in (*self._output_weights(), self.heads[f"{self._layers[-1]}__bias"]):
             weight.mul_(factor)
 
+    @torch.no_grad()
+    def blended_with(self, linear: StackedNetwork, weight: float) -> StackedNetwork:
+        """A copy of this network whose member ``k`` outputs ``weight`` times this member's
+        output plus ``1 - weight`` times member ``k`` of ``linear``: ``linear`` has linear
+        heads on the same block, with the same spline knots and terms, as
+        :meth:`~neumiss.network.DepthSearch.fitted_linear_head` fits them. Exact in this
+        network's architecture, since every output term is linear in its weights: an MLP
+        head's last layer is scaled by ``weight``, and the skip (or a linear head), the
+        spline's and the mask's weights and the last bias are the weighted sums of both
+        networks' (in the loss's output units: a classifier blends logits)."""
+        if "skip__weight" in linear.heads:
+            raise ValueError("blended_with blends with linear heads; linear has MLP heads")
+        blend = copy.deepcopy(self)
+        heads, other, last = blend.heads, linear.heads, blend._layers[-1]
+        pairs = [(f"{last}__bias", "head__0__bias"), ("spline__weight", "spline__weight"),
+                 ("mask_skip__weight", "mask_skip__weight")]
+        if "skip__weight" in heads:  # an MLP head beside its skip
+            heads[f"{last}__weight"].mul_(weight)
+            pairs.append(("skip__weight", "head__0__weight"))
+        else:
+            pairs.append(("head__0__weight", "head__0__weight"))
+        for name, linear_name in pairs:
+            if name in heads:
+                heads[name].mul_(weight).add_(other[linear_name], alpha=1.0 - weight)
+        return blend
+
     def mlp_is_zero(self) -> bool:
         """Whether every member's MLP head (beside its skip) has its last layer at zero, as
         it starts: the MLP then adds only its last bias and each member computes a linear
