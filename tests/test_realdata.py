@@ -579,6 +579,8 @@ def test_report_says_what_the_defaults_chose_per_task():
                   "mask_skip": mask, "weight_sharing": "shared", "epochs": epochs}
         if task == "reg":
             params["log_target"] = fold == 1
+        if depth == 0 and task == "reg":  # blended at depth 0 (one fold)
+            params["mlp_weight"] = 0.35
         rows.append({**row, "method": "neumiss", "params": json.dumps(params)})
     runs = pd.concat([runs.assign(params="{}"), pd.DataFrame(rows)], ignore_index=True)
     lines = format_choices(runs)
@@ -586,10 +588,25 @@ def test_report_says_what_the_defaults_chose_per_task():
     table = {line.split(" | ")[0].strip("| "): line.strip("| ").split(" | ")
              for line in lines if line.startswith("| reg") or line.startswith("| bin")}
     assert table["reg"] == ["reg", "2", "0 ×1, 16 ×1", "MLP (2 layers) ×1, linear ×1",
-                            "1/2", "0/2", "1/2", "0/2", "shared ×2", "6"]
-    assert table["bin"] == ["bin", "2", "0 ×2", "linear ×2", "0/2", "2/2", "0/2", "0/2",
+                            "1/2", "0/2", "1/2", "0/2", "0.35", "shared ×2", "6"]
+    assert table["bin"] == ["bin", "2", "0 ×2", "linear ×2", "0/2", "2/2", "0/2", "0/2", "-",
                             "shared ×2", "4"]
     summary = summarize(runs)
     assert "## What `neumiss` chose" in format_summary(summary, runs)
     assert "chose" not in format_summary(summary)
     assert format_choices(_hand_made_runs().assign(params="{}")) == []  # no NeuMiss rows
+
+
+def test_the_params_column_records_the_mlp_heads_weight_in_their_blend():
+    from neumiss import NeuMissRegressor
+    from neumiss.benchmark.realdata._methods import fitted_info
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = X[:, 0] * X[:, 1] + X[:, 2]
+    X[rng.random(X.shape) < 0.2] = np.nan
+    blended = NeuMissRegressor(depth=0, ensemble_size=2, max_epochs=5, random_state=0).fit(X, y)
+    assert fitted_info(blended)["mlp_weight"] == blended.head_results_[0]["mlp_weight"]
+    alone = NeuMissRegressor(depth=0, mlp_depth=0, ensemble_size=2, max_epochs=5,
+                             random_state=0).fit(X, y)
+    assert "mlp_weight" not in fitted_info(alone)  # one head: nothing blended

@@ -197,8 +197,8 @@ DEFAULT_METHODS = tuple(METHODS)
 
 def fitted_info(model) -> dict:
     """What a fitted model chose or ran, for the ``params`` column: iterations,
-    convergence, NeuMiss depth, weights, head, epochs and indicator columns (those it
-    has)."""
+    convergence, NeuMiss depth, weights, head (and the MLP heads' weight in their blend
+    with the linear heads), epochs and indicator columns (those it has)."""
     final = model.steps[-1][1] if hasattr(model, "steps") else model
     info = {}
     for attribute, key in (("n_iter_", "n_iter"), ("converged_", "converged"),
@@ -212,6 +212,9 @@ def fitted_info(model) -> dict:
         if isinstance(value, (np.ndarray, list, tuple)):
             value = np.max(value)
         info[key] = value.item() if isinstance(value, np.generic) else value
+    linear = (getattr(final, "head_results_", None) or {}).get(0, {})
+    if "mlp_weight" in linear:  # the MLP heads' weight in their blend with the linear ones
+        info["mlp_weight"] = linear["mlp_weight"]
     encoder = getattr(final, "encoder_", None)
     if getattr(encoder, "has_levels", False):  # the indicators integer_levels kept
         info["integer_levels"] = int(encoder.indicator_columns().sum())

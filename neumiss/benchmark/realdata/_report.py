@@ -187,18 +187,22 @@ def format_choices(runs: pd.DataFrame, method: str = CHOSEN_BY) -> list[str]:
         for key in ("spline", "mask_skip", "log_target", "integer_levels"):
             kept = group[key].fillna(0).astype(bool).sum() if key in group else 0
             row.append(f"{kept}/{n}")
-        row += [_counts(group["weight_sharing"]), _fmt(group["epochs"].median(), 0)]
+        weights = group.get("mlp_weight", pd.Series(dtype=float)).dropna()
+        row += [_fmt(weights.median(), 2) if len(weights) else "-",
+                _counts(group["weight_sharing"]), _fmt(group["epochs"].median(), 0)]
         rows.append(row)
     titles = [CHOICES[key] for key in ("spline", "mask_skip", "log_target", "integer_levels")]
     return [
         "", f"## What `{method}` chose", "",
         "Per task, over its folds: the block's depth (0: mean imputation feeding the head), "
         "the head, in how many folds the heads kept the spline term, the mask's own term, "
-        "the log of the target and indicator columns for integer values, the weight mode "
+        "the log of the target and indicator columns for integer values, the median weight "
+        "of the MLP heads in their blend with the linear heads fitted at depth 0 (0: the "
+        "linear heads alone, 1: the MLP heads; - where no fold blended), the weight mode "
         "and the median number of epochs of the network kept (0: kept untrained).",
         "",
     ] + _table(["task", "folds", CHOICES["depth"], CHOICES["head"], *titles,
-                CHOICES["weight_sharing"], "epochs"], rows)
+                "MLP weight", CHOICES["weight_sharing"], "epochs"], rows)
 
 
 def format_summary(summary: pd.DataFrame, runs: pd.DataFrame | None = None,
