@@ -175,6 +175,16 @@ def test_a_file_written_before_depth_screening_says_no_depth_was_screened(tmp_pa
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
 
 
+@pytest.mark.parametrize("mlp_depth", [0, 2])
+def test_a_file_written_before_the_blended_heads_has_the_head_it_names(tmp_path, mlp_depth):
+    X, y = linear_data(n=200, d=3, seed=0)
+    model = NeuMissRegressor(depth=1, mlp_depth=mlp_depth, max_epochs=2, ensemble_size=2,
+                             random_state=0).fit(X, y)
+    saved, loaded = _loaded_without(model, "mlp_weight_", tmp_path)
+    assert saved == loaded.mlp_weight_ == (1.0 if mlp_depth else 0.0)
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+
+
 def _loaded_without(model, attribute, tmp_path):
     """``model`` saved, then its file written again without ``attribute`` (as a file of
     an older release): the attribute's saved value and the estimator loaded back."""

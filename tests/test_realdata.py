@@ -609,4 +609,4 @@ def test_the_params_column_records_the_mlp_heads_weight_in_their_blend():
     assert fitted_info(blended)["mlp_weight"] == blended.head_results_[0]["mlp_weight"]
     alone = NeuMissRegressor(depth=0, mlp_depth=0, ensemble_size=2, max_epochs=5,
                              random_state=0).fit(X, y)
-    assert "mlp_weight" not in fitted_info(alone)  # one head: nothing blended
+    assert fitted_info(alone)["mlp_weight"] == 0.0  # the linear head alone

@@ -41,6 +41,15 @@ def test_a_classifier_tells_out_of_fold_validation_and_its_log_loss():
         f"{calibration['val_loss']:.4f})")
 
 
+def test_a_blended_head_says_its_mlp_weight():
+    X = np.random.default_rng(0).normal(size=(200, 3))
+    model = NeuMissRegressor(**{**FAST, "depth": 0}, mlp_depth=2).fit(X, X.sum(axis=1))
+    assert "MLP head (2 hidden layers of" in model.summary()
+    assert "blended" not in model.summary() and model.mlp_weight_ == 1.0
+    model.mlp_weight_ = 0.35  # as fitted_linear_head keeps a blend
+    assert "blended with the linear head (MLP weight 0.35)" in model.summary()
+
+
 def test_without_validation_and_unfitted():
     X = np.random.default_rng(0).normal(size=(200, 3))
     model = NeuMissQuantileRegressor(**FAST, validation_fraction=0).fit(X, X.sum(axis=1))

@@ -121,9 +121,8 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         rows), untrained (``head_results_[0]["epochs"]`` is 0), and blended with
         the MLP head: each member outputs ``w`` times its MLP head's output plus
         ``1 - w`` times its linear head's, ``w`` in steps of 0.05 the weight with
-        the lowest validation loss (``head_results_[0]["mlp_weight"]``; 0 keeps the
-        linear head, ``mlp_depth_`` 0). The blend is a network of the MLP head's
-        shape.
+        the lowest validation loss (``mlp_weight_``; 0 keeps the linear head,
+        ``mlp_depth_`` 0). The blend is a network of the MLP head's shape.
     mlp_width : int or None, default=None
         Width of those hidden layers; ``None`` means the number of columns the MLP
         reads (the encoded ones, and the spline's ramps with ``spline_``), at most 64
@@ -292,6 +291,11 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         The weight mode of ``network_``.
     mlp_depth_ : int
         The head's hidden layers (the kept one with ``mlp_depth="auto"``).
+    mlp_weight_ : float
+        The MLP head's weight in the head kept: 1 for an MLP head alone, 0 for the
+        linear head, between for their blend (at depth 0 with ``mlp_depth="auto"``: each
+        member outputs ``mlp_weight_`` times its MLP head's output plus ``1 -
+        mlp_weight_`` times its linear head's).
     mask_skip_ : bool
         Whether the heads have the mask's own linear term (``mask_skip``).
     spline_ : bool

@@ -282,6 +282,8 @@ def _rebuild(payload, classes: Mapping[str, type]):
                                 else int(estimator.mlp_width))
     if "depth_starts_" not in attributes:  # written before depth="auto" screened its depths
         estimator.depth_starts_ = None
+    if "mlp_weight_" not in attributes:  # written before the heads were blended
+        estimator.mlp_weight_ = 1.0 if estimator.mlp_depth_ else 0.0
     if "spline_" not in attributes:  # written before the spline term existed
         estimator.spline_, estimator.spline_ramps_ = False, 0
     if "classes_" in attributes and "start_C_" not in attributes:  # written when it was 1

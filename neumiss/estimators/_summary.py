@@ -15,12 +15,14 @@ SCHEMES = {
 
 
 def _head(estimator) -> str:
-    """The head: linear or MLP, with the mask's and the spline's terms."""
+    """The head: linear, MLP or their blend, with the mask's and the spline's terms."""
     if estimator.mlp_depth_ == 0:
         head = "linear head"
     else:
         layers = "layer" if estimator.mlp_depth_ == 1 else "layers"
         head = f"MLP head ({estimator.mlp_depth_} hidden {layers} of {estimator.mlp_width_})"
+        if estimator.mlp_weight_ < 1.0:
+            head += f" blended with the linear head (MLP weight {estimator.mlp_weight_:.2f})"
     if estimator.mask_skip_:
         head += " seeing the mask"
     if estimator.spline_:

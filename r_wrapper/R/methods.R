@@ -174,7 +174,8 @@ predict.neumiss <- function(object, newdata, type = c("response", "prob", "class
 print.neumiss <- function(x, ...) {
   .check_fit(x, "x")
   cat(sprintf("NeuMiss %s model (depth %d, %s weights, %s, %d epochs)\n", x$task,
-              x$best_depth, x$weight_sharing, .head_label(x$mlp_depth, x$mask_skip, x$spline), x$n_epochs))
+              x$best_depth, x$weight_sharing,
+              .head_label(x$mlp_depth, x$mask_skip, x$spline, x$mlp_weight), x$n_epochs))
   if (!is.null(x$call)) {
     cat("Call: ", paste(deparse(x$call), collapse = "\n"), "\n", sep = "")
   }
@@ -278,7 +279,8 @@ print.neumiss <- function(x, ...) {
 #' @param ... Unused.
 #' @return `summary()`: an object of class `"summary.neumiss"`, a list with
 #'   `task`, `depth` (the depth asked for), `best_depth` (the depth used),
-#'   `mlp_depth` (the head used: 0 is linear), `weight_sharing`, `mask_skip` (whether
+#'   `mlp_depth` (the head used: 0 is linear), `mlp_weight` (the MLP head's weight in
+#'   it: between 0 and 1, a blend with the linear head), `weight_sharing`, `mask_skip` (whether
 #'   the head sees the mask itself), `spline` (whether it adds splines of the features),
 #'   `log_target` (whether the network fits the log of the response),
 #'   `n_epochs`, `best_epoch` (whose weights were kept),
@@ -302,6 +304,7 @@ summary.neumiss <- function(object, ...) {
     depth = object$params$depth,
     best_depth = object$best_depth,
     mlp_depth = object$mlp_depth,
+    mlp_weight = object$mlp_weight,
     weight_sharing = object$weight_sharing,
     mask_skip = isTRUE(object$mask_skip),
     spline = isTRUE(object$spline),
@@ -372,7 +375,8 @@ print.summary.neumiss <- function(x, ...) {
     cat(sprintf("Classes: %s\n", .abbreviate_list(x$classes)))
   }
   cat(sprintf("Depth: %s (used: %d), weight sharing: %s, %s\n", .format_param(x$depth),
-              x$best_depth, x$weight_sharing, .head_label(x$mlp_depth, x$mask_skip, x$spline)))
+              x$best_depth, x$weight_sharing, .head_label(x$mlp_depth, x$mask_skip, x$spline,
+                                                          x$mlp_weight)))
   cat(sprintf("Epochs: %d (%s)\n", x$n_epochs,
               if (x$n_epochs == 0) "not trained: the start fitted to the data validated best"
               else if (x$best_epoch == 0) "no epoch beat the start fitted to the data: it is kept"
@@ -630,8 +634,9 @@ model.frame.neumiss <- function(formula, ...) {
   .abort("the model frame was not kept (model = FALSE, or a model read from a file); refit with model = TRUE.")
 }
 
-# "linear head" or "MLP head (k hidden layers)": the head a fit uses, "seeing the mask"
-# with the mask's own term, "with splines" with the spline term.
+# "linear head" or "MLP head (k hidden layers)": the head a fit uses, "blended with the
+# linear head" with its MLP weight below 1 (NULL: a fit read from an older file, not
+# blended), "seeing the mask" with the mask's own term, "with splines" with the spline term.
 # One line saying that the network fits log(response), when it does.
 .calibration_note <- function(x) {
   if (!is.null(x$temperature) && x$temperature != 1) {
@@ -669,9 +674,12 @@ model.frame.neumiss <- function(formula, ...) {
   }
 }
 
-.head_label <- function(mlp_depth, mask_skip = FALSE, spline = FALSE) {
+.head_label <- function(mlp_depth, mask_skip = FALSE, spline = FALSE, mlp_weight = NULL) {
   head <- if (mlp_depth == 0L) "linear head" else
     sprintf("MLP head (%d hidden layer%s)", mlp_depth, if (mlp_depth == 1L) "" else "s")
+  if (mlp_depth > 0L && !is.null(mlp_weight) && mlp_weight < 1) {
+    head <- sprintf("%s blended with the linear head (MLP weight %.2f)", head, mlp_weight)
+  }
   if (isTRUE(mask_skip)) head <- paste(head, "seeing the mask")
   if (isTRUE(spline)) paste(head, "with splines") else head
 }

@@ -159,7 +159,9 @@
 #'   `terms` (formula fits), `task`, `feature_names`, `column_kinds`,
 #'   `xlevels`, `level_statistics` (per factor encoded by target statistics,
 #'   a matrix of levels x statistics), `seed`, `history` (a data frame of per-epoch losses),
-#'   `n_epochs`, `best_depth`, `mlp_depth`, `weight_sharing`, `mask_skip` (whether the
+#'   `n_epochs`, `best_depth`, `mlp_depth`, `mlp_weight` (the MLP head's weight in the
+#'   head used: 0 linear, 1 the MLP head alone, between their blend), `weight_sharing`,
+#'   `mask_skip` (whether the
 #'   head sees the mask itself: the Python estimator's `mask_skip="auto"` decides on
 #'   the validation rows), `spline` (whether the head adds piecewise-linear splines of
 #'   the features: `spline="auto"` decides alike), `log_target` (whether the network
@@ -567,6 +569,7 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
     best_epoch = info$best_epoch,
     best_depth = info$best_depth,
     mlp_depth = info$mlp_depth,
+    mlp_weight = info$mlp_weight,
     weight_sharing = info$weight_sharing,
     mask_skip = isTRUE(info$mask_skip),
     spline = isTRUE(info$spline),

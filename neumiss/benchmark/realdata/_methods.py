@@ -203,7 +203,8 @@ def fitted_info(model) -> dict:
     info = {}
     for attribute, key in (("n_iter_", "n_iter"), ("converged_", "converged"),
                            ("best_depth_", "depth"), ("weight_sharing_", "weight_sharing"),
-                           ("mlp_depth_", "mlp_depth"), ("mask_skip_", "mask_skip"),
+                           ("mlp_depth_", "mlp_depth"), ("mlp_weight_", "mlp_weight"),
+                           ("mask_skip_", "mask_skip"),
                            ("spline_", "spline"), ("log_target_", "log_target"),
                            ("n_epochs_", "epochs")):
         value = getattr(final, attribute, None)
@@ -212,9 +213,6 @@ def fitted_info(model) -> dict:
         if isinstance(value, (np.ndarray, list, tuple)):
             value = np.max(value)
         info[key] = value.item() if isinstance(value, np.generic) else value
-    linear = (getattr(final, "head_results_", None) or {}).get(0, {})
-    if "mlp_weight" in linear:  # the MLP heads' weight in their blend with the linear ones
-        info["mlp_weight"] = linear["mlp_weight"]
     encoder = getattr(final, "encoder_", None)
     if getattr(encoder, "has_levels", False):  # the indicators integer_levels kept
         info["integer_levels"] = int(encoder.indicator_columns().sum())

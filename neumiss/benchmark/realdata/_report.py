@@ -197,8 +197,8 @@ def format_choices(runs: pd.DataFrame, method: str = CHOSEN_BY) -> list[str]:
         "Per task, over its folds: the block's depth (0: mean imputation feeding the head), "
         "the head, in how many folds the heads kept the spline term, the mask's own term, "
         "the log of the target and indicator columns for integer values, the median weight "
-        "of the MLP heads in their blend with the linear heads fitted at depth 0 (0: the "
-        "linear heads alone, 1: the MLP heads; - where no fold blended), the weight mode "
+        "of the MLP head in the head kept (``mlp_weight_``: 0 the linear head, 1 an MLP "
+        "head alone, between their blend; - where not recorded), the weight mode "
         "and the median number of epochs of the network kept (0: kept untrained).",
         "",
     ] + _table(["task", "folds", CHOICES["depth"], CHOICES["head"], *titles,

@@ -313,6 +313,8 @@ def describe(estimator):
         "best_epoch": int(estimator.best_epoch_),
         "best_depth": int(estimator.best_depth_),
         "mlp_depth": int(estimator.mlp_depth_),
+        # the MLP head's weight in the head kept (0: linear, 1: MLP, between: a blend)
+        "mlp_weight": float(estimator.mlp_weight_),
         "weight_sharing": str(getattr(estimator, "weight_sharing_", "")),
         "mask_skip": bool(estimator.mask_skip_),
         "spline": bool(getattr(estimator, "spline_", False)),

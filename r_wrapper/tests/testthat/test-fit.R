@@ -124,7 +124,8 @@ test_that("estimator parameters reach Python", {
                    validation_fraction = 0.2, random_state = 7L, weight_decay = 1e-4)
   expect_equal(fit$params[names(expected)], expected)
   expect_equal(fit$mlp_depth, 1L)
-  expect_output(print(fit), "MLP head \\(1 hidden layer\\)")
+  expect_equal(fit$mlp_weight, 1)  # the MLP head alone: nothing blended
+  expect_output(print(fit), "MLP head \\(1 hidden layer\\), ")
   expect_lte(fit$n_epochs, 3L)
   expect_error(neumiss(data$x, data$y, not_a_parameter = 1),
                "unknown parameter\\(s\\) not_a_parameter")
@@ -273,4 +274,12 @@ test_that("the head sees the mask when missingness tells the response", {
   plain <- neumiss(x, y, depth = 0, max_epochs = 5, seed = 1, mask_skip = FALSE)
   expect_false(plain$mask_skip)
   expect_false(grepl("seeing the mask", paste(capture.output(print(plain)), collapse = "\n")))
+})
+
+test_that("a head blended with the linear head says its MLP weight", {
+  expect_equal(neumiss:::.head_label(2L, mlp_weight = 0.35),
+               "MLP head (2 hidden layers) blended with the linear head (MLP weight 0.35)")
+  expect_equal(neumiss:::.head_label(2L, mlp_weight = 1), "MLP head (2 hidden layers)")
+  expect_equal(neumiss:::.head_label(2L), "MLP head (2 hidden layers)")  # a fit from an older file
+  expect_equal(neumiss:::.head_label(0L, mlp_weight = 0), "linear head")
 })
