@@ -34,6 +34,9 @@ for depth, result in model.depth_results_.items():
           f"{result['epochs']} epochs")
 for mlp_depth, result in model.head_results_.items():
     print(f"head with {mlp_depth} hidden layers: validation loss {result['val_loss']:.4f}")
+# At depth 0 the two heads are blended: the MLP head's weight in the head kept
+# (0: the linear head alone, 1: the MLP head alone).
+print(f"MLP head's weight: {model.mlp_weight_:.2f}")
 
 # %%
 # Validation loss by depth, and the chosen network's training curve
