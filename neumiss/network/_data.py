@@ -198,15 +198,6 @@ def _chunk_losses(
 
 
 @torch.no_grad()
-def member_outputs(network: nn.Module, data: TrainingData, chunk: int = 65536) -> torch.Tensor:
-    """The outputs (K, n, n_outputs) of each member of ``network`` (in eval mode; a
-    :class:`~neumiss.network.StackedNetwork`) on the rows of ``data``, in chunks of rows."""
-    network.eval()
-    return torch.cat([network.member_outputs(data.x[i:i + chunk], data.mask[i:i + chunk])
-                      for i in range(0, len(data), chunk)], dim=1)
-
-
-@torch.no_grad()
 def evaluate_loss(
     network: nn.Module,
     data: TrainingData,

@@ -81,6 +81,7 @@ from ._analytic import computes_iterates
 from ._block import NeuMissNetwork
 from ._callbacks import Callback, describe_training
 from ._choice import (
+    ROUNDING,
     Candidate,
     DepthChoice,
     clearly_better,
@@ -90,7 +91,6 @@ from ._choice import (
 from ._data import (
     TrainingData,
     held_out_outputs,
-    member_outputs,
     row_losses,
     stacked_shortcuts,
     validation_loss,
@@ -460,23 +460,36 @@ class DepthSearch:
                                      best_val_score=self.objective.score(loss))
         return best._replace(network=blend, result=result), summary
 
-    def blend_weight(self, network: StackedNetwork, linear: StackedNetwork) -> float:
-        """The weight ``w`` of :data:`BLEND_WEIGHTS` (the first of equal ones: the most
-        linear) for which the members' outputs ``w`` times ``network``'s plus ``1 - w``
-        times ``linear``'s have the lowest validation loss, each row scored as
-        :func:`~neumiss.network._data.evaluate_loss` scores a network's."""
-        mlp, lin = member_outputs(network, self.val_data), member_outputs(linear, self.val_data)
-        held, losses = self.val_data.held_out_by, []
-        for weight in BLEND_WEIGHTS:
-            outputs = weight * mlp + (1.0 - weight) * lin  # (K, n_val, n_outputs)
-            if held is not None:
-                output = held_out_outputs(outputs, held)
-            else:
-                output = outputs[0] if len(outputs) == 1 else combine_outputs(outputs,
-                                                                               self.combine)
-            losses.append(validation_loss(self.objective.loss(output, self.val_data.target),
-                                          self.val_data.weight))
-        return BLEND_WEIGHTS[int(np.argmin(losses))]
+    @torch.no_grad()
+    def blend_weight(self, network: StackedNetwork, linear: StackedNetwork,
+                     chunk: int = 65536) -> float:
+        """The weight ``w`` of :data:`BLEND_WEIGHTS` for which the members' outputs ``w``
+        times ``network``'s plus ``1 - w`` times ``linear``'s have the lowest validation
+        loss, each row scored as :func:`~neumiss.network._data.evaluate_loss` scores a
+        network's: the first (the most linear) within :data:`ROUNDING` of the lowest, since
+        blends of networks computing the same function differ by float32 rounding only.
+        Computed in chunks of ``chunk`` rows, so that memory holds a chunk's outputs only."""
+        data, totals = self.val_data, torch.zeros(len(BLEND_WEIGHTS), dtype=torch.float64)
+        network.eval()
+        linear.eval()
+        for start in range(0, len(data), chunk):
+            rows = slice(start, start + chunk)
+            mlp = network.member_outputs(data.x[rows], data.mask[rows])  # (K, rows, out)
+            lin = linear.member_outputs(data.x[rows], data.mask[rows])
+            for i, weight in enumerate(BLEND_WEIGHTS):
+                outputs = weight * mlp + (1.0 - weight) * lin
+                if data.held_out_by is not None:
+                    output = held_out_outputs(outputs, data.held_out_by[rows])
+                else:
+                    output = outputs[0] if len(outputs) == 1 else combine_outputs(
+                        outputs, self.combine)
+                losses = self.objective.loss(output, data.target[rows]).double()
+                if data.weight is not None:
+                    losses = losses * data.weight[rows]
+                totals[i] += losses.sum().cpu()
+        lowest = float(totals.min())
+        return next(weight for weight, total in zip(BLEND_WEIGHTS, totals.tolist())
+                    if total <= lowest + ROUNDING * abs(lowest))
 
     def untrained(self, network: StackedNetwork, started: float) -> Candidate:
         """``network`` (linear heads, untrained since ``started``, a ``perf_counter``
