@@ -357,6 +357,7 @@ def test_the_blend_kept_has_the_weight_of_lowest_validation_loss(nonlinear, out_
         assert kept is trained
     else:  # the MLP heads' shape, and their training
         assert kept.mlp_depth == 2 and kept.result.n_epochs == trained.result.n_epochs
+        assert kept.mlp_weight == weight
 
 
 def test_search_depths_fits_the_linear_head_at_depth_0_and_fine_tunes_it_deeper(monkeypatch):

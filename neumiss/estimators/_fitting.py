@@ -391,8 +391,8 @@ class FitPlan:
         estimator.best_depth_ = best.depth
         estimator.weight_sharing_ = best.weight_sharing
         estimator.mlp_depth_ = best.mlp_depth
-        estimator.mlp_weight_ = float(result.heads.get(0, {}).get(
-            "mlp_weight", 1.0 if best.mlp_depth else 0.0))
+        estimator.mlp_weight_ = (float(best.mlp_depth > 0) if best.mlp_weight is None
+                                 else best.mlp_weight)
         estimator.mask_skip_ = result.mask_skip
         estimator.spline_ = result.spline
         if is_classifier(estimator):  # the heads' logistic start

@@ -39,7 +39,9 @@ OUT_OF_FOLD_ROWS_PER_PARAMETER = 10
 
 
 class Candidate(NamedTuple):
-    """One trained network of the search and its training summary."""
+    """One trained network of the search and its training summary. ``mlp_weight``: the
+    MLP heads' weight in a blend with linear heads
+    (:meth:`~neumiss.network.DepthSearch.fitted_linear_head`), None for a head alone."""
 
     depth: int
     weight_sharing: str
@@ -47,6 +49,7 @@ class Candidate(NamedTuple):
     network: StackedNetwork
     result: TrainingResult
     seconds: float
+    mlp_weight: float | None = None
 
     @property
     def val_loss(self) -> float:

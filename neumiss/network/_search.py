@@ -95,7 +95,6 @@ from ._data import (
     stacked_shortcuts,
     validation_loss,
 )
-from ._ensemble import combine_outputs
 from ._losses import Objective
 from ._stacked import StackedNetwork
 from ._start import (
@@ -454,11 +453,10 @@ class DepthSearch:
         if weight == 0.0 or weight == 1.0:
             return (linear if weight == 0.0 else best), summary
         blend = best.network.blended_with(linear.network, weight)
-        loss = self._seen(validation_loss(row_losses(blend, self.val_data, self.objective.loss),
-                                          self.val_data.weight))
+        loss = self._validation_loss(blend)
         result = dataclasses.replace(best.result, best_val_loss=loss,
                                      best_val_score=self.objective.score(loss))
-        return best._replace(network=blend, result=result), summary
+        return best._replace(network=blend, result=result, mlp_weight=weight), summary
 
     @torch.no_grad()
     def blend_weight(self, network: StackedNetwork, linear: StackedNetwork,
@@ -478,11 +476,8 @@ class DepthSearch:
             lin = linear.member_outputs(data.x[rows], data.mask[rows])
             for i, weight in enumerate(BLEND_WEIGHTS):
                 outputs = weight * mlp + (1.0 - weight) * lin
-                if data.held_out_by is not None:
-                    output = held_out_outputs(outputs, data.held_out_by[rows])
-                else:
-                    output = outputs[0] if len(outputs) == 1 else combine_outputs(
-                        outputs, self.combine)
+                output = (network.combined(outputs) if data.held_out_by is None
+                          else held_out_outputs(outputs, data.held_out_by[rows]))
                 losses = self.objective.loss(output, data.target[rows]).double()
                 if data.weight is not None:
                     losses = losses * data.weight[rows]
@@ -494,13 +489,17 @@ class DepthSearch:
     def untrained(self, network: StackedNetwork, started: float) -> Candidate:
         """``network`` (linear heads, untrained since ``started``, a ``perf_counter``
         time) as a candidate, scored on the validation rows."""
-        loss = self._seen(validation_loss(row_losses(network, self.val_data,
-                                                     self.objective.loss),
-                                          self.val_data.weight))
+        loss = self._validation_loss(network)
         result = TrainingResult(history={key: [] for key in HISTORY}, best_val_loss=loss,
                                 best_val_score=self.objective.score(loss))
         return Candidate(network.depth, network.block.weight_sharing, 0, network, result,
                          time.perf_counter() - started)
+
+    def _validation_loss(self, network: StackedNetwork) -> float:
+        """``network``'s validation loss (:func:`row_losses`), recorded as seen."""
+        return self._seen(validation_loss(row_losses(network, self.val_data,
+                                                     self.objective.loss),
+                                          self.val_data.weight))
 
     @property
     def start_C(self) -> float:

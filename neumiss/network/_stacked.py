@@ -219,8 +219,12 @@ class StackedNetwork(nn.Module):
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """The members' outputs combined by ``combine`` (one member: its output),
         (batch, d) x 2 -> (batch, n_outputs)."""
-        outputs = self.member_outputs(x, mask)
-        return outputs[0] if self.n_members == 1 else combine_outputs(outputs, self.combine)
+        return self.combined(self.member_outputs(x, mask))
+
+    def combined(self, outputs: torch.Tensor) -> torch.Tensor:
+        """The members' outputs (K, batch, n_outputs) combined by ``combine`` (one member:
+        its output): (batch, n_outputs)."""
+        return outputs[0] if len(outputs) == 1 else combine_outputs(outputs, self.combine)
 
     def _output_weights(self) -> list[nn.Parameter]:
         """The stacked weights (no bias) of every term summed into the output: the head's

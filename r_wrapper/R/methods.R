@@ -634,10 +634,7 @@ model.frame.neumiss <- function(formula, ...) {
   .abort("the model frame was not kept (model = FALSE, or a model read from a file); refit with model = TRUE.")
 }
 
-# "linear head" or "MLP head (k hidden layers)": the head a fit uses, "blended with the
-# linear head" with its MLP weight below 1 (NULL: a fit read from an older file, not
-# blended), "seeing the mask" with the mask's own term, "with splines" with the spline term.
-# One line saying that the network fits log(response), when it does.
+# A classifier's temperature, when its probabilities were calibrated.
 .calibration_note <- function(x) {
   if (!is.null(x$temperature) && x$temperature != 1) {
     cat(sprintf("Probabilities: calibrated (log-odds divided by the temperature %.3g)\n",
@@ -652,6 +649,7 @@ model.frame.neumiss <- function(formula, ...) {
   }
 }
 
+# One line saying that the network fits log(response), when it does.
 .log_target_note <- function(x) {
   if (isTRUE(x$log_target)) {
     cat("Response: fitted on the log scale (log_target), predictions are exp() of it\n")
@@ -674,6 +672,9 @@ model.frame.neumiss <- function(formula, ...) {
   }
 }
 
+# "linear head" or "MLP head (k hidden layers)": the head a fit uses, "blended with the
+# linear head" with its MLP weight below 1 (NULL: a fit read from an older file, not
+# blended), "seeing the mask" with the mask's own term, "with splines" with the spline term.
 .head_label <- function(mlp_depth, mask_skip = FALSE, spline = FALSE, mlp_weight = NULL) {
   head <- if (mlp_depth == 0L) "linear head" else
     sprintf("MLP head (%d hidden layer%s)", mlp_depth, if (mlp_depth == 1L) "" else "s")
