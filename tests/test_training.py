@@ -490,7 +490,7 @@ def test_the_guard_needs_the_training_rows_in_memory():
 
 
 @pytest.mark.parametrize("n_train, cpu, cuda", [
-    (10, 10, 10), (300, 16, 16), (2_000, 62, 62), (9_000, 1125, 1125),
+    (10, 10, 10), (300, 32, 32), (1_000, 32, 32), (2_000, 62, 62), (9_000, 1125, 1125),
     (100_000, AUTO_BATCH_SIZE, 12500),
     (10_000_000, AUTO_BATCH_SIZE, GPU_AUTO_BATCH_SIZE),
 ])

@@ -211,8 +211,9 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         (:func:`neumiss.network.auto_learning_rate`), so that wide tables
         train as stably as narrow ones. The rate used is ``learning_rate_``.
     batch_size : int or "auto", default="auto"
-        Mini-batch size; ``"auto"`` is ``min(n_train, 2048, max(32, n_train // 8))``
-        (:func:`neumiss.network.auto_batch_size`): about 8 steps per epoch.
+        Mini-batch size; ``"auto"`` is ``min(n_train, 2048, max(32, min(n_train // 8,
+        n_train**2 // 64000)))`` (:func:`neumiss.network.auto_batch_size`): 8 steps per
+        epoch from about 8,000 rows, more on smaller tables.
     max_epochs : int, default=100
     validation_fraction : float in [0, 1) or "auto", default="auto"
         Share of rows held out for early stopping, the learning-rate schedule
