@@ -719,10 +719,10 @@ def test_the_identity_chain_goes_to_the_deepest_block_not_far_behind_the_chosen_
     deep = _candidate(16, val_loss=0.4)
     assert identity_depth(deep, results(d0=0.6, d16=0.4)) == 16
 
-@pytest.mark.parametrize("batch_size", [None, 40])
+@pytest.mark.parametrize("batch_size", [None, 24])
 def test_the_identity_chain_trains_powers_of_two_from_the_identity_on_small_batches(
         monkeypatch, batch_size):
-    train, val = _self_masked(1280, 0), _self_masked(200, 1)
+    train, val = _self_masked(2560, 0), _self_masked(200, 1)
     search = DepthSearch(_build, train, val, OBJECTIVE, seed=0, n_members=2,
                          moments=observed_moments(train), mask_skip=True)
     config = TrainingConfig(max_epochs=2, batch_size=batch_size)
@@ -740,7 +740,7 @@ def test_the_identity_chain_trains_powers_of_two_from_the_identity_on_small_batc
     search.best_loss = 1e-9  # far below anything: a data-started candidate is abandoned
     unbeatable = _candidate(0, val_loss=-1.0)  # the chain goes to the depth given
     kept, summaries = search.identity_chain(unbeatable, 6, "shared", 0, config)
-    expected_batch = batch_size or 1280 // IDENTITY_STEPS_PER_EPOCH  # 20 rows
+    expected_batch = batch_size or 2560 // IDENTITY_STEPS_PER_EPOCH  # 40 rows
     assert [f[:3] for f in fits] == [(d, False, expected_batch) for d in (0, 2, 4, 6)]
     assert all(epochs == 2 for *_, epochs in fits)  # never abandoned for best_loss
     assert list(summaries) == [0, 2, 4, 6]
