@@ -17,6 +17,7 @@ from neumiss.network import (
     DEPTH_PATIENCE,
     UNTIE_ROWS_PER_PARAMETER,
     Candidate,
+    NeuMissBlock,
     NeuMissNetwork,
     Objective,
     SquaredError,
@@ -551,6 +552,38 @@ def test_spline_term_helps_compares_the_linear_starts_at_the_depth_asked(bent, d
     assert (network.spline is not None) is bent
     if bent:  # the MLP reads the ramps beside the block's output
         assert network.head[0].in_features == 3 + network.encoding.n_ramps
+
+
+def test_a_start_fitted_again_with_other_terms_computes_its_block_once(monkeypatch):
+    # The spline's decision fits the screen's start again with the ramps: the block, started
+    # alike, is run once on the linear fit's rows; the linear parts are those a search
+    # computing everything anew fits (the squared loss's ridge: no start to depend on).
+    train, val = _bent(600, 0), _bent(300, 1)
+    objective = Objective(SquaredError(), lambda loss: -loss)
+
+    def search():
+        return DepthSearch(_build, train, val, objective, seed=0, n_members=2,
+                           moments=observed_moments(train), ramps=data_ramps(train))
+
+    def heads(network):
+        return {name: value.clone() for name, value in network.heads.items()}
+
+    runs = []
+    forward = NeuMissBlock.forward
+    monkeypatch.setattr(NeuMissBlock, "forward", lambda block, x, *rest: (
+        runs.append(block.depth) if len(x) == len(train) else None) or forward(block, x, *rest))
+    cached = search()
+    fitted = {}
+    for depth, spline in [(4, False), (4, True), (0, True), (4, True), (4, False)]:
+        cached.spline = spline
+        fitted[depth, spline] = heads(cached.members(depth, "shared", 0, None))
+    assert runs == [4, 0]  # depth 4's block once for both terms; depth 0's once
+    for (depth, spline), weights in fitted.items():  # against searches that share nothing
+        fresh = search()
+        fresh.spline = spline
+        expected = heads(fresh.members(depth, "shared", 0, None))
+        assert weights.keys() == expected.keys()
+        assert all(torch.equal(weights[name], expected[name]) for name in weights)
 
 
 @pytest.mark.parametrize("mask_skip", [False, True, "auto"])

@@ -177,7 +177,8 @@ def start_linear_parts(networks: list[NeuMissNetwork], data: TrainingData,
                        solution: tuple[torch.Tensor, torch.Tensor] | None = None,
                        logistic: bool = False,
                        initial: tuple[torch.Tensor, torch.Tensor] | None = None,
-                       held_out_penalty: HeldOutPenalty | None = None
+                       held_out_penalty: HeldOutPenalty | None = None,
+                       block_output: torch.Tensor | None = None
                        ) -> tuple[torch.Tensor, torch.Tensor]:
     """Fit the linear part of each network's head on the output of ``networks[0]``'s
     block (the block a :class:`~neumiss.network.StackedNetwork` keeps), in place.
@@ -209,15 +210,18 @@ def start_linear_parts(networks: list[NeuMissNetwork], data: TrainingData,
     on the same rows and loss: networks of another head depth), they are set without
     solving again. L-BFGS starts from ``initial`` when given (the solution of a problem
     with the same columns: another depth's block, or the block before training), not
-    from zero.
+    from zero. ``block_output``: the block's output on the rows the fit draws
+    (:func:`linear_fit_rows`), when the caller holds it (the same start fitted again
+    with other terms); else computed.
     """
     if solution is not None:
         _set_linear_parts(networks, *solution)
         return solution
-    rows = torch.as_tensor(_rows(len(data), max_rows, seed), device=data.device)
-    data = data.subset(rows)
+    data = linear_fit_rows(data, max_rows, seed)
     with torch.no_grad():  # the block's output, the mask, the spline's ramps: (n, p)
-        features = _linear_features(networks[0], data.x, data.mask).double()
+        if block_output is None:
+            block_output = networks[0].block.to(data.device)(data.x, data.mask)
+        features = _linear_features(networks[0], block_output, data.mask).double()
     n, n_members = len(data), len(networks)
     n_outputs = networks[0].head[-1].out_features
     case_weight = torch.ones(n, device=data.device) if data.weight is None else data.weight
@@ -293,16 +297,23 @@ def _penalized(features: torch.Tensor, target: torch.Tensor, row_weight: torch.T
     return weight.detach(), bias.detach()
 
 
-def _linear_features(network: NeuMissNetwork, x: torch.Tensor, mask: torch.Tensor
+def linear_fit_rows(data: TrainingData, max_rows: int = MOMENT_ROWS, seed: int = 0
+                    ) -> TrainingData:
+    """The rows :func:`start_linear_parts` fits on: at most ``max_rows`` of ``data``'s,
+    drawn with ``seed``."""
+    return data.subset(torch.as_tensor(_rows(len(data), max_rows, seed), device=data.device))
+
+
+def _linear_features(network: NeuMissNetwork, block_out: torch.Tensor, mask: torch.Tensor
                      ) -> torch.Tensor:
-    """What the linear part of ``network``'s head reads, (n, d [+ d] [+ R]): the block's
-    output, then the mask (with ``mask_skip``), then the ramps of the spline term."""
-    block_out = network.block.to(x.device)(x, mask)
+    """What the linear part of ``network``'s head reads, (n, d [+ d] [+ R]): its block's
+    output ``block_out``, then the mask (with ``mask_skip``), then the ramps of the
+    spline term."""
     parts = [block_out]
     if network.mask_skip is not None:
         parts.append(mask)
     if network.spline is not None:
-        parts.append(network.encoding.to(x.device)(block_out))
+        parts.append(network.encoding.to(block_out.device)(block_out))
     return torch.cat(parts, dim=1)
 
 
