@@ -300,7 +300,10 @@ def _penalized(features: torch.Tensor, target: torch.Tensor, row_weight: torch.T
 def linear_fit_rows(data: TrainingData, max_rows: int = MOMENT_ROWS, seed: int = 0
                     ) -> TrainingData:
     """The rows :func:`start_linear_parts` fits on: at most ``max_rows`` of ``data``'s,
-    drawn with ``seed``."""
+    drawn with ``seed`` (``data`` itself, not a copy, when it has no more: the linear fit
+    and :meth:`~neumiss.network.DepthSearch.started_output` both ask for them)."""
+    if len(data) <= max_rows:
+        return data
     return data.subset(torch.as_tensor(_rows(len(data), max_rows, seed), device=data.device))
 
 
