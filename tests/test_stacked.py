@@ -108,6 +108,36 @@ def test_each_member_computes_what_it_computes_alone(shape, n_members, seed):
 
 
 @settings(max_examples=25, deadline=None)
+@given(shape=SHAPES, n_members=st.integers(1, 4), seed=st.integers(0, 1000),
+       two_valued=st.booleans())
+def test_each_row_held_out_is_scored_by_the_member_that_held_it_out(shape, n_members, seed,
+                                                                     two_valued):
+    """``held_out_outputs`` (out-of-fold validation): row ``i``'s output is what member
+    ``held_out_by[i]`` computes alone, members holding out no row included, with the
+    sparse product of two-valued columns or the dense one; the members' outputs are
+    those :meth:`member_outputs` gives."""
+    members = _members(n_members, seed, **shape)
+    x, mask = _rows(33, seed)
+    shortcuts = (None, None)
+    if two_valued:  # column 1 complete, at 0.4 or 1.4
+        x[:, 1], mask[:, 1] = 0.4 + (torch.arange(33) % 3 == 0).float(), 0.0
+        shortcuts = (None, (torch.tensor([1]), torch.tensor([0.4]), torch.tensor([1.0])))
+    stacked = StackedNetwork(members, "mean", *shortcuts).eval()
+    held_out_by = torch.from_numpy(
+        np.random.default_rng(seed).integers(0, max(n_members - 1, 1), 33))
+    with torch.no_grad():
+        output = stacked.held_out_outputs(x, mask, held_out_by)
+        every = stacked.member_outputs(x, mask)
+    assert output.shape == (33, shape["n_outputs"])
+    for k, member in enumerate(members):
+        rows = held_out_by == k
+        with torch.no_grad():
+            alone = member(x[rows], mask[rows])
+        torch.testing.assert_close(output[rows], alone, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(output[rows], every[k, rows], rtol=1e-5, atol=1e-5)
+
+
+@settings(max_examples=25, deadline=None)
 @given(shape=SHAPES, n_members=st.integers(1, 3), seed=st.integers(0, 1000),
        complete=st.lists(st.booleans(), min_size=4, max_size=4), bounded=st.booleans())
 def test_the_blocks_shortcut_for_complete_columns_changes_nothing(shape, n_members, seed,

@@ -60,16 +60,13 @@ def fit_temperature(network, data: TrainingData, loss_fn: LossFunction,
         keep = torch.randperm(len(data), generator=generator)[:TEMPERATURE_MAX_ROWS]
         data = data.subset(keep.to(data.device))
     network.eval()
-    member_outputs = getattr(network, "member_outputs", None)
-    if member_outputs is None:
+    combine = getattr(network, "combine", None)
+    if not hasattr(network, "member_outputs"):
         logits = network(data.x, data.mask).unsqueeze(0)  # (1, n, C)
+    elif data.held_out_by is not None and network.n_members > 1:
+        logits = network.held_out_outputs(data.x, data.mask, data.held_out_by).unsqueeze(0)
     else:
-        logits = member_outputs(data.x, data.mask)  # (K, n, C)
-    if data.held_out_by is not None and logits.shape[0] > 1:
-        rows = torch.arange(len(data), device=logits.device)
-        logits, combine = logits[data.held_out_by, rows].unsqueeze(0), None
-    else:
-        combine = getattr(network, "combine", None)
+        logits = network.member_outputs(data.x, data.mask)  # (K, n, C)
     target = data.target
 
     def loss(log_temperature: float) -> float:

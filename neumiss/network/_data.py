@@ -168,12 +168,6 @@ def batch_loss(network: nn.Module, batch: TrainingData, loss_fn: LossFunction) -
     return mean_loss(losses, weight)
 
 
-def held_out_outputs(outputs: torch.Tensor, held_out_by: torch.Tensor) -> torch.Tensor:
-    """Each row's output from the member that held it out: ``outputs`` (K, n, n_outputs)
-    of the members, ``held_out_by`` (n,) -> (n, n_outputs)."""
-    return outputs[held_out_by, torch.arange(held_out_by.shape[0], device=held_out_by.device)]
-
-
 def _chunk_losses(
     network: nn.Module,
     data: TrainingData,
@@ -183,15 +177,15 @@ def _chunk_losses(
     """``(rows, losses)`` of ``network`` (in eval mode) per chunk of ``chunk`` rows of
     ``data``: the rows' slice and their losses, shape (rows,). Callers disable grad.
 
-    With ``data.held_out_by`` and a network of several members (``member_outputs``),
+    With ``data.held_out_by`` and a network of several members (``held_out_outputs``),
     each row is scored by the member that held it out (out-of-fold)."""
     network.eval()
-    out_of_fold = data.held_out_by is not None and hasattr(network, "member_outputs")
+    out_of_fold = data.held_out_by is not None and hasattr(network, "held_out_outputs")
     for start in range(0, len(data), chunk):
         rows = slice(start, start + chunk)
         if out_of_fold:
-            output = held_out_outputs(network.member_outputs(data.x[rows], data.mask[rows]),
-                                      data.held_out_by[rows])
+            output = network.held_out_outputs(data.x[rows], data.mask[rows],
+                                              data.held_out_by[rows])
         else:
             output = network(data.x[rows], data.mask[rows])
         yield rows, loss_fn(output, data.target[rows])

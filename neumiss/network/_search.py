@@ -90,7 +90,6 @@ from ._choice import (
 )
 from ._data import (
     TrainingData,
-    held_out_outputs,
     row_losses,
     stacked_shortcuts,
     validation_loss,
@@ -490,12 +489,16 @@ class DepthSearch:
         linear.eval()
         for start in range(0, len(data), chunk):
             rows = slice(start, start + chunk)
-            mlp = network.member_outputs(data.x[rows], data.mask[rows])  # (K, rows, out)
-            lin = linear.member_outputs(data.x[rows], data.mask[rows])
+            if data.held_out_by is None:  # (K, rows, out): combined once blended
+                mlp = network.member_outputs(data.x[rows], data.mask[rows])
+                lin = linear.member_outputs(data.x[rows], data.mask[rows])
+            else:  # (rows, out): each row's held-out member's
+                held_out_by = data.held_out_by[rows]
+                mlp = network.held_out_outputs(data.x[rows], data.mask[rows], held_out_by)
+                lin = linear.held_out_outputs(data.x[rows], data.mask[rows], held_out_by)
             for i, weight in enumerate(BLEND_WEIGHTS):
                 outputs = weight * mlp + (1.0 - weight) * lin
-                output = (network.combined(outputs) if data.held_out_by is None
-                          else held_out_outputs(outputs, data.held_out_by[rows]))
+                output = network.combined(outputs) if data.held_out_by is None else outputs
                 losses = self.objective.loss(output, data.target[rows]).double()
                 if data.weight is not None:
                     losses = losses * data.weight[rows]

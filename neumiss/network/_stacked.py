@@ -140,34 +140,68 @@ class StackedNetwork(nn.Module):
         product (and its gradient) costs less than ``K`` small batched ones and sums the
         members' gradients of the shared input inside the product.
         """
+        return self._head_outputs(self._head_inputs(x, mask), mask)
+
+    def held_out_outputs(self, x: torch.Tensor, mask: torch.Tensor,
+                         held_out_by: torch.Tensor) -> torch.Tensor:
+        """Each row's output from the member ``held_out_by`` names: (batch, d), (batch, d),
+        (batch,) -> (batch, n_outputs), what :meth:`member_outputs` gives for that member
+        and row (out-of-fold validation). The block runs once on every row. Each member's
+        MLP head runs on the rows it held out only, a ``K``-th of the heads' cost; linear
+        heads are one product for all members on every row, cheaper than gathering rows
+        (up to float32 rounding, both compute each member's output)."""
+        inputs = self._head_inputs(x, mask)
+        if "skip__weight" not in self.heads:  # linear heads
+            rows = torch.arange(x.shape[0], device=x.device)
+            return self._head_outputs(inputs, mask)[held_out_by, rows]
+        output = None
+        for k in range(self.n_members):
+            rows = (held_out_by == k).nonzero().squeeze(1)
+            member = self._head_outputs(inputs[rows], mask[rows], k)[0]
+            if output is None:
+                output = member.new_empty((x.shape[0], member.shape[1]))
+            output[rows] = member
+        return output
+
+    def _head_inputs(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """What the heads read: the block's output (batch, d), and the spline's ramps of it
+        (batch, R) beside it when there are: (batch, F)."""
         block_out = self.block(x, mask, self.missing)  # (batch, d)
         ramps = None if self.encoding is None else self.encoding(block_out)  # (batch, R)
         # an MLP head's first layer reads the ramps beside the block's output, as the
         # spline's weights do; a linear head reads the block's output only
-        inputs = block_out if ramps is None else torch.cat([block_out, ramps], dim=-1)
-        n_members, batch = self.n_members, inputs.shape[0]
-        first = self.heads[f"{self._layers[0]}__weight"]  # (K, width or n_outputs, *)
-        mlp = "skip__weight" in self.heads
-        linear = [self.heads["skip__weight"] if mlp else first]  # (K, n_outputs, d)
-        if ramps is not None:
-            linear.append(self.heads["spline__weight"])  # (K, n_outputs, R)
-        linear = torch.cat(linear, dim=-1) if len(linear) > 1 else linear[0]  # (K, n_outputs, F)
+        return block_out if ramps is None else torch.cat([block_out, ramps], dim=-1)
+
+    def _head_outputs(self, inputs: torch.Tensor, mask: torch.Tensor,
+                      member: int | None = None) -> torch.Tensor:
+        """The outputs of every member's head (K' = K), or of ``member``'s alone (K' = 1),
+        on ``inputs`` (batch, F) of :meth:`_head_inputs` and ``mask`` (batch, d):
+        (K', batch, n_outputs)."""
+        heads = self.heads if member is None else {
+            name: weight[member:member + 1] for name, weight in self.heads.items()}
+        n_members, batch = heads[f"{self._layers[0]}__weight"].shape[0], inputs.shape[0]
+        first = heads[f"{self._layers[0]}__weight"]  # (K', width or n_outputs, *)
+        mlp = "skip__weight" in heads
+        linear = [heads["skip__weight"] if mlp else first]  # (K', n_outputs, d)
+        if "spline__weight" in heads:
+            linear.append(heads["spline__weight"])  # (K', n_outputs, R)
+        linear = torch.cat(linear, dim=-1) if len(linear) > 1 else linear[0]  # (K', n_outputs, F)
         n_outputs = linear.shape[1]
         weights = torch.cat([first.flatten(0, 1), linear.flatten(0, 1)]) if mlp else (
-            linear.flatten(0, 1))  # (K * width + K * n_outputs, F), or (K * n_outputs, F)
-        product = self._product(inputs, weights)  # (batch, K * width + K * n_outputs)
-        out = product[:, product.shape[1] - n_members * n_outputs:]  # (batch, K * n_outputs)
-        if "mask_skip__weight" in self.heads:
-            out = torch.addmm(out, mask, self.heads["mask_skip__weight"].flatten(0, 1).T)
-        out = out.reshape(batch, n_members, n_outputs).transpose(0, 1)  # (K, batch, n_outputs)
+            linear.flatten(0, 1))  # (K' * width + K' * n_outputs, F), or (K' * n_outputs, F)
+        product = self._product(inputs, weights)  # (batch, K' * width + K' * n_outputs)
+        out = product[:, product.shape[1] - n_members * n_outputs:]  # (batch, K' * n_outputs)
+        if "mask_skip__weight" in heads:
+            out = torch.addmm(out, mask, heads["mask_skip__weight"].flatten(0, 1).T)
+        out = out.reshape(batch, n_members, n_outputs).transpose(0, 1)  # (K', batch, n_outputs)
         if not mlp:
-            return out + self.heads[f"{self._layers[0]}__bias"].unsqueeze(1)
+            return out + heads[f"{self._layers[0]}__bias"].unsqueeze(1)
         hidden = product[:, :n_members * first.shape[1]].reshape(
-            batch, n_members, first.shape[1]).transpose(0, 1)  # (K, batch, width)
-        hidden = hidden + self.heads[f"{self._layers[0]}__bias"].unsqueeze(1)
+            batch, n_members, first.shape[1]).transpose(0, 1)  # (K', batch, width)
+        hidden = hidden + heads[f"{self._layers[0]}__bias"].unsqueeze(1)
         for key in self._layers[1:]:
-            hidden = torch.baddbmm(self.heads[f"{key}__bias"].unsqueeze(1), torch.relu(hidden),
-                                   self.heads[f"{key}__weight"].transpose(1, 2))
+            hidden = torch.baddbmm(heads[f"{key}__bias"].unsqueeze(1), torch.relu(hidden),
+                                   heads[f"{key}__weight"].transpose(1, 2))
         return hidden + out
 
     def _product(self, inputs: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
