@@ -190,14 +190,16 @@ class StackedNetwork(nn.Module):
         weights = torch.cat([first.flatten(0, 1), linear.flatten(0, 1)]) if mlp else (
             linear.flatten(0, 1))  # (K' * width + K' * n_outputs, F), or (K' * n_outputs, F)
         product = self._product(inputs, weights)  # (batch, K' * width + K' * n_outputs)
-        out = product[:, product.shape[1] - n_members * n_outputs:]  # (batch, K' * n_outputs)
+        # one split (its backward one concatenation) rather than two slices (each a zero
+        # tensor of the product's shape in the backward pass)
+        width = first.shape[1] if mlp else 0
+        hidden, out = product.split([n_members * width, n_members * n_outputs], dim=1)
         if "mask_skip__weight" in heads:
             out = torch.addmm(out, mask, heads["mask_skip__weight"].flatten(0, 1).T)
         out = out.reshape(batch, n_members, n_outputs).transpose(0, 1)  # (K', batch, n_outputs)
         if not mlp:
             return out + heads[f"{self._layers[0]}__bias"].unsqueeze(1)
-        hidden = product[:, :n_members * first.shape[1]].reshape(
-            batch, n_members, first.shape[1]).transpose(0, 1)  # (K', batch, width)
+        hidden = hidden.reshape(batch, n_members, width).transpose(0, 1)  # (K', batch, width)
         hidden = hidden + heads[f"{self._layers[0]}__bias"].unsqueeze(1)
         for key in self._layers[1:]:
             hidden = torch.baddbmm(heads[f"{key}__bias"].unsqueeze(1), torch.relu(hidden),
