@@ -489,13 +489,12 @@ class DepthSearch:
         linear.eval()
         for start in range(0, len(data), chunk):
             rows = slice(start, start + chunk)
+            x, mask = data.x[rows], data.mask[rows]
             if data.held_out_by is None:  # (K, rows, out): combined once blended
-                mlp = network.member_outputs(data.x[rows], data.mask[rows])
-                lin = linear.member_outputs(data.x[rows], data.mask[rows])
+                mlp, lin = network.member_outputs(x, mask), linear.member_outputs(x, mask)
             else:  # (rows, out): each row's held-out member's
-                held_out_by = data.held_out_by[rows]
-                mlp = network.held_out_outputs(data.x[rows], data.mask[rows], held_out_by)
-                lin = linear.held_out_outputs(data.x[rows], data.mask[rows], held_out_by)
+                mlp, lin = (net.held_out_outputs(x, mask, data.held_out_by[rows])
+                            for net in (network, linear))
             for i, weight in enumerate(BLEND_WEIGHTS):
                 outputs = weight * mlp + (1.0 - weight) * lin
                 output = network.combined(outputs) if data.held_out_by is None else outputs

@@ -154,13 +154,11 @@ class StackedNetwork(nn.Module):
         if "skip__weight" not in self.heads:  # linear heads
             rows = torch.arange(x.shape[0], device=x.device)
             return self._head_outputs(inputs, mask)[held_out_by, rows]
-        output = None
+        n_outputs = self.heads[f"{self._layers[-1]}__bias"].shape[-1]
+        output = inputs.new_empty((x.shape[0], n_outputs))
         for k in range(self.n_members):
             rows = (held_out_by == k).nonzero().squeeze(1)
-            member = self._head_outputs(inputs[rows], mask[rows], k)[0]
-            if output is None:
-                output = member.new_empty((x.shape[0], member.shape[1]))
-            output[rows] = member
+            output[rows] = self._head_outputs(inputs[rows], mask[rows], k)[0]
         return output
 
     def _head_inputs(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
