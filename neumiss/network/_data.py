@@ -53,32 +53,26 @@ class TrainingData:
         """The features ``keep`` (a boolean (d,) tensor on the data's device) of every row."""
         return dataclasses.replace(self, x=self.x[:, keep], mask=self.mask[:, keep])
 
-    def rows(self, start: int, stop: int) -> TrainingData:
-        """Rows ``start:stop``, as views (no copy)."""
-        weight = None if self.weight is None else self.weight[start:stop]
-        members = None if self.member_weight is None else self.member_weight[start:stop]
-        held = None if self.held_out_by is None else self.held_out_by[start:stop]
-        return TrainingData(self.x[start:stop], self.mask[start:stop], self.target[start:stop],
-                            weight, members, held)
-
     @property
     def device(self) -> torch.device:
         return self.x.device
 
     def batches(self, batch_size: int, generator: torch.Generator) -> Iterator[TrainingData]:
-        """One epoch's mini-batches: the rows shuffled with ``generator`` (one gather),
-        then cut into views of ``batch_size`` rows. On an accelerator the permutation is
-        drawn there, by a generator seeded from ``generator`` (a CPU one): a million rows
-        take 16 ms to permute on the host, an epoch of replayed steps about as long."""
+        """One epoch's mini-batches: the rows shuffled with ``generator``, then cut into
+        batches of ``batch_size`` rows, each gathered when it is reached. (One gather of
+        the whole epoch writes a fresh buffer the size of the table, whose pages the
+        system maps anew each epoch: 13 ms against 6 for 7,600 rows of 217 columns.) On
+        an accelerator the permutation is drawn there, by a generator seeded from
+        ``generator`` (a CPU one): a million rows take 16 ms to permute on the host, an
+        epoch of replayed steps about as long."""
         if self.device.type == "cpu":
             order = torch.randperm(len(self), generator=generator)
         else:
             seed = int(torch.randint(2**62, (), generator=generator))
             on_device = torch.Generator(self.device).manual_seed(seed)
             order = torch.randperm(len(self), generator=on_device, device=self.device)
-        shuffled = self.subset(order)
         for start in range(0, len(self), batch_size):
-            yield shuffled.rows(start, start + batch_size)
+            yield self.subset(order[start:start + batch_size])
 
 
 #: :func:`missing_columns` gives the block's shortcut only when the complete columns

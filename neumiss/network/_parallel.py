@@ -167,6 +167,5 @@ class EvenBatches:
 
     def batches(self, batch_size: int, generator: torch.Generator) -> Iterator[TrainingData]:
         order = torch.randperm(len(self.data), generator=generator)[: self.n_rows]
-        shuffled = self.data.subset(order)
-        for start in range(0, self.n_rows, batch_size):
-            yield shuffled.rows(start, start + batch_size)
+        for start in range(0, self.n_rows, batch_size):  # as TrainingData.batches
+            yield self.data.subset(order[start:start + batch_size])
