@@ -5,6 +5,8 @@ import copy
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neumiss import NeuMissBlock, NeuMissNetwork
 
@@ -321,3 +323,36 @@ def test_mask_skip_uses_informative_missingness():
     assert scores[True] > 0.95 and scores[True] > scores[False] + 0.05, scores
     weight = model.network_.mask_skip.weight.detach().numpy()[0]
     assert weight[0] * model.y_scale_ == pytest.approx(3.0, abs=0.3)  # in y's units
+
+
+@settings(max_examples=40, deadline=None)
+@given(n_rows=st.integers(0, 5000), n_features=st.integers(1, 3000))
+def test_row_chunks_cut_the_rows_once_each_in_aligned_chunks(n_rows, n_features):
+    from neumiss.network._block import ALIGNED_ROWS, CACHED_FLOATS, row_chunks
+
+    chunks = row_chunks(n_rows, n_features, torch.device("cpu"))
+    covered = np.concatenate([np.arange(n_rows)[rows] for rows in chunks])
+    assert np.array_equal(covered, np.arange(n_rows))
+    assert all(rows.start % ALIGNED_ROWS == 0 for rows in chunks)
+    sizes = [len(range(n_rows)[rows]) for rows in chunks]
+    assert max(sizes) <= max(ALIGNED_ROWS, CACHED_FLOATS // n_features)
+
+
+@settings(max_examples=25, deadline=None)
+@given(n_rows=st.integers(1, 400), n_features=st.integers(1, 40), depth=st.integers(0, 5),
+       residual=st.booleans(), floats=st.sampled_from([8, 64 * 40, 2**18]),
+       seed=st.integers(0, 2**16))
+def test_a_tables_output_in_chunks_is_the_forward_output_bit_for_bit(
+        n_rows, n_features, depth, residual, floats, seed):
+    import neumiss.network._block as block_module
+
+    generator = torch.Generator().manual_seed(seed)
+    block = NeuMissBlock(n_features, depth=depth, weight_sharing="shared", residual=residual)
+    block.reset_parameters(generator)
+    mask = (torch.rand(n_rows, n_features, generator=generator) < 0.3).float()
+    x = torch.randn(n_rows, n_features, generator=generator) * (1 - mask)
+    missing = mask.any(dim=0).nonzero().squeeze(1)
+    with torch.no_grad(), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(block_module, "CACHED_FLOATS", floats)  # chunks of 64 rows and more
+        for columns in (None, missing):
+            assert torch.equal(block.table_output(x, mask, columns), block(x, mask, columns))

@@ -29,6 +29,21 @@ from ._spline import PiecewiseLinearEncoding
 
 WEIGHT_MODES = ("independent", "shared")
 
+#: How many float32 numbers of hidden state (rows x d) a chunk of a table's rows holds on
+#: its way through a network without gradients on the CPU (:func:`row_chunks`): 1 MiB,
+#: which a core's cache keeps through the block's iterations instead of reading it from
+#: memory at each (7,592 rows x 217, depth 16: 377 -> 150 ms; 4,800 x 567: 856 -> 603 ms).
+CACHED_FLOATS = 2**18
+#: The CPU's chunks of rows (:func:`row_chunks`) start at multiples of this many rows.
+#: The float32 matrix products (MKL) sum a row's terms in an order that depends on its
+#: place in the blocks of rows they cut; chunks aligned so give each row the output it
+#: has in the whole table, bit for bit (checked for d = 3 to 567 and 333 to 7,592 rows;
+#: chunks of 9 rows, say, change last bits).
+ALIGNED_ROWS = 64
+#: Rows per chunk of :func:`row_chunks` on an accelerator (memory, not cache, bounds
+#: them there).
+DEVICE_CHUNK_ROWS = 65536
+
 #: Arguments of the :class:`NeuMissBlock` and :class:`NeuMissNetwork` constructors.
 _CONSTRAINTS = {
     "n_features": Integer(1),
@@ -41,6 +56,19 @@ _CONSTRAINTS = {
     "mask_skip": Boolean(),
     "n_ramps": Integer(0),
 }
+
+
+def row_chunks(n_rows: int, n_features: int, device: torch.device) -> list[slice]:
+    """Slices cutting ``n_rows`` rows of ``n_features`` columns on ``device`` into chunks
+    (one, when they fit): on the CPU of at most :data:`CACHED_FLOATS` numbers, in whole
+    multiples of :data:`ALIGNED_ROWS` rows (the last chunk the rest), elsewhere of
+    :data:`DEVICE_CHUNK_ROWS` rows."""
+    if torch.device(device).type == "cpu":
+        most = CACHED_FLOATS // max(n_features, 1) // ALIGNED_ROWS * ALIGNED_ROWS
+        size = max(ALIGNED_ROWS, most)
+    else:
+        size = DEVICE_CHUNK_ROWS
+    return [slice(start, start + size) for start in range(0, max(n_rows, 1), size)]
 
 
 class NeuMissBlock(nn.Module):
@@ -203,6 +231,20 @@ class NeuMissBlock(nn.Module):
             return x.index_copy(1, missing, out)
         return torch.clamp(x, self.lower, self.upper).index_copy(
             1, missing, torch.clamp(out, self.lower[missing], self.upper[missing]))
+
+    @torch.no_grad()
+    def table_output(self, x: torch.Tensor, mask: torch.Tensor,
+                     missing: torch.Tensor | None = None) -> torch.Tensor:
+        """``forward`` over a whole table's rows, without gradients, in the chunks of
+        :func:`row_chunks`: each row's output is the one ``forward`` on all the rows at
+        once gives it, bit for bit (:data:`ALIGNED_ROWS`).
+
+        Shapes: ``x``, ``mask`` (n, d) and ``missing`` (k,) as :meth:`forward` takes
+        them -> (n, d)."""
+        chunks = row_chunks(*x.shape, x.device)
+        if len(chunks) == 1:
+            return self(x, mask, missing)
+        return torch.cat([self(x[rows], mask[rows], missing) for rows in chunks])
 
     def forward_nan(self, x: torch.Tensor) -> torch.Tensor:
         """Convenience: ``forward`` on a tensor whose missing entries are NaN.

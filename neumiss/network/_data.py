@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ._block import row_chunks
+
 #: ``loss_fn(output, target)``: the loss of each row, shape (n,).
 LossFunction = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 #: ``score_fn(loss)``: the score shown for a mean loss (e.g. R²), larger is better.
@@ -166,41 +168,33 @@ def _chunk_losses(
     network: nn.Module,
     data: TrainingData,
     loss_fn: LossFunction,
-    chunk: int,
-) -> Iterator[tuple[slice, torch.Tensor]]:
-    """``(rows, losses)`` of ``network`` (in eval mode) per chunk of ``chunk`` rows of
-    ``data``: the rows' slice and their losses, shape (rows,). Callers disable grad.
+) -> Iterator[torch.Tensor]:
+    """The losses of ``network`` (in eval mode) on the rows of ``data``, shape (rows,), per
+    chunk of :func:`~neumiss.network._block.row_chunks`, in order. Callers disable grad.
 
     With ``data.held_out_by`` and a network of several members (``held_out_outputs``),
     each row is scored by the member that held it out (out-of-fold)."""
     network.eval()
     out_of_fold = data.held_out_by is not None and hasattr(network, "held_out_outputs")
-    for start in range(0, len(data), chunk):
-        rows = slice(start, start + chunk)
+    for rows in row_chunks(*data.x.shape, data.device):
         if out_of_fold:
             output = network.held_out_outputs(data.x[rows], data.mask[rows],
                                               data.held_out_by[rows])
         else:
             output = network(data.x[rows], data.mask[rows])
-        yield rows, loss_fn(output, data.target[rows])
+        yield loss_fn(output, data.target[rows])
 
 
 @torch.no_grad()
-def evaluate_loss(
-    network: nn.Module,
-    data: TrainingData,
-    loss_fn: LossFunction,
-    chunk: int = 65536,
-) -> float:
-    """Mean (case-weighted) loss of ``network`` over ``data``, evaluated in chunks of rows."""
-    total = 0.0
-    for rows, losses in _chunk_losses(network, data, loss_fn, chunk):
-        if data.weight is None:
-            total += float(losses.mean()) * losses.shape[0]
-        else:
-            total += float((losses * data.weight[rows]).sum())
-    size = len(data) if data.weight is None else float(data.weight.sum())
-    return total / max(size, 1e-300)
+def evaluate_loss(network: nn.Module, data: TrainingData, loss_fn: LossFunction) -> float:
+    """Mean (case-weighted) loss of ``network`` over ``data`` (0 without rows), the rows'
+    losses computed in chunks (:func:`row_losses`)."""
+    if len(data) == 0:
+        return 0.0
+    losses = row_losses(network, data, loss_fn)
+    if data.weight is None:
+        return float(losses.mean())
+    return float((losses * data.weight).sum()) / max(float(data.weight.sum()), 1e-300)
 
 
 def validation_loss(losses: torch.Tensor, weight: torch.Tensor | None) -> float:
@@ -210,11 +204,7 @@ def validation_loss(losses: torch.Tensor, weight: torch.Tensor | None) -> float:
 
 
 @torch.no_grad()
-def row_losses(
-    network: nn.Module,
-    data: TrainingData,
-    loss_fn: LossFunction,
-    chunk: int = 65536,
-) -> torch.Tensor:
-    """The loss of ``network`` on each row of ``data``, shape (n,), evaluated in chunks."""
-    return torch.cat([losses for _, losses in _chunk_losses(network, data, loss_fn, chunk)])
+def row_losses(network: nn.Module, data: TrainingData, loss_fn: LossFunction) -> torch.Tensor:
+    """The loss of ``network`` on each row of ``data``, shape (n,), evaluated in chunks of
+    rows (:func:`~neumiss.network._block.row_chunks`)."""
+    return torch.cat(list(_chunk_losses(network, data, loss_fn)))

@@ -245,8 +245,7 @@ class DepthSearch:
         key = (block.depth, block.weight_sharing)
         if self._started_output is None or self._started_output[0] != key:
             rows = linear_fit_rows(self.train_data, seed=self.seed)
-            with torch.no_grad():
-                self._started_output = (key, block.to(rows.device)(rows.x, rows.mask))
+            self._started_output = (key, block.to(rows.device).table_output(rows.x, rows.mask))
         return self._started_output[1]
 
     def fit_linear_parts(self, networks: list[NeuMissNetwork],

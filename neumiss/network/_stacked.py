@@ -217,11 +217,10 @@ class StackedNetwork(nn.Module):
         return torch.addmm(away + other @ self.base, inputs[:, self.dense],
                            weights[:, self.dense].T)
 
-    @torch.no_grad()
-    def block_output(self, data: TrainingData, chunk: int = 65536) -> torch.Tensor:
-        """The block's output (n, d) on the rows of ``data``, computed in chunks of rows."""
-        return torch.cat([self.block(data.x[i:i + chunk], data.mask[i:i + chunk], self.missing)
-                          for i in range(0, len(data), chunk)])
+    def block_output(self, data: TrainingData) -> torch.Tensor:
+        """The block's output (n, d) on the rows of ``data``, computed in chunks of rows
+        (:meth:`~neumiss.network.NeuMissBlock.table_output`)."""
+        return self.block.table_output(data.x, data.mask, self.missing)
 
     @contextlib.contextmanager
     def on_block_outputs(self, *datasets: TrainingData | None

@@ -220,7 +220,7 @@ def start_linear_parts(networks: list[NeuMissNetwork], data: TrainingData,
     data = linear_fit_rows(data, max_rows, seed)
     with torch.no_grad():  # the block's output, the mask, the spline's ramps: (n, p)
         if block_output is None:
-            block_output = networks[0].block.to(data.device)(data.x, data.mask)
+            block_output = networks[0].block.to(data.device).table_output(data.x, data.mask)
         features = _linear_features(networks[0], block_output, data.mask).double()
     n, n_members = len(data), len(networks)
     n_outputs = networks[0].head[-1].out_features
