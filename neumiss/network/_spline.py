@@ -102,7 +102,9 @@ class PiecewiseLinearEncoding(nn.Module):
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
         """Shapes: (..., d) -> (..., n_ramps)."""
-        return ((h[..., self.feature] - self.left) / self.width).clamp(0.0, 1.0)
+        # index_select, not h[..., feature]: the same gather, and its backward (index_add)
+        # costs half of advanced indexing's (index_put with accumulation)
+        return ((h.index_select(-1, self.feature) - self.left) / self.width).clamp(0.0, 1.0)
 
     def extra_repr(self) -> str:
         return f"n_ramps={self.n_ramps}"

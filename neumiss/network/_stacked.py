@@ -209,13 +209,15 @@ class StackedNetwork(nn.Module):
         those columns' share from their ``base`` and the rows away from it."""
         if self.two_valued is None:
             return inputs @ weights.T
-        other = weights[:, self.two_valued]  # (P, b)
-        rows, columns = (inputs[:, self.two_valued] != self.base).nonzero(as_tuple=True)
+        # index_select rather than advanced indexing: the same columns, a cheaper backward
+        other = weights.index_select(1, self.two_valued)  # (P, b)
+        rows, columns = (inputs.index_select(1, self.two_valued) != self.base).nonzero(
+            as_tuple=True)
         offsets = torch.searchsorted(rows, torch.arange(inputs.shape[0], device=rows.device))
         away = nn.functional.embedding_bag(columns, (other * self.step).T, offsets,
                                            mode="sum")  # (batch, P)
-        return torch.addmm(away + other @ self.base, inputs[:, self.dense],
-                           weights[:, self.dense].T)
+        return torch.addmm(away + other @ self.base, inputs.index_select(1, self.dense),
+                           weights.index_select(1, self.dense).T)
 
     def block_output(self, data: TrainingData) -> torch.Tensor:
         """The block's output (n, d) on the rows of ``data``, computed in chunks of rows
