@@ -158,7 +158,7 @@ def test_replayed_steps_do_not_wait_for_the_gpu():
     graphs = GraphedSteps(64)
     _train_epoch(network, data, optimizer, _squared, 64, generator, graphs)  # records
     counts = {rows: _sync_warnings(lambda rows=rows: _train_epoch(
-        network, data.subset(torch.arange(rows)), optimizer, _squared, 64, generator, graphs))
+        network, data.rows(0, rows), optimizer, _squared, 64, generator, graphs))
         for rows in (16 * 64, 64 * 64)}
     assert counts[16 * 64] == counts[64 * 64], counts
 

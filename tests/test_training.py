@@ -526,7 +526,7 @@ def test_a_start_better_than_every_epoch_is_kept():
     # far too high ruins every epoch, so the start is what training keeps.
     data, network = _started_at_the_coefficients(0.1)
     start = {name: value.clone() for name, value in network.state_dict().items()}
-    train_rows, val_rows = data.subset(torch.arange(300)), data.subset(torch.arange(300, 400))
+    train_rows, val_rows = data.rows(0, 300), data.rows(300, 400)
     config = TrainingConfig(learning_rate=10.0, max_epochs=3, optimizer="sgd")
     result = train(network, train_rows, val_rows, _mse, config, torch.Generator().manual_seed(0),
                    warn=False)
@@ -546,8 +546,7 @@ def test_without_the_guard_keep_start_keeps_a_start_no_epoch_beats(keep_start):
     data, network = _started_at_the_coefficients(0.3)
     start = _weights(network)
     config = TrainingConfig(learning_rate=0.5, max_epochs=3, optimizer="sgd")
-    train_rows, val_rows = data.subset(torch.arange(300)), data.subset(torch.arange(300, 400))
-    result = train(network, train_rows, val_rows, _mse, config,
+    result = train(network, data.rows(0, 300), data.rows(300, 400), _mse, config,
                    torch.Generator().manual_seed(0), guard=False, keep_start=keep_start)
     start_loss = float(((data.target[300:] - data.x[300:] @ torch.tensor([1.0, -1.0, 0.5]))
                         ** 2).mean())
@@ -561,16 +560,22 @@ def test_without_the_guard_keep_start_keeps_a_start_no_epoch_beats(keep_start):
 
 @settings(max_examples=30, deadline=None)
 @given(n=st.integers(1, 60), batch_size=st.integers(1, 70), seed=st.integers(0, 2**16))
-def test_an_epochs_batches_are_the_rows_of_one_permutation_each_once(n, batch_size, seed):
-    """The batches, gathered one at a time, hold the rows of ``randperm(n)`` drawn from the
-    generator, in that order, every column of every row with them, and no batch is empty."""
+def test_each_epochs_batches_are_the_rows_of_one_permutation_each_once(n, batch_size, seed):
+    """Epoch after epoch (each gathered into the buffer of the one before), the batches hold
+    the rows of the next ``randperm(n)`` drawn from the generator, in that order, every
+    column of every row with them; no batch is empty and the data is left as it was."""
     x = torch.arange(2.0 * n).reshape(n, 2)
     data = TrainingData(x, (x % 3 == 0).float(), x[:, 0] * 10, x[:, 1], x.repeat(1, 2),
                         torch.arange(n))
-    batches = list(data.batches(batch_size, torch.Generator().manual_seed(seed)))
-    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
-    assert [len(batch) for batch in batches] == [
-        min(batch_size, n - start) for start in range(0, n, batch_size)]
-    for field in ("x", "mask", "target", "weight", "member_weight", "held_out_by"):
-        joined = torch.cat([getattr(batch, field) for batch in batches])
-        assert torch.equal(joined, getattr(data, field)[order]), field
+    fields = ("x", "mask", "target", "weight", "member_weight", "held_out_by")
+    before = [getattr(data, field).clone() for field in fields]
+    generator, drawn = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed)
+    for _ in range(3):
+        batches = list(data.batches(batch_size, generator))
+        order = torch.randperm(n, generator=drawn)
+        assert [len(batch) for batch in batches] == [
+            min(batch_size, n - start) for start in range(0, n, batch_size)]
+        for field in fields:
+            joined = torch.cat([getattr(batch, field) for batch in batches])
+            assert torch.equal(joined, getattr(data, field)[order]), field
+    assert all(torch.equal(getattr(data, field), value) for field, value in zip(fields, before))

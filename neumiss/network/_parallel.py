@@ -167,5 +167,6 @@ class EvenBatches:
 
     def batches(self, batch_size: int, generator: torch.Generator) -> Iterator[TrainingData]:
         order = torch.randperm(len(self.data), generator=generator)[: self.n_rows]
-        for start in range(0, self.n_rows, batch_size):  # as TrainingData.batches
-            yield self.data.subset(order[start:start + batch_size])
+        shuffled = self.data.subset(order)
+        for start in range(0, self.n_rows, batch_size):
+            yield shuffled.rows(start, start + batch_size)
