@@ -55,6 +55,10 @@ class TrainingData:
         return TrainingData(self.x[index], self.mask[index], self.target[index], weight,
                             members, held)
 
+    def columns(self, keep: torch.Tensor) -> TrainingData:
+        """The features ``keep`` (a boolean (d,) tensor on the data's device) of every row."""
+        return dataclasses.replace(self, x=self.x[:, keep], mask=self.mask[:, keep])
+
     def rows(self, start: int, stop: int) -> TrainingData:
         """Rows ``start:stop``, as views (no copy)."""
         weight = None if self.weight is None else self.weight[start:stop]
@@ -62,10 +66,6 @@ class TrainingData:
         held = None if self.held_out_by is None else self.held_out_by[start:stop]
         return TrainingData(self.x[start:stop], self.mask[start:stop], self.target[start:stop],
                             weight, members, held)
-
-    def columns(self, keep: torch.Tensor) -> TrainingData:
-        """The features ``keep`` (a boolean (d,) tensor on the data's device) of every row."""
-        return dataclasses.replace(self, x=self.x[:, keep], mask=self.mask[:, keep])
 
     @property
     def device(self) -> torch.device:
@@ -97,10 +97,10 @@ class TrainingData:
         if self._shuffled is None:
             self._shuffled = self.subset(order)
             return self._shuffled
-        for field in ("x", "mask", "target", "weight", "member_weight", "held_out_by"):
-            source = getattr(self, field)
-            if source is not None:
-                torch.index_select(source, 0, order, out=getattr(self._shuffled, field))
+        for field in dataclasses.fields(self):
+            source = getattr(self, field.name)
+            if field.init and source is not None:
+                torch.index_select(source, 0, order, out=getattr(self._shuffled, field.name))
         return self._shuffled
 
 
