@@ -342,7 +342,7 @@ def test_row_chunks_cut_the_rows_once_each_in_aligned_chunks(n_rows, n_features)
 @given(n_rows=st.integers(1, 400), n_features=st.integers(1, 40), depth=st.integers(0, 5),
        residual=st.booleans(), floats=st.sampled_from([8, 64 * 40, 2**18]),
        seed=st.integers(0, 2**16))
-def test_a_tables_output_in_chunks_is_the_forward_output_bit_for_bit(
+def test_a_tables_output_in_chunks_is_the_forward_output(
         n_rows, n_features, depth, residual, floats, seed):
     import neumiss.network._block as block_module
 
@@ -355,4 +355,6 @@ def test_a_tables_output_in_chunks_is_the_forward_output_bit_for_bit(
     with torch.no_grad(), pytest.MonkeyPatch.context() as patch:
         patch.setattr(block_module, "CACHED_FLOATS", floats)  # chunks of 64 rows and more
         for columns in (None, missing):
-            assert torch.equal(block.table_output(x, mask, columns), block(x, mask, columns))
+            # to float32 rounding: the bits follow the CPU's choice of product kernels
+            torch.testing.assert_close(block.table_output(x, mask, columns),
+                                       block(x, mask, columns), rtol=1e-5, atol=1e-5)

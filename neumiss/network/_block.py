@@ -35,10 +35,12 @@ WEIGHT_MODES = ("independent", "shared")
 #: memory at each (7,592 rows x 217, depth 16: 377 -> 150 ms; 4,800 x 567: 856 -> 603 ms).
 CACHED_FLOATS = 2**18
 #: The CPU's chunks of rows (:func:`row_chunks`) start at multiples of this many rows.
-#: The float32 matrix products (MKL) sum a row's terms in an order that depends on its
-#: place in the blocks of rows they cut; chunks aligned so give each row the output it
-#: has in the whole table, bit for bit (checked for d = 3 to 567 and 333 to 7,592 rows;
-#: chunks of 9 rows, say, change last bits).
+#: A chunk's output equals the whole table's to float32 rounding on any CPU. The float32
+#: matrix products (MKL) may sum a row's terms in an order that depends on its place in
+#: the blocks of rows they cut: on the AMD EPYC VMs where the suite was timed, chunks
+#: aligned so gave each row its whole-table output bit for bit (d = 3 to 567, 333 to
+#: 7,592 rows; chunks of 9 rows changed last bits). Other CPUs pick other kernels (a
+#: one-row product, say), so that exactness is not part of the contract.
 ALIGNED_ROWS = 64
 #: Rows per chunk of :func:`row_chunks` on an accelerator (memory, not cache, bounds
 #: them there).
@@ -238,7 +240,7 @@ class NeuMissBlock(nn.Module):
                      missing: torch.Tensor | None = None) -> torch.Tensor:
         """``forward`` over a whole table's rows, without gradients, in the chunks of
         :func:`row_chunks`: each row's output is the one ``forward`` on all the rows at
-        once gives it, bit for bit (:data:`ALIGNED_ROWS`).
+        once gives it, to float32 rounding (see :data:`ALIGNED_ROWS`).
 
         Shapes: ``x``, ``mask`` (n, d) and ``missing`` (k,) as :meth:`forward` takes
         them -> (n, d)."""
