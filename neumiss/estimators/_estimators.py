@@ -244,7 +244,9 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         On a GPU the automatic batch size is larger
         (:data:`neumiss.network.GPU_AUTO_BATCH_SIZE`) and ``predict``
         standardizes on the device (:func:`neumiss.network.apply_on_device`). CPU
-        fits are repeatable bit for bit with ``random_state``; GPU fits are not.
+        fits are repeatable bit for bit with ``random_state`` on one machine (on
+        another CPU the matrix products may round differently, and a fit may then stop
+        at another epoch); GPU fits are not.
     n_jobs : int or None, default=None
         Torch CPU threads during fit and predict (restored afterwards); None
         means 1, -1 all cores. One thread by default, because NeuMiss matrices
