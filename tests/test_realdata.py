@@ -38,7 +38,12 @@ from neumiss.benchmark.realdata import (
     summarize,
 )
 from neumiss.benchmark.realdata._cache import DEFAULT_CACHE, check_task, read_schema
-from neumiss.benchmark.realdata._report import add_utility, format_choices, format_summary
+from neumiss.benchmark.realdata._report import (
+    add_utility,
+    format_choices,
+    format_summary,
+    paired_differences,
+)
 from neumiss.benchmark.realdata._tasks import LARGE_ROWS
 from neumiss.cli import main as cli_main
 
@@ -371,6 +376,33 @@ def test_report_ranks_and_counts_methods_within_one_std_of_the_best():
     assert ranks["mean_rank_regression"].to_dict() == {"A": 1.0, "B": 2.0, "C": 3.0}
     assert ranks["n_within_std"].to_dict() == {"A": 1, "B": 2, "C": 1}
     assert ranks["fit_seconds"].to_dict() == {"A": 1.0, "B": 2.0, "C": 3.0}
+
+
+def test_a_method_on_fewer_folds_of_a_task_is_shown_but_not_ranked_there():
+    # D ran on one of reg's two folds (a run under way) with the best mean there; it
+    # must not take the lead from the methods that ran on both folds.
+    runs = _hand_made_runs()
+    partial = runs[(runs["task"] == "reg") & (runs["method"] == "A") & (runs["fold"] == 1)]
+    runs = pd.concat([runs, partial.assign(method="D", r2=0.95, utility=0.95)],
+                     ignore_index=True)
+    summary = summarize(runs).set_index(["task", "method"])
+    assert not summary.loc[("reg", "D"), "complete"]
+    assert math.isnan(summary.loc[("reg", "D"), "rank"])
+    assert not summary.loc[("reg", "D"), "within_std"]
+    assert summary.loc["reg", "rank"].dropna().to_dict() == {"A": 1.0, "B": 2.0, "C": 3.0}
+    assert summary.loc["reg", "within_std"].to_dict() == {
+        "A": True, "B": True, "C": False, "D": False}
+    ranks = rank_methods(summarize(runs)).set_index("method")
+    assert ranks.loc["D", "n_tasks"] == 0 and math.isnan(ranks.loc["D", "mean_rank"])
+    assert ranks.loc["A", "mean_rank"] == 2.0  # as without D
+    text = format_summary(summarize(runs), halves={"reg": "tuning", "bin": "confirmation"})
+    assert "| reg | R² | 100 | **0.850 ± 0.071** | 0.840 ± 0.000 | 0.550 ± 0.071 | " \
+        "0.950 ± " in text
+    assert "(1/2 folds, not ranked)" in _section(text, "reg")
+    assert "| D | " in _section(text, "Methods over tasks") and "not ranked there" in text
+    assert "not ranked" not in format_summary(summarize(_hand_made_runs()))
+    best = paired_differences(runs, summarize(runs)).set_index(["task", "method"])
+    assert best.loc[("reg", "A"), "mean"] == 0.0  # A, not D, is the best on reg
 
 
 def _section(text: str, title: str) -> str:

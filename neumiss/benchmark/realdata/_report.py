@@ -11,6 +11,11 @@ binary tasks (lower is better). Over tasks, for each method:
   deviation of the best method's folds of the best mean;
 * **fit seconds**: the mean over all its fits.
 
+A method that ran on fewer of a task's folds than another method did (a run still under
+way, to be resumed, or a fit that failed on a fold) is shown there with its number of
+folds, but neither ranked nor counted there, nor taken as the best: its mean is over other
+folds than theirs.
+
 The same table, and the tasks by methods, follow for each half of the suite's split
 (tuning and confirmation: each task's ``half``).
 
@@ -76,8 +81,10 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
     DataFrame, one row per (task, method), tasks and methods in table order,
     with columns task, method, kind, n_rows, n_features, missing_share,
     n_folds, ``<metric>_mean`` and ``<metric>_std`` for R², log loss, AUC
-    and accuracy, utility_mean, fit_seconds (mean), rank (within the task)
-    and within_std (within one std of the best method's folds of the best mean).
+    and accuracy, utility_mean, fit_seconds (mean), complete (whether it ran on as
+    many folds as the task's most), rank (within the task, among the complete; NaN
+    for the others) and within_std (within one std of the best method's folds of the
+    best mean; False where not complete).
     """
     grouped = runs.groupby(["task", "method"], sort=False)
     summary = grouped.agg(
@@ -98,23 +105,27 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
     summary = summary.sort_values(
         ["task", "method"], key=lambda c: c.map(task_order if c.name == "task" else method_order)
     ).reset_index(drop=True)
-    by_task = summary.groupby("task", sort=False)
+    summary["complete"] = summary["n_folds"] == summary.groupby(
+        "task", sort=False)["n_folds"].transform("max")
+    by_task = summary[summary["complete"]].groupby("task", sort=False)
     summary["rank"] = by_task["utility_mean"].rank(ascending=False, method="average")
     best = summary.loc[by_task["utility_mean"].idxmax()].set_index("task")
     metric = summary["kind"].map({k: m for k, (m, _) in RANKING_METRIC.items()})
     mean = np.array([summary.at[i, f"{m}_mean"] for i, m in metric.items()])
     best_mean = np.array([best.at[t, f"{m}_mean"] for t, m in zip(summary["task"], metric)])
     best_std = np.array([best.at[t, f"{m}_std"] for t, m in zip(summary["task"], metric)])
-    summary["within_std"] = np.abs(mean - best_mean) <= np.nan_to_num(best_std)
+    summary["within_std"] = (np.abs(mean - best_mean) <= np.nan_to_num(best_std)) & (
+        summary["complete"])
     return summary
 
 
 def rank_methods(summary: pd.DataFrame) -> pd.DataFrame:
-    """Per method, from :func:`summarize`: ``n_tasks``, ``mean_rank`` and its mean per kind
-    (``mean_rank_regression``, ``mean_rank_binary``; NaN where it ran on none),
-    ``n_within_std`` and ``fit_seconds`` (mean over its tasks of the per-fold mean)."""
+    """Per method, from :func:`summarize`: ``n_tasks`` (those it is ranked on),
+    ``mean_rank`` and its mean per kind (``mean_rank_regression``, ``mean_rank_binary``;
+    NaN where it is ranked on none), ``n_within_std`` and ``fit_seconds`` (mean over its
+    tasks of the per-fold mean)."""
     table = summary.groupby("method", sort=False).agg(
-        n_tasks=("task", "size"),
+        n_tasks=("rank", "count"),
         mean_rank=("rank", "mean"),
         n_within_std=("within_std", "sum"),
         fit_seconds=("fit_seconds", "mean"),
@@ -131,6 +142,12 @@ def _fmt(value: float, digits: int = 3) -> str:
 
 def _mean_std(row: pd.Series, metric: str) -> str:
     return f"{_fmt(row[f'{metric}_mean'])} ± {_fmt(row[f'{metric}_std'])}"
+
+
+def _not_ranked(row: pd.Series, full: int) -> str:
+    """What follows the figures of a method's row of :func:`summarize`: nothing where it is
+    ranked, else on how many of the task's ``full`` folds it ran."""
+    return "" if row["complete"] else f" ({int(row['n_folds'])}/{full} folds, not ranked)"
 
 
 def _bold_best(cells: list[str], values: Sequence[float], higher_is_better: bool) -> list[str]:
@@ -226,7 +243,10 @@ def format_summary(summary: pd.DataFrame, runs: pd.DataFrame | None = None,
         "",
         "Mean rank among the methods run on each task (1 = best); within 1 std: tasks where "
         "the method's mean is within one standard deviation (the best method's, over folds) "
-        "of the best mean; fit seconds: mean per fit.",
+        "of the best mean; fit seconds: mean per fit."
+        + ("" if summary["complete"].all() else
+           " A method that ran on fewer of a task's folds than the others is shown there "
+           "with its number of folds, and not ranked there."),
         "",
     ]
     lines += _methods_table(summary)
@@ -273,15 +293,18 @@ def _methods_table(summary: pd.DataFrame) -> list[str]:
 
 def _ranking_table(summary: pd.DataFrame, tasks: list[str]) -> list[str]:
     """The markdown table of each task's ranking metric by method (those of ``summary``),
-    the best in bold."""
+    the best ranked in bold."""
     methods = _ordered(summary["method"], tuple(METHODS))
     rows = []
     for task in tasks:
         part = summary[summary["task"] == task].set_index("method")
         kind = part["kind"].iloc[0]
         metric, higher = RANKING_METRIC[kind]
-        values = [part.at[m, f"{metric}_mean"] if m in part.index else math.nan for m in methods]
-        cells = [_mean_std(part.loc[m], metric) if m in part.index else "" for m in methods]
+        full = int(part["n_folds"].max())
+        values = [part.at[m, f"{metric}_mean"] if m in part.index and part.at[m, "complete"]
+                  else math.nan for m in methods]
+        cells = [_mean_std(part.loc[m], metric) + _not_ranked(part.loc[m], full)
+                 if m in part.index else "" for m in methods]
         head = [task, f"{METRIC_TITLES[metric]}", str(int(part["n_rows"].iloc[0]))]
         rows.append(head + _bold_best(cells, values, higher))
     return _table(["task", "metric", "rows", *methods], rows)
@@ -300,14 +323,16 @@ def _task_table(part: pd.DataFrame, task: str) -> list[str]:
         "",
     ]
     metrics = SHOWN_METRICS[kind]
+    full = int(part["n_folds"].max())
     columns = []
     for metric in metrics:
         higher = metric != "log_loss"
         cells = [_mean_std(row, metric) for _, row in part.iterrows()]
-        columns.append(_bold_best(cells, list(part[f"{metric}_mean"]), higher))
+        ranked = part[f"{metric}_mean"].where(part["complete"])
+        columns.append(_bold_best(cells, list(ranked), higher))
     rows = [
-        [row["method"], *(column[i] for column in columns), _fmt(row["rank"], 1),
-         _fmt(row["fit_seconds"], 2)]
+        [row["method"] + _not_ranked(row, full), *(column[i] for column in columns),
+         _fmt(row["rank"], 1), _fmt(row["fit_seconds"], 2)]
         for i, (_, row) in enumerate(part.iterrows())
     ]
     return lines + _table(["method", *(METRIC_TITLES[m] for m in metrics), "rank",
@@ -316,8 +341,9 @@ def _task_table(part: pd.DataFrame, task: str) -> list[str]:
 
 def paired_differences(runs: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
     """Per (task, method): mean and std over folds of its utility minus the best method's
-    (the best by mean, on the same fold); 0 for the best method itself."""
-    best = summary.loc[summary.groupby("task", sort=False)["utility_mean"].idxmax()]
+    (the best ranked by mean, on the same fold); 0 for the best method itself."""
+    ranked = summary[summary["complete"]]
+    best = summary.loc[ranked.groupby("task", sort=False)["utility_mean"].idxmax()]
     best_runs = runs.merge(best[["task", "method"]], on=["task", "method"])
     fold = ["task", "repeat", "fold", "seed"]
     paired = runs.merge(best_runs[fold + ["utility"]], on=fold, suffixes=("", "_best"))
