@@ -395,6 +395,7 @@ def test_a_method_on_fewer_folds_of_a_task_is_shown_but_not_ranked_there():
     ranks = rank_methods(summarize(runs)).set_index("method")
     assert ranks.loc["D", "n_tasks"] == 0 and math.isnan(ranks.loc["D", "mean_rank"])
     assert ranks.loc["A", "mean_rank"] == 2.0  # as without D
+    assert math.isnan(ranks.loc["D", "fit_seconds"])  # over the tasks it is ranked on
     text = format_summary(summarize(runs), halves={"reg": "tuning", "bin": "confirmation"})
     assert "| reg | R² | 100 | **0.850 ± 0.071** | 0.840 ± 0.000 | 0.550 ± 0.071 | " \
         "0.950 ± " in text

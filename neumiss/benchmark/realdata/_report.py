@@ -122,14 +122,14 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
 def rank_methods(summary: pd.DataFrame) -> pd.DataFrame:
     """Per method, from :func:`summarize`: ``n_tasks`` (those it is ranked on),
     ``mean_rank`` and its mean per kind (``mean_rank_regression``, ``mean_rank_binary``;
-    NaN where it is ranked on none), ``n_within_std`` and ``fit_seconds`` (mean over its
-    tasks of the per-fold mean)."""
+    NaN where it is ranked on none), ``n_within_std`` and ``fit_seconds`` (mean over the
+    tasks it is ranked on of the per-fold mean)."""
     table = summary.groupby("method", sort=False).agg(
         n_tasks=("rank", "count"),
         mean_rank=("rank", "mean"),
         n_within_std=("within_std", "sum"),
-        fit_seconds=("fit_seconds", "mean"),
     )
+    table["fit_seconds"] = summary[summary["complete"]].groupby("method")["fit_seconds"].mean()
     for kind in KINDS:
         part = summary[summary["kind"] == kind]
         table[f"mean_rank_{kind}"] = part.groupby("method")["rank"].mean()
