@@ -47,8 +47,9 @@ class TrainingData:
     def __len__(self) -> int:
         return self.x.shape[0]
 
-    def subset(self, index: torch.Tensor) -> TrainingData:
-        """The rows ``index`` (a 1-D integer tensor on the data's device), copied."""
+    def subset(self, index: torch.Tensor | slice) -> TrainingData:
+        """The rows ``index``: a 1-D integer tensor on the data's device (copied), or a
+        slice (views, no copy)."""
         weight = None if self.weight is None else self.weight[index]
         members = None if self.member_weight is None else self.member_weight[index]
         held = None if self.held_out_by is None else self.held_out_by[index]
@@ -61,11 +62,7 @@ class TrainingData:
 
     def rows(self, start: int, stop: int) -> TrainingData:
         """Rows ``start:stop``, as views (no copy)."""
-        weight = None if self.weight is None else self.weight[start:stop]
-        members = None if self.member_weight is None else self.member_weight[start:stop]
-        held = None if self.held_out_by is None else self.held_out_by[start:stop]
-        return TrainingData(self.x[start:stop], self.mask[start:stop], self.target[start:stop],
-                            weight, members, held)
+        return self.subset(slice(start, stop))
 
     @property
     def device(self) -> torch.device:

@@ -343,7 +343,7 @@ def paired_differences(runs: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFram
     """Per (task, method): mean and std over folds of its utility minus the best method's
     (the best ranked by mean, on the same fold); 0 for the best method itself."""
     ranked = summary[summary["complete"]]
-    best = summary.loc[ranked.groupby("task", sort=False)["utility_mean"].idxmax()]
+    best = ranked.loc[ranked.groupby("task", sort=False)["utility_mean"].idxmax()]
     best_runs = runs.merge(best[["task", "method"]], on=["task", "method"])
     fold = ["task", "repeat", "fold", "seed"]
     paired = runs.merge(best_runs[fold + ["utility"]], on=fold, suffixes=("", "_best"))
