@@ -53,6 +53,7 @@ def test_a_huge_learning_rate_backs_off_and_never_ends_worse_than_a_constant(opt
         network, result, val_data = _train(optimizer=optimizer, learning_rate=1e3,
                                            max_epochs=30)
     assert result.backoffs and result.backoffs[-1]["lr"] < 1e3
+    assert not result.backoffs[0]["overfitting"]
     assert "non-finite" in result.backoffs[0]["cause"] or "exploding" in result.backoffs[0]["cause"]
     with torch.no_grad():
         output = network(val_data.x, val_data.mask)
@@ -63,8 +64,12 @@ def test_a_huge_learning_rate_backs_off_and_never_ends_worse_than_a_constant(opt
 def test_validation_loss_above_the_constant_for_epochs_backs_off_then_falls_back():
     # The validation targets are minus the training ones: the better the fit, the worse
     # on validation, so the constant predictor must win.
-    with pytest.warns(DivergenceWarning, match="above the constant predictor"):
+    with pytest.warns(DivergenceWarning, match="training overfitted .* above the constant "
+                      "predictor's .* while the training loss was below") as caught:
         network, result, val_data = _train(y_val_sign=-1.0, max_epochs=30)
+    assert "diverged" not in str(caught[0].message)
+    assert "features that carry information on the target" in str(caught[0].message)
+    assert result.backoffs and all(b["overfitting"] for b in result.backoffs)
     assert result.constant and result.best_epoch == 0
     with torch.no_grad():
         output = network(val_data.x, val_data.mask)[:, 0]
@@ -156,3 +161,25 @@ def test_estimator_that_cannot_beat_the_training_mean_predicts_it_and_says_so():
     prediction = model.predict(X)
     assert np.ptp(prediction) < 1e-6 * np.std(y)
     assert prediction[0] == pytest.approx(5.0, abs=1e-4)
+
+
+def test_overfitting_that_an_epoch_survives_does_not_warn():
+    # The validation rows hold the training rows' relation plus noise: training fits the
+    # training rows ever better and, late, the validation rows worse than the constant
+    # (the back-offs are overfitting), yet early epochs beat the constant: early stopping
+    # kept one, which is its ordinary work, not a divergence to warn about.
+    X, y = linear_data(300, 3)
+    y = (y - y.mean()) / y.std()
+    rng = np.random.default_rng(0)
+    network = NeuMissNetwork(3, depth=2)
+    generator = torch.Generator().manual_seed(0)
+    network.reset_parameters(generator)
+    train_data = _tensors(X[:40], y[:40] + rng.normal(scale=2.0, size=40))
+    val_data = _tensors(X[240:], y[240:])
+    config = TrainingConfig(learning_rate=0.05, max_epochs=200, patience=200, lr_patience=200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DivergenceWarning)
+        result = train(network, train_data, val_data, _mse, config, generator)
+    assert result.backoffs and all(b["overfitting"] for b in result.backoffs)
+    assert not result.constant and result.warning is None
+    assert result.best_val_loss < result.constant_loss

@@ -306,10 +306,12 @@ def test_with_an_exact_constant_only_non_finite_losses_diverge():
 def test_back_off_lowers_the_rate_then_stops_below_the_minimum():
     guard, *_ = _guard()
     assert guard.back_off(4, "cause", 0.1, 1e-3) == pytest.approx(0.1 * BACKOFF_FACTOR)
-    assert guard.backoffs == [{"epoch": 4, "cause": "cause", "lr": 0.1 * BACKOFF_FACTOR}]
+    assert guard.backoffs == [{"epoch": 4, "cause": "cause", "overfitting": False,
+                               "lr": 0.1 * BACKOFF_FACTOR}]
     assert guard.stopped is None
     assert guard.back_off(9, "again", 0.005, 1e-3) is None
-    assert guard.backoffs[-1] == {"epoch": 9, "cause": "again", "lr": 0.005}
+    assert guard.backoffs[-1] == {"epoch": 9, "cause": "again", "overfitting": False,
+                                  "lr": 0.005}
     assert "min_learning_rate (0.001)" in guard.stopped
 
 
@@ -321,6 +323,22 @@ def test_back_off_counts_the_stalled_epochs_anew():
     guard.back_off(3, "cause", 0.1, 1e-6)
     assert all(guard.check(1.0, above) is None for _ in range(DIVERGENCE_EPOCHS - 1))
     assert guard.check(1.0, above) is not None
+
+
+@pytest.mark.parametrize("overfitting", [False, True])
+def test_a_stall_above_the_constant_is_overfitting_when_the_training_rows_fit_better(
+        overfitting):
+    guard, *_ = _guard()
+    train_loss = guard.train_loss * (0.5 if overfitting else 1.5)
+    # the first epoch sets the lowest loss; the next DIVERGENCE_EPOCHS stall above it
+    causes = [guard.check(train_loss, 2.0 * guard.loss) for _ in range(DIVERGENCE_EPOCHS + 1)]
+    assert causes[-1] is not None and causes[:-1] == [None] * DIVERGENCE_EPOCHS
+    assert ("while the training loss was below" in causes[-1]) == overfitting
+    guard.back_off(DIVERGENCE_EPOCHS, causes[-1], 0.1, 1e-6)
+    assert guard.backoffs[-1]["overfitting"] == overfitting
+    guard.check(float("nan"), 1.0)  # an explosion after it is a divergence
+    guard.back_off(DIVERGENCE_EPOCHS + 1, "nan", 0.01, 1e-6)
+    assert not guard.backoffs[-1]["overfitting"]
 
 
 def test_the_constant_candidate_leaves_the_network_unchanged():

@@ -26,7 +26,8 @@ REJECT_ROWS = 20_000
 
 
 class DivergenceWarning(UserWarning):
-    """Training diverged (its learning rate was lowered), or never beat a constant prediction."""
+    """Training diverged or overfitted (its learning rate was lowered), or never beat a
+    constant prediction."""
 
 
 class _Constant(nn.Module):
@@ -120,7 +121,8 @@ class DivergenceGuard:
     loss, train_loss : float
         Its loss on the monitored and on the training rows.
     backoffs : list of dict
-        Each divergence: its ``epoch``, ``cause`` and the learning rate ``lr`` after it.
+        Each divergence: its ``epoch``, ``cause``, whether it was ``overfitting`` and the
+        learning rate ``lr`` after it.
     stopped : str or None
         Why training stopped at a divergence (the learning rate would fall
         below the minimum), or None.
@@ -143,6 +145,7 @@ class DivergenceGuard:
         self.stopped: str | None = None
         self._lowest = math.inf  # the lowest monitored loss of an epoch (not the constant's)
         self._above = 0  # consecutive stalled epochs above the constant predictor's loss
+        self._overfitting = False  # whether the last cause :meth:`check` gave is overfitting
 
     def _explosion_ceilings(self) -> tuple[float, float] | None:
         """The ceilings of the training and monitored losses, or None (exact constant)."""
@@ -187,6 +190,7 @@ class DivergenceGuard:
         """Why an epoch with these losses (the training one its running mean) diverged, or
         None. Counts the epochs in a row above the constant predictor's loss."""
         cause = _divergence(train_loss, val_loss, self._ceilings)
+        self._overfitting = False
         if cause is not None:
             return cause
         stalled = val_loss >= self._lowest
@@ -197,21 +201,28 @@ class DivergenceGuard:
         self._above += 1
         if self._above < DIVERGENCE_EPOCHS:
             return None
-        return (f"validation loss above the constant predictor's ({self.loss:.3g}) "
-                f"for {self._above} epochs")
+        cause = (f"validation loss above the constant predictor's ({self.loss:.3g}) "
+                 f"for {self._above} epochs")
+        self._overfitting = train_loss < self.train_loss
+        if self._overfitting:
+            cause += (f" while the training loss was below its ({train_loss:.3g} against "
+                      f"{self.train_loss:.3g})")
+        return cause
 
     def back_off(self, epoch: int, cause: str, learning_rate: float,
                  min_learning_rate: float) -> float | None:
-        """Record a divergence at ``epoch`` and return the learning rate to restart from,
-        ``learning_rate`` times :data:`BACKOFF_FACTOR`; None when that would fall below
-        ``min_learning_rate`` (training stops, :attr:`stopped` says why)."""
+        """Record a divergence at ``epoch`` (``cause``: the last :meth:`check` gave) and
+        return the learning rate to restart from, ``learning_rate`` times
+        :data:`BACKOFF_FACTOR`; None when that would fall below ``min_learning_rate``
+        (training stops, :attr:`stopped` says why)."""
         lowered = learning_rate * BACKOFF_FACTOR
+        backoff = {"epoch": epoch, "cause": cause, "overfitting": self._overfitting}
         if lowered < min_learning_rate:
-            self.backoffs.append({"epoch": epoch, "cause": cause, "lr": learning_rate})
+            self.backoffs.append({**backoff, "lr": learning_rate})
             self.stopped = (f"the learning rate would fall below min_learning_rate "
                             f"({min_learning_rate:g})")
             return None
-        self.backoffs.append({"epoch": epoch, "cause": cause, "lr": lowered})
+        self.backoffs.append({**backoff, "lr": lowered})
         self._above = 0
         return lowered
 

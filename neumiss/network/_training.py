@@ -145,7 +145,9 @@ class TrainingResult:
 
     ``best_epoch`` is 0 when no epoch was kept (the initial weights, or the
     constant predictor when ``constant`` is True). ``backoffs`` lists each
-    divergence: its ``epoch``, ``cause`` and the learning rate ``lr`` after it.
+    divergence: its ``epoch``, ``cause``, whether it was ``overfitting`` (the training
+    rows fitted better than by the constant, the validation rows worse) and the learning
+    rate ``lr`` after it.
     ``constant`` is True when the network was set to the constant predictor
     because no epoch beat it on validation. ``constant_loss`` is that
     predictor's validation loss (NaN when it was not computed). ``rejected``
@@ -232,14 +234,20 @@ class PlateauSchedule:
 def divergence_report(
     description: str, result: TrainingResult, config: TrainingConfig, stopped: str | None = None
 ) -> str | None:
-    """The :class:`DivergenceWarning` message of a training, or None when all went well."""
+    """The :class:`DivergenceWarning` message of a training, or None when all went well:
+    also when its only back-offs were overfitting and an epoch beat the constant predictor
+    (early stopping's ordinary work, its best epoch kept)."""
+    overfitting = bool(result.backoffs) and all(b["overfitting"] for b in result.backoffs)
+    if overfitting and not result.constant and result.rejected is None:
+        return None
     parts = []
     if result.backoffs:
         first = result.backoffs[0]
         parts.append(
-            f"training diverged {len(result.backoffs)} time(s), first at epoch {first['epoch']} "
-            f"({first['cause']}): the best weights were restored and the learning rate lowered "
-            f"from {config.learning_rate:g} to {result.backoffs[-1]['lr']:g}"
+            f"training {'overfitted' if overfitting else 'diverged'} {len(result.backoffs)} "
+            f"time(s), first at epoch {first['epoch']} ({first['cause']}): the best weights "
+            f"were restored and the learning rate lowered from {config.learning_rate:g} to "
+            f"{result.backoffs[-1]['lr']:g}"
         )
     if stopped is not None:
         parts.append(f"stopped: {stopped}")
@@ -253,7 +261,11 @@ def divergence_report(
         )
     if not parts:
         return None
-    if result.backoffs or stopped is not None or result.rejected is not None:
+    if overfitting and result.rejected is None:
+        hint = ("it learned the training rows but not what holds beyond them: more rows, "
+                "some weight_decay, a smaller network, or features that carry information "
+                "on the target, may help")
+    elif result.backoffs or stopped is not None or result.rejected is not None:
         hint = "a lower learning_rate, some weight_decay or a smaller network may help"
     else:
         hint = (f"all {result.n_epochs} epochs were worse: more epochs (max_epochs), or "

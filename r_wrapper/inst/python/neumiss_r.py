@@ -94,10 +94,11 @@ def _collecting_warnings(func, *args, n_networks=1, **kwargs):
 
 def _divergence_message(reports, n_networks):
     """One message for the divergence reports of some networks of an ensemble, without
-    the Python labels of the networks: how many diverged, how many fell back to the
-    constant predictor, and what may help."""
+    the Python labels of the networks: how many diverged or overfitted, how many fell
+    back to the constant predictor, and what may help."""
     reports = [_NETWORK_LABEL.sub("", r) for r in dict.fromkeys(reports)]
     n_diverged = sum("training diverged" in r for r in reports)
+    n_overfitted = sum("training overfitted" in r for r in reports)
     n_constant = sum("no epoch beat the constant predictor" in r for r in reports)
     where = ("the network" if n_networks <= 1 else
              "{} of the " + f"{n_networks} networks of the ensemble")
@@ -105,13 +106,20 @@ def _divergence_message(reports, n_networks):
     if n_diverged:
         parts.append(f"training diverged in {where.format(n_diverged)} (its learning rate "
                      "was lowered and its best weights kept)")
+    if n_overfitted:
+        parts.append(f"training overfitted in {where.format(n_overfitted)} (it fitted the "
+                     "training rows, not the validation rows)")
     if n_constant:
         parts.append(f"in {where.format(n_constant)}, no epoch beat the constant predictor "
                      "on validation (it predicts the training mean, or the class frequencies)")
     if not parts:
         return reports[0]
-    hint = ("a lower learning_rate, some weight_decay or a smaller network may help"
-            if n_diverged else "more epochs (max_epochs) or informative predictors may help")
+    if n_diverged:
+        hint = "a lower learning_rate, some weight_decay or a smaller network may help"
+    elif n_overfitted:
+        hint = "more rows, some weight_decay or informative predictors may help"
+    else:
+        hint = "more epochs (max_epochs) or informative predictors may help"
     return f"{'; '.join(parts)}: {hint}"
 
 

@@ -38,6 +38,13 @@ test_that("the divergence warnings of an ensemble's networks are one message", {
   single <- adapter$`_divergence_message`(list(reports[1]), 1L)
   expect_match(single, "^in the network, no epoch beat the constant predictor")
   expect_match(single, "max_epochs")
+  overfitted <- adapter$`_divergence_message`(list(paste(
+    "NeuMissRegressor(depth=0): training overfitted 1 time(s), first at epoch 4",
+    "(validation loss above the constant predictor's (1) for 3 epochs); no epoch beat the",
+    "constant predictor on validation (loss 1)")), 1L)
+  expect_match(overfitted, "^training overfitted in the network")
+  expect_match(overfitted, "more rows, some weight_decay or informative predictors")
+  expect_false(grepl("diverged|learning_rate", overfitted))
 })
 
 test_that("a fit gives one warning per problem, without Python names", {
