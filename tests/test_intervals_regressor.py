@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.linear_model import LinearRegression
+from sklearn.preprocessing import StandardScaler
 
 import neumiss
 from neumiss.estimators import NeuMissQuantileRegressor, NeuMissRegressor
@@ -209,8 +210,11 @@ def test_too_few_calibration_rows_says_how_many_are_needed():
 def test_a_base_model_without_quantiles_is_refused_for_cqr():
     X, y, _ = simulated(100)
     for method in ("cqr", "cqr-mda-exact", "cqr-mda-nested"):
-        with pytest.raises(ValueError, match="predict_quantiles.*LinearRegression"):
+        with pytest.raises(ValueError, match="predict_quantiles.*LinearRegression; with "
+                           "it, use method='split'$"):
             ConformalRegressor(LinearRegression(), method=method).fit(X, y)
+    with pytest.raises(ValueError, match=r"predict\(\) method .*got StandardScaler$"):
+        ConformalRegressor(StandardScaler(), method="split").fit(X, y)  # no method fits it
     with pytest.raises(ValueError, match="method must be one of"):
         ConformalRegressor(method="jackknife").fit(X, y)
 

@@ -107,10 +107,13 @@ class SplitConformal(BaseEstimator):
         if self.estimator is None:
             return method.default_estimator(self.alpha, seed)
         if not callable(getattr(self.estimator, method.needs, None)):
+            usable = [name for name, other in self._methods.items()
+                      if callable(getattr(self.estimator, other.needs, None))]
             raise ValueError(
                 f"{type(self).__name__}: method={self.method!r} needs an estimator with a "
                 f"{method.needs}() method (e.g. {method.example}), got "
                 f"{type(self.estimator).__name__}"
+                + (f"; with it, use method={' or '.join(map(repr, usable))}" if usable else "")
             )
         base = clone(self.estimator)
         if base.get_params().get("random_state", 0) is None:  # unseeded: seeded from ours
