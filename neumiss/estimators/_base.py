@@ -154,6 +154,13 @@ class BaseNeuMiss(BaseEstimator):
     def _encode_validation_target(self, y: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    def _case_weights(self, encoded: np.ndarray, sample_weight: np.ndarray | None
+                      ) -> np.ndarray | None:
+        """The case weights of rows of encoded targets ``encoded`` (n,) given their
+        ``sample_weight`` (n,) or None: those, times each row's class weight for a
+        classifier (``class_weight``)."""
+        return sample_weight
+
     def _get_loss(self) -> TargetLoss:
         """The loss object of the fitted target (:mod:`neumiss.network._losses`): the
         loss, the outputs, how members combine, the validation score and the link."""

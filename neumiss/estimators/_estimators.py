@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import inspect
 import warnings
+from numbers import Real
 
 import numpy as np
 from scipy.stats import skew
 from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 
 from ..checks import (
     AnyOf,
     Boolean,
+    InstanceOf,
+    NoneValue,
     Options,
     check_class_labels,
 )
@@ -498,6 +502,17 @@ class NeuMissClassifier(ClassifierMixin, BaseNeuMiss):
         members disagree. ``1 / T`` is folded into the heads' output layers: ``predict_proba``,
         ONNX and R compute the calibrated probabilities alike. Without validation rows
         (``validation_fraction=0``) ``T`` is 1. ``"none"`` keeps the trained logits.
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes, multiplying ``sample_weight``, in every loss of the fit
+        (training, validation, the linear start, the temperature): a dict maps class
+        labels to non-negative weights (classes not in it weigh 1); ``"balanced"`` weighs
+        each class ``n_samples / (n_classes * count)`` (scikit-learn's
+        ``compute_class_weight``), on the rows of ``fit``. As in scikit-learn, the
+        probabilities are then those of the reweighted classes: a class weighted up is
+        predicted more often and its probabilities are too high for the original
+        frequencies (use it to trade precision for recall, not for calibrated
+        probabilities). Fits of rows in memory only (``fit``), not streams, Dask or
+        Spark.
     other parameters
         As :class:`NeuMissRegressor`.
 
@@ -507,6 +522,8 @@ class NeuMissClassifier(ClassifierMixin, BaseNeuMiss):
     temperature_ : float
         The temperature ``T`` the logits were divided by (1: not calibrated); with
         ``calibration="none"`` the attribute is absent.
+    class_weight_ : ndarray of shape (n_classes,)
+        The weight of each class of ``classes_`` (all 1 without ``class_weight``).
     calibration_result_ : dict or None
         ``temperature``, and the validation log loss before (``val_loss_before``) and
         after (``val_loss``) it; None without validation rows or calibration.
@@ -524,6 +541,8 @@ class NeuMissClassifier(ClassifierMixin, BaseNeuMiss):
     _parameter_constraints = {
         **BaseNeuMiss._parameter_constraints,
         "calibration": Options("temperature", "none"),
+        "class_weight": AnyOf(NoneValue(), Options("balanced"),
+                              InstanceOf(dict, "a dict of class labels to weights")),
     }
 
     def __init__(
@@ -554,9 +573,11 @@ class NeuMissClassifier(ClassifierMixin, BaseNeuMiss):
         verbose=_DEFAULTS["verbose"],
         callbacks=_DEFAULTS["callbacks"],
         calibration="temperature",
+        class_weight=None,
     ):
         super().__init__(**parameters_of(BaseNeuMiss, locals()))
         self.calibration = calibration
+        self.class_weight = class_weight
 
     def _encode_target(self, y):
         check_class_labels(y)
@@ -567,7 +588,36 @@ class NeuMissClassifier(ClassifierMixin, BaseNeuMiss):
                 f"{type(self).__name__} needs at least 2 classes in y; got only one "
                 f"class: {self.classes_[0]!r}"
             )
+        self.class_weight_ = self._class_weights(encoded)
         return encoded
+
+    def _class_weights(self, encoded) -> np.ndarray:
+        """The weight of each class of ``classes_`` that ``class_weight`` gives, for the
+        encoded targets ``encoded`` (n,): float64 (n_classes,)."""
+        n_classes = len(self.classes_)
+        if self.class_weight is None:
+            return np.ones(n_classes)
+        if isinstance(self.class_weight, str):  # "balanced", checked with the parameters
+            return compute_class_weight("balanced", classes=np.arange(n_classes), y=encoded)
+        labels = self.classes_.tolist()
+        unknown = [key for key in self.class_weight if key not in labels]
+        if unknown:
+            raise ValueError(f"class_weight has labels that are not classes of y: "
+                             f"{unknown!r} (the classes: {labels!r})")
+        weights = np.ones(n_classes)
+        for key, value in self.class_weight.items():
+            if not (isinstance(value, Real) and not isinstance(value, bool)
+                    and np.isfinite(value) and value >= 0):
+                raise ValueError(f"class_weight[{key!r}] must be a finite number >= 0, "
+                                 f"got {value!r}")
+            weights[labels.index(key)] = float(value)
+        return weights
+
+    def _case_weights(self, encoded, sample_weight):
+        if self.class_weight is None:
+            return sample_weight
+        weights = self.class_weight_[encoded]
+        return weights if sample_weight is None else weights * sample_weight
 
     def _encode_validation_target(self, y):
         unknown = np.setdiff1d(y, self.classes_)

@@ -163,6 +163,14 @@ def candidate_mlp_depths(mlp_depth) -> tuple[int, ...]:
     return AUTO_MLP_DEPTHS if mlp_depth == "auto" else (int(mlp_depth),)
 
 
+def refuse_class_weight(estimator, fit: str) -> None:
+    """Refuse a classifier's ``class_weight`` in ``fit``, a fit whose rows are never in
+    memory at once ("balanced" would need every class's count before the first step)."""
+    if getattr(estimator, "class_weight", None) is not None:
+        raise ValueError(f"class_weight applies to fit(X, y) only, not to {fit} (which "
+                         "takes no case weights): set class_weight=None")
+
+
 def training_data(estimator, x, mask, y, weight, device) -> TrainingData:
     """Standardized inputs ``x``, ``mask`` (n, n_encoded), encoded targets ``y`` (n,) and
     case weights (n,) or None as the network's tensors on ``device``."""
@@ -459,6 +467,7 @@ class InMemoryRows:
         self.weight = (None if sample_weight is None else _check_sample_weight(
             sample_weight, X, dtype=np.float64, ensure_non_negative=True))
         self.y = estimator._encode_target(y)
+        self.weight = estimator._case_weights(self.y, self.weight)
         # Categories too many to one-hot encode get cross-fitted target statistics.
         if integer_levels is None:
             integer_levels = estimator.integer_levels is not False
@@ -498,7 +507,8 @@ class InMemoryRows:
         estimator, y = self.estimator, self.y
         if self.validation is not None:
             x_val, mask_val, y_val = self.validation
-            val = training_data(estimator, x_val, mask_val, y_val, None, self.device)
+            val = training_data(estimator, x_val, mask_val, y_val,
+                                estimator._case_weights(y_val, None), self.device)
             return FitRows(self.training_rows(slice(None), y), val, y_val, None,
                            "validation_data")
         fraction = estimator.validation_fraction

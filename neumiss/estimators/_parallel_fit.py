@@ -52,7 +52,14 @@ from sklearn.model_selection import train_test_split
 from ..checks import check_params
 from ..network import EnsembleNetwork, EvenBatches, StackedNetwork, auto_batch_size
 from ._engines import TARGET_COLUMN, PartitionEncoder, fitted_preprocessing
-from ._fitting import HOLDOUT_FRACTION, FitPlan, FitRows, draw_seed, training_data
+from ._fitting import (
+    HOLDOUT_FRACTION,
+    FitPlan,
+    FitRows,
+    draw_seed,
+    refuse_class_weight,
+    training_data,
+)
 
 #: How long a process waits for the others (to start, or in a collective operation)
 #: before it fails: a process that died is noticed by its peers' closed connections
@@ -78,6 +85,7 @@ def check_parallel_params(estimator) -> None:
     if estimator.device != "cpu":
         raise ValueError(f"a data-parallel fit trains on CPUs (gloo): device must be 'cpu', "
                          f"got {estimator.device!r}")
+    refuse_class_weight(estimator, "a data-parallel fit")
 
 
 def worker_estimator(estimator, sample, statistics, n_rows: int, n_processes: int):

@@ -30,7 +30,7 @@ import torch
 from ..checks import check_features, check_training_data
 from ..network import TrainingData
 from ..tables import MAX_STANDARDIZED, RELATIVE_SCALE_THRESHOLD, Standardizer, TableEncoder
-from ._fitting import FitPlan, FitRows, training_data, validation_rows
+from ._fitting import FitPlan, FitRows, refuse_class_weight, training_data, validation_rows
 
 
 class RunningMoments:
@@ -316,4 +316,5 @@ def fit_stream(estimator, chunks, *, validation_data=None):
     -------
     estimator, fitted: ``predict``, ``save`` and ``to_onnx`` work as after ``fit``.
     """
+    refuse_class_weight(estimator, "a fit of a stream")
     return FitPlan(estimator, StreamRows(chunks, validation_data)).fit()

@@ -54,9 +54,9 @@ def _columns(encoder) -> str:
 def describe(estimator) -> str:
     """A few lines on a fitted NeuMiss estimator: its network (depth, weights, head,
     members, epochs), its input columns and their encoding, the target's scale
-    (regressors), the C of its heads' logistic start (classifiers), its validation rows,
-    scheme and score, and the temperature its probabilities were calibrated with
-    (classifiers)."""
+    (regressors), the C of its heads' logistic start and the class weights (classifiers),
+    its validation rows, scheme and score, and the temperature its probabilities were
+    calibrated with (classifiers)."""
     check_is_fitted(estimator, "network_")
     name = type(estimator).__name__
     members = int(estimator.ensemble_size)
@@ -74,6 +74,11 @@ def describe(estimator) -> str:
         chosen = " (chosen on the held-out rows)" if estimator.start_C_ != 1.0 else ""
         lines.append(f"Linear start: logistic regression with C = {estimator.start_C_:.3g}"
                      f"{chosen}")
+    if getattr(estimator, "class_weight", None) is not None:
+        weights = ", ".join(f"{label} {weight:.3g}" for label, weight
+                            in zip(estimator.classes_.tolist(), estimator.class_weight_))
+        lines.append(f"Class weights: {weights} (class_weight={estimator.class_weight!r}; "
+                     "every loss weighted, the probabilities those of the reweighted classes)")
     n_val, scheme = estimator.n_validation_rows_, estimator.validation_scheme_
     if scheme == "none":
         lines.append("Validation: none (validation_fraction=0: the training loss decided)")

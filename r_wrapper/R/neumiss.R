@@ -142,7 +142,8 @@
 #'   CV+ with that many folds (each fold's network fitted without it, and one on all rows).
 #' @param ... Further parameters of the Python estimator by their Python names
 #'   (e.g. `lr_patience`, `tol`, `weight_decay`, `compress_tails`,
-#'   `integer_levels`); unknown names are an error. For the formula method, the
+#'   `integer_levels`; for a classifier `class_weight = "balanced"` or a named list
+#'   of weights by level, `list(yes = 3)`); unknown names are an error. For the formula method, the
 #'   arguments of the default method.
 #' @section Small data:
 #' A fit needs at least 20 rows with a response (and a non-zero weight);

@@ -190,6 +190,26 @@ test_that("classification: factor response, predictions keep its levels", {
 })
 
 
+test_that("class_weight weighs a level of a factor response up", {
+  skip_if_no_python_neumiss()
+  data <- simulate_data(n = 300)
+  rare <- factor(ifelse(data$y > 1.5, "rare", "common"))
+  plain <- neumiss(data$x, rare, max_epochs = 10, seed = 3)
+  weighted <- neumiss(data$x, rare, max_epochs = 10, seed = 3, class_weight = list(rare = 4))
+  balanced <- neumiss(data$x, rare, max_epochs = 10, seed = 3, class_weight = "balanced")
+  expect_equal(weighted$params$class_weight, list(rare = 4))
+  expect_equal(balanced$params$class_weight, "balanced")
+  p_rare <- function(fit) mean(predict(fit, data$x, type = "prob")[, "rare"])
+  expect_gt(p_rare(weighted), p_rare(plain))
+  expect_gt(p_rare(balanced), p_rare(plain))
+  path <- tempfile(fileext = ".neumiss")
+  write_neumiss(weighted, path)
+  expect_equal(predict(read_neumiss(path), data$x, type = "prob"),
+               predict(weighted, data$x, type = "prob"))
+  expect_error(neumiss(data$x, rare, max_epochs = 1, class_weight = list(other = 2)),
+               "class_weight has labels that are not classes of y: 'other'")
+})
+
 test_that("an ensemble fit (ensemble_size) is described and predicts", {
   skip_if_no_python_neumiss()
   data <- simulate_data(n = 200)
