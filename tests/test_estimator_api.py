@@ -346,7 +346,7 @@ def test_validation_data_replaces_the_internal_split(small_regression, monkeypat
     assert model.validation_score_ == pytest.approx(r2_score(y_val, model.predict(X_val)), abs=1e-4)
     with pytest.raises(ValueError, match="validation_data must be a pair"):
         model.fit(X, y, validation_data=X_val)
-    with pytest.raises(ValueError, match="X has 2 features"):
+    with pytest.raises(ValueError, match="^validation_data: X_val: X has 2 features"):
         model.fit(X, y, validation_data=(X_val[:, :2], y_val))
     with pytest.raises(ValueError, match="one value per row"):
         model.fit(X, y, validation_data=(X_val, y_val[:5]))

@@ -187,8 +187,11 @@ def validation_rows(estimator, validation_data) -> tuple[np.ndarray, np.ndarray,
     (n_val, n_encoded) and encoded ``y_val`` (n_val,)."""
     if not isinstance(validation_data, (tuple, list)) or len(validation_data) != 2:
         raise ValueError("validation_data must be a pair (X_val, y_val)")
-    X_val = check_features(estimator, validation_data[0], reset=False, tables=True)
-    X_val = estimator.encoder_.transform(X_val)
+    try:
+        X_val = check_features(estimator, validation_data[0], reset=False, tables=True)
+        X_val = estimator.encoder_.transform(X_val)
+    except ValueError as error:  # say which X: the message names none
+        raise ValueError(f"validation_data: X_val: {error}") from error
     y_val = np.asarray(validation_data[1])
     if y_val.ndim != 1 or y_val.shape[0] != X_val.shape[0]:
         raise ValueError(
