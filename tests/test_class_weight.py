@@ -98,3 +98,12 @@ def test_a_stream_fit_refuses_class_weight():
     with pytest.raises(ValueError, match="class_weight applies to fit.X, y. only, not to a "
                                          "fit of a stream"):
         fit_stream(NeuMissClassifier(**FAST, class_weight="balanced"), [(X, y)])
+
+
+def test_a_data_parallel_fit_refuses_class_weight():
+    from neumiss.estimators._parallel_fit import check_parallel_params
+
+    with pytest.raises(ValueError, match="class_weight applies to fit.X, y. only, not to a "
+                                         "data-parallel fit"):
+        check_parallel_params(NeuMissClassifier(class_weight={"rare": 2.0}))
+    check_parallel_params(NeuMissClassifier())  # without class weights: accepted
