@@ -142,9 +142,9 @@
 #'   CV+ with that many folds (each fold's network fitted without it, and one on all rows).
 #' @param ... Further parameters of the Python estimator by their Python names
 #'   (e.g. `lr_patience`, `tol`, `weight_decay`, `compress_tails`,
-#'   `integer_levels`; for a classifier `class_weight = "balanced"` or a named list
-#'   of weights by level, `list(yes = 3)`); unknown names are an error. For the formula method, the
-#'   arguments of the default method.
+#'   `integer_levels`; for a classifier `class_weight = "balanced"` or weights
+#'   named by level, `c(yes = 3)`); unknown names are an error. For the formula
+#'   method, the arguments of the default method.
 #' @section Small data:
 #' A fit needs at least 20 rows with a response (and a non-zero weight);
 #' fewer are refused with an error. The validation rows stop the training early
@@ -484,6 +484,14 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
       .abort("`%s` must be %s, got %s.", shown, what, .cut(deparse(value), 60L))
     }
     params[[name]] <- if (several) as.list(as.integer(value)) else as.integer(value)
+  }
+  weights <- params$class_weight
+  if (is.numeric(weights) && !is.null(names(weights))) {
+    params$class_weight <- as.list(weights)  # a named vector, as R writes it: a dict
+  } else if (!is.null(weights) && !identical(weights, "balanced") &&
+             !(is.list(weights) && !is.null(names(weights)) && all(nzchar(names(weights))))) {
+    .abort(paste("`class_weight` must be \"balanced\" or weights named by level,",
+                 "e.g. c(yes = 3), got %s."), .cut(deparse(weights), 60L))
   }
   params
 }

@@ -208,6 +208,15 @@ test_that("class_weight weighs a level of a factor response up", {
                predict(weighted, data$x, type = "prob"))
   expect_error(neumiss(data$x, rare, max_epochs = 1, class_weight = list(other = 2)),
                "class_weight has labels that are not classes of y: 'other'")
+  # a named vector is the same weights; unnamed weights are refused in R
+  as_vector <- neumiss(data$x, rare, max_epochs = 10, seed = 3, class_weight = c(rare = 4))
+  expect_equal(predict(as_vector, data$x, type = "prob"),
+               predict(weighted, data$x, type = "prob"))
+  expect_error(neumiss(data$x, rare, max_epochs = 1, class_weight = 4),
+               "`class_weight` must be \"balanced\" or weights named by level")
+  # a logical response: its levels are "FALSE" and "TRUE"
+  high <- neumiss(data$x, data$y > 1.5, max_epochs = 10, seed = 3, class_weight = c(`TRUE` = 4))
+  expect_equal(high$params$class_weight, list(`TRUE` = 4))
 })
 
 test_that("an ensemble fit (ensemble_size) is described and predicts", {
