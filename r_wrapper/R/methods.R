@@ -292,7 +292,8 @@ print.neumiss <- function(x, ...) {
 #'   Python estimator), `seed`, `missing_rate`, `feature_names`, `xlevels`,
 #'   `target_encoded` (the factors encoded by target statistics),
 #'   `integer_levels` (the numeric predictors given an indicator per frequent
-#'   integer value, and how many), `classes`.
+#'   integer value, and how many), `classes`, `class_weights` (a classifier fitted
+#'   with `class_weight`: the weight of each level; `NULL` otherwise).
 #' @export
 summary.neumiss <- function(object, ...) {
   .check_fit(object)
@@ -311,6 +312,7 @@ summary.neumiss <- function(object, ...) {
     log_target = isTRUE(object$log_target),
     temperature = object$temperature,
     start_C = object$start_C,
+    class_weights = object$class_weights,
     n_epochs = object$n_epochs,
     best_epoch = object$best_epoch,
     n_obs = object$n_obs,
@@ -363,6 +365,7 @@ print.summary.neumiss <- function(x, ...) {
               100 * x$missing_rate))
   .log_target_note(x)
   .calibration_note(x)
+  .class_weight_note(x)
   .start_note(x)
   .integer_levels_note(x$integer_levels)
   if (length(x$xlevels)) {
@@ -639,6 +642,15 @@ model.frame.neumiss <- function(formula, ...) {
   if (!is.null(x$temperature) && x$temperature != 1) {
     cat(sprintf("Probabilities: calibrated (log-odds divided by the temperature %.3g)\n",
                 x$temperature))
+  }
+}
+
+# A classifier fitted with class_weight: the weight of each level in every loss.
+.class_weight_note <- function(x) {
+  if (length(x$class_weights)) {
+    cat(sprintf("Class weights: %s (class_weight; probabilities of the reweighted levels)\n",
+                paste(names(x$class_weights), sprintf("%.3g", x$class_weights),
+                      collapse = ", ")))
   }
 }
 

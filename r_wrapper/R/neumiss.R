@@ -585,6 +585,7 @@ neumiss.default <- function(x, y, weights = NULL, task = NULL, depth = NULL,
     log_target = isTRUE(info$log_target),
     temperature = info$temperature,
     start_C = info$start_C,
+    class_weights = unlist(info$class_weights),
     validation_score = info$validation_score,
     n_obs = n_obs,
     # out of fold, or on validation_data, every row trains

@@ -331,6 +331,10 @@ def describe(estimator):
         "temperature": getattr(estimator, "temperature_", None),
         # classifiers: the C of the heads' logistic start (None: a regressor)
         "start_C": getattr(estimator, "start_C_", None),
+        # classifiers fitted with class_weight: the weight of each class (None: unweighted)
+        "class_weights": None if getattr(estimator, "class_weight", None) is None else {
+            str(label): float(weight)
+            for label, weight in zip(estimator.classes_.tolist(), estimator.class_weight_)},
         "validation_score": float(estimator.validation_score_),
         # absent from models saved before they were recorded
         "validation_scheme": getattr(estimator, "validation_scheme_", None),

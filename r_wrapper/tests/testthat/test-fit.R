@@ -199,6 +199,11 @@ test_that("class_weight weighs a level of a factor response up", {
   balanced <- neumiss(data$x, rare, max_epochs = 10, seed = 3, class_weight = "balanced")
   expect_equal(weighted$params$class_weight, list(rare = 4))
   expect_equal(balanced$params$class_weight, "balanced")
+  counts <- table(rare)
+  expect_equal(balanced$class_weights,
+               c(common = 300 / (2 * counts[["common"]]), rare = 300 / (2 * counts[["rare"]])))
+  expect_output(print(summary(weighted)), "Class weights: common 1, rare 4 \\(class_weight")
+  expect_null(plain$class_weights)
   p_rare <- function(fit) mean(predict(fit, data$x, type = "prob")[, "rare"])
   expect_gt(p_rare(weighted), p_rare(plain))
   expect_gt(p_rare(balanced), p_rare(plain))
