@@ -107,3 +107,15 @@ def test_a_data_parallel_fit_refuses_class_weight():
                                          "data-parallel fit"):
         check_parallel_params(NeuMissClassifier(class_weight={"rare": 2.0}))
     check_parallel_params(NeuMissClassifier())  # without class weights: accepted
+
+
+def test_a_model_file_written_before_class_weight_loads_unweighted():
+    from pathlib import Path
+
+    import torch
+
+    import neumiss
+
+    path = Path(__file__).parents[1] / "export" / "fixtures" / "classifier" / "estimator.pt"
+    assert "class_weight" not in torch.load(path, weights_only=True)["params"]
+    assert neumiss.load(path).get_params()["class_weight"] is None

@@ -10,15 +10,11 @@ and loading models without pickle (:func:`load`). May import every layer below i
 :mod:`neumiss.network` and :mod:`neumiss.export`.
 """
 
-from ._estimators import (
-    LOG_SCALE_SKEWNESS,
-    LOG_TARGET_SKEWNESS,
-    NeuMissClassifier,
-    NeuMissRegressor,
-)
+from ._classifier import NeuMissClassifier
 from ._parallel_fit import fit_parquet, fit_spark
 from ._persistence import FORMAT_VERSION, MODEL_CLASSES, load, payload_digest, save_estimator
 from ._quantile import NeuMissQuantileRegressor
+from ._regressor import LOG_SCALE_SKEWNESS, LOG_TARGET_SKEWNESS, NeuMissRegressor
 from ._streaming import RunningMoments, fit_stream, parquet_chunks
 
 __all__ = [

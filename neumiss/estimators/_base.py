@@ -9,6 +9,7 @@ saving and ONNX export.
 from __future__ import annotations
 
 import copy
+import inspect
 
 import numpy as np
 import torch
@@ -427,3 +428,15 @@ class BaseNeuMiss(BaseEstimator):
         return tags
 
 
+#: The defaults of :class:`BaseNeuMiss`, which every estimator's ``__init__`` repeats.
+DEFAULTS = {
+    name: parameter.default
+    for name, parameter in inspect.signature(BaseNeuMiss.__init__).parameters.items()
+}
+
+
+def parameters_of(cls: type, values: dict) -> dict:
+    """The entries of ``values`` (an ``__init__``'s ``locals()``) that are parameters of
+    ``cls``: what a subclass's ``__init__``, which lists every parameter (scikit-learn
+    reads them from its signature), hands on to ``cls.__init__``."""
+    return {name: values[name] for name in cls._get_param_names()}

@@ -50,7 +50,8 @@ FORMAT_VERSION = 6
 #: Parameters added within :data:`FORMAT_VERSION`, and the value for which a file written
 #: before them (without them) holds the model it held.
 LATER_PARAMETERS = {"spline": False, "log_target": False, "integer_levels": False,
-                    "calibration": "none", "callbacks": None, "cv": None}
+                    "calibration": "none", "callbacks": None, "cv": None,
+                    "class_weight": None}
 
 #: What a model file never holds: the network (its weights are the file's ``state_dict``)
 #: and the callbacks of the fit (objects of the user's classes, which loading could not

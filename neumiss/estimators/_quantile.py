@@ -8,7 +8,8 @@ import numpy as np
 from ..checks import Real, SequenceOf, check_params
 from ..network import PinballLoss
 from ..tables import check_outputs_finite
-from ._estimators import _DEFAULTS, NeuMissRegressor, parameters_of
+from ._base import DEFAULTS, parameters_of
+from ._regressor import NeuMissRegressor
 
 
 def _quantile_levels(quantiles) -> np.ndarray:
@@ -55,30 +56,30 @@ class NeuMissQuantileRegressor(NeuMissRegressor):
         self,
         quantiles=(0.05, 0.5, 0.95),
         *,
-        depth=_DEFAULTS["depth"],
-        mlp_depth=_DEFAULTS["mlp_depth"],
-        mlp_width=_DEFAULTS["mlp_width"],
-        weight_sharing=_DEFAULTS["weight_sharing"],
-        residual=_DEFAULTS["residual"],
-        mask_skip=_DEFAULTS["mask_skip"],
-        spline=_DEFAULTS["spline"],
-        compress_tails=_DEFAULTS["compress_tails"],
-        integer_levels=_DEFAULTS["integer_levels"],
-        ensemble_size=_DEFAULTS["ensemble_size"],
-        optimizer=_DEFAULTS["optimizer"],
-        learning_rate=_DEFAULTS["learning_rate"],
-        batch_size=_DEFAULTS["batch_size"],
-        max_epochs=_DEFAULTS["max_epochs"],
-        validation_fraction=_DEFAULTS["validation_fraction"],
-        patience=_DEFAULTS["patience"],
-        lr_patience=_DEFAULTS["lr_patience"],
-        tol=_DEFAULTS["tol"],
-        weight_decay=_DEFAULTS["weight_decay"],
-        random_state=_DEFAULTS["random_state"],
-        device=_DEFAULTS["device"],
-        n_jobs=_DEFAULTS["n_jobs"],
-        verbose=_DEFAULTS["verbose"],
-        callbacks=_DEFAULTS["callbacks"],
+        depth=DEFAULTS["depth"],
+        mlp_depth=DEFAULTS["mlp_depth"],
+        mlp_width=DEFAULTS["mlp_width"],
+        weight_sharing=DEFAULTS["weight_sharing"],
+        residual=DEFAULTS["residual"],
+        mask_skip=DEFAULTS["mask_skip"],
+        spline=DEFAULTS["spline"],
+        compress_tails=DEFAULTS["compress_tails"],
+        integer_levels=DEFAULTS["integer_levels"],
+        ensemble_size=DEFAULTS["ensemble_size"],
+        optimizer=DEFAULTS["optimizer"],
+        learning_rate=DEFAULTS["learning_rate"],
+        batch_size=DEFAULTS["batch_size"],
+        max_epochs=DEFAULTS["max_epochs"],
+        validation_fraction=DEFAULTS["validation_fraction"],
+        patience=DEFAULTS["patience"],
+        lr_patience=DEFAULTS["lr_patience"],
+        tol=DEFAULTS["tol"],
+        weight_decay=DEFAULTS["weight_decay"],
+        random_state=DEFAULTS["random_state"],
+        device=DEFAULTS["device"],
+        n_jobs=DEFAULTS["n_jobs"],
+        verbose=DEFAULTS["verbose"],
+        callbacks=DEFAULTS["callbacks"],
         log_target="auto",
     ):
         super().__init__(**parameters_of(NeuMissRegressor, locals()))
