@@ -20,6 +20,7 @@ from ._choice import (
     clearly_better,
     clearly_lower,
 )
+from ._clone import clone_module
 from ._data import TrainingData, evaluate_loss
 from ._device import apply_on_device, standardize
 from ._divergence import DivergenceWarning, constant_output
@@ -96,6 +97,7 @@ __all__ = [
     "auto_batch_size",
     "auto_learning_rate",
     "auto_mlp_width",
+    "clone_module",
     "clearly_better",
     "clearly_lower",
     "combine_outputs",

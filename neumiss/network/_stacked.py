@@ -20,7 +20,6 @@ gives the members back as :class:`~neumiss.network.NeuMissNetwork` objects.
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 from collections.abc import Iterator
 
@@ -28,6 +27,7 @@ import torch
 from torch import nn
 
 from ._block import NeuMissNetwork
+from ._clone import clone_module
 from ._data import TrainingData
 from ._ensemble import COMBINE, EnsembleNetwork, combine_outputs
 
@@ -103,9 +103,10 @@ class StackedNetwork(nn.Module):
         self.combine = combine
         self.n_members = len(networks)
         # The template is kept outside the module tree: it only gives the members' shape.
-        self.__dict__["_template"] = copy.deepcopy(template).cpu()
-        self.block = copy.deepcopy(template.block)
-        self.encoding = copy.deepcopy(template.encoding)  # the spline's knots, or None
+        self.__dict__["_template"] = clone_module(template).cpu()
+        self.block = clone_module(template.block)
+        # the spline's knots, or None
+        self.encoding = None if template.encoding is None else clone_module(template.encoding)
         names = [name for name, _ in template.named_parameters()
                  if not name.startswith("block.")]
         states = [dict(network.named_parameters()) for network in networks]
@@ -297,7 +298,7 @@ class StackedNetwork(nn.Module):
         networks' (in the loss's output units: a classifier blends logits)."""
         if "skip__weight" in linear.heads:
             raise ValueError("blended_with blends with linear heads; linear has MLP heads")
-        blend = copy.deepcopy(self)
+        blend = clone_module(self)
         heads, other, last = blend.heads, linear.heads, blend._layers[-1]
         pairs = [(f"{last}__bias", "head__0__bias"), ("spline__weight", "spline__weight"),
                  ("mask_skip__weight", "mask_skip__weight")]
@@ -328,7 +329,7 @@ class StackedNetwork(nn.Module):
             shared.update({f"encoding.{name}": value
                            for name, value in self.encoding.state_dict().items()})
         for k in range(self.n_members):
-            member = copy.deepcopy(self._template).to(self.block.mu.device)
+            member = clone_module(self._template).to(self.block.mu.device)
             heads = {name: self.heads[_key(name)][k].detach()
                      for name, _ in member.named_parameters() if not name.startswith("block.")}
             member.load_state_dict({**shared, **heads})
