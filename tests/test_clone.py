@@ -4,6 +4,8 @@ tensors and flags, nothing mutable shared with the original, shared objects shar
 from __future__ import annotations
 
 import copy
+import gc
+import weakref
 
 import numpy as np
 import pytest
@@ -13,7 +15,8 @@ from hypothesis import strategies as st
 from torch import nn
 
 from neumiss import NeuMissClassifier, NeuMissRegressor
-from neumiss.network import StackedNetwork, clone_module
+from neumiss.network import StackedNetwork, clone_module, float64_copy
+from neumiss.network._clone import _FLOAT64_COPIES
 from tests.test_stacked import SHAPES, _members, _rows
 
 
@@ -22,7 +25,8 @@ def _assert_same_copy(ours, reference, original, path="module"):
     mutable container or a tensor's memory with ``original``."""
     assert type(ours) is type(reference), path
     if isinstance(ours, nn.Module):
-        mine, theirs, source = ours.__getstate__(), reference.__getstate__(), original.__getstate__()
+        mine, theirs = ours.__getstate__(), reference.__getstate__()
+        source = original.__getstate__()
         assert list(mine) == list(theirs), path
         for name in mine:
             _assert_same_copy(mine[name], theirs[name], source[name], f"{path}.{name}")
@@ -157,3 +161,64 @@ def test_a_module_with_its_own_copy_protocol_is_copied_by_it():
     holder = nn.Sequential(_OwnCopy(2, 2))
     clone = clone_module(holder)
     assert clone[0].marked and torch.equal(clone[0].weight, holder[0].weight)
+
+
+def test_a_float64_copy_is_made_once_while_the_module_is_unchanged():
+    module = _Tied()
+    copied = float64_copy(module)
+    assert float64_copy(module) is copied
+    assert all(p.dtype == torch.float64 for p in copied.parameters())
+    assert not copied.training
+    x = torch.randn(4, 3, dtype=torch.float64)
+    with torch.no_grad():
+        assert torch.equal(copied(x), clone_module(module).double()(x))
+
+
+@pytest.mark.parametrize("change", ["in place", "load_state_dict", "data", "replaced", "buffer"])
+def test_a_float64_copy_follows_every_change_of_the_module(change):
+    module = _Tied()
+    before = float64_copy(module)
+    with torch.no_grad():
+        if change == "in place":
+            module.first.bias.add_(1.0)
+        elif change == "load_state_dict":
+            module.load_state_dict({k: v + 1.0 for k, v in module.state_dict().items()})
+        elif change == "data":
+            module.first.bias.data = module.first.bias.data + 1.0
+        elif change == "replaced":
+            module.scale = nn.Parameter(module.scale + 1.0)
+        else:
+            module.register_buffer("extra", torch.ones(1))
+    after = float64_copy(module)
+    assert after is not before
+    assert torch.equal(after.double().state_dict()["first.bias"],
+                       module.double().state_dict()["first.bias"])
+    x = torch.randn(4, 3, dtype=torch.float64)
+    with torch.no_grad():
+        assert torch.equal(after(x), clone_module(module).double()(x))
+
+
+def test_float64_copies_go_with_their_modules():
+    module = _Tied()
+    made = weakref.ref(float64_copy(module))
+    assert module in _FLOAT64_COPIES
+    del module
+    gc.collect()
+    assert made() is None
+
+
+def test_predictions_follow_weights_changed_after_a_prediction():
+    """The estimator's float64 copy is made again when ``network_`` changes in place: the
+    members' last bias raised by one moves every prediction by the same amount."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(160, 4))
+    X[rng.random(X.shape) < 0.2] = np.nan
+    model = NeuMissRegressor(max_epochs=2, random_state=0).fit(X, np.nan_to_num(X[:, 0]))
+    first = model.predict(X[:5])
+    members = getattr(model.network_, "members", [model.network_])
+    with torch.no_grad():
+        for member in members:
+            member.head[-1].bias.add_(1.0)
+    moved = model.predict(X[:5]) - first
+    assert moved[0] > 0
+    np.testing.assert_allclose(moved, moved[0], rtol=1e-9)

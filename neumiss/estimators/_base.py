@@ -35,7 +35,7 @@ from ..network import (
     TargetLoss,
     TrainingConfig,
     auto_mlp_width,
-    clone_module,
+    float64_copy,
     torch_threads,
 )
 from ..tables import check_outputs_finite
@@ -288,7 +288,7 @@ class BaseNeuMiss(BaseEstimator):
                 return check_outputs_finite(out, "network outputs")
             # Sums in float64: a row's outputs then do not depend on the rows scored with it
             # (float32 matrix products sum in an order that depends on the batch's shape).
-            double = clone_module(module).double()
+            double = float64_copy(module)
             for start in range(0, X.shape[0], PREDICT_CHUNK):
                 x, mask = self.preprocessor_.transform(
                     X[start : start + PREDICT_CHUNK], row_offset=start,

@@ -20,7 +20,7 @@ from ._choice import (
     clearly_better,
     clearly_lower,
 )
-from ._clone import clone_module
+from ._clone import clone_module, float64_copy
 from ._data import TrainingData, evaluate_loss
 from ._device import apply_on_device, standardize
 from ._divergence import DivergenceWarning, constant_output
@@ -98,6 +98,7 @@ __all__ = [
     "auto_learning_rate",
     "auto_mlp_width",
     "clone_module",
+    "float64_copy",
     "clearly_better",
     "clearly_lower",
     "combine_outputs",

@@ -16,6 +16,8 @@ shared with the original, an object reached twice copied once.
 from __future__ import annotations
 
 import copy
+import itertools
+import threading
 import types
 import weakref
 from collections import OrderedDict
@@ -60,6 +62,32 @@ def clone_module(module: ModuleT, memo: dict[int, Any] | None = None) -> ModuleT
     state = {name: _copy_value(value, memo) for name, value in module.__getstate__().items()}
     clone.__setstate__(state)
     return clone
+
+
+#: :func:`float64_copy`'s copies, by original module (an entry goes with its module): the
+#: module's tensors (held, so that their ids stay theirs), their memory and versions, the copy.
+_FLOAT64_COPIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_FLOAT64_LOCK = threading.Lock()
+
+
+def float64_copy(module: nn.Module) -> nn.Module:
+    """A copy of ``module`` in float64 (``clone_module(module).double()``), in eval mode, made
+    once and given again while every parameter and buffer of ``module`` is the one it was
+    made from, unchanged: the same tensor object, memory and version (a change in place,
+    ``load_state_dict`` say, raises the version; ``.data =`` moves the memory). Repeated
+    predictions then skip the copy, 2-3 ms a call on a network of five members. The copy
+    is shared: read it, never change it."""
+    tensors = tuple(itertools.chain(module.parameters(), module.buffers()))
+    state = tuple((tensor.data_ptr(), tensor._version) for tensor in tensors)
+    with _FLOAT64_LOCK:
+        made = _FLOAT64_COPIES.get(module)
+    if (made is not None and made[1] == state and len(made[0]) == len(tensors)
+            and all(old is new for old, new in zip(made[0], tensors))):
+        return made[2]
+    copied = clone_module(module).double().eval()
+    with _FLOAT64_LOCK:
+        _FLOAT64_COPIES[module] = (tensors, state, copied)
+    return copied
 
 
 def _copy_value(value: Any, memo: dict[int, Any]) -> Any:
