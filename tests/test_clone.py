@@ -16,6 +16,7 @@ from torch import nn
 
 from neumiss import NeuMissClassifier, NeuMissRegressor
 from neumiss.network import StackedNetwork, clone_module, float64_copy
+from neumiss.network import _clone as clone
 from neumiss.network._clone import _FLOAT64_COPIES
 from tests.test_stacked import SHAPES, _members, _rows
 
@@ -196,6 +197,15 @@ def test_a_float64_copy_follows_every_change_of_the_module(change):
     x = torch.randn(4, 3, dtype=torch.float64)
     with torch.no_grad():
         assert torch.equal(after(x), clone_module(module).double()(x))
+
+
+def test_a_large_modules_float64_copy_is_made_at_every_call(monkeypatch):
+    monkeypatch.setattr(clone, "FLOAT64_KEPT_ELEMENTS", 14)  # _Tied holds 3 + 9 + 3
+    module = _Tied()
+    first = float64_copy(module)
+    assert float64_copy(module) is not first and module not in _FLOAT64_COPIES
+    monkeypatch.setattr(clone, "FLOAT64_KEPT_ELEMENTS", 15)
+    assert float64_copy(module) is float64_copy(module)
 
 
 def test_float64_copies_go_with_their_modules():
