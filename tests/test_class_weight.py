@@ -3,11 +3,15 @@ the fit, checked against scikit-learn's own weights and against explicit sample 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
+import torch
 from sklearn.metrics import log_loss
 from sklearn.utils.class_weight import compute_sample_weight
 
+import neumiss
 from neumiss import NeuMissClassifier
 from neumiss.estimators import fit_stream
 
@@ -110,12 +114,6 @@ def test_a_data_parallel_fit_refuses_class_weight():
 
 
 def test_a_model_file_written_before_class_weight_loads_unweighted():
-    from pathlib import Path
-
-    import torch
-
-    import neumiss
-
     path = Path(__file__).parents[1] / "export" / "fixtures" / "classifier" / "estimator.pt"
     assert "class_weight" not in torch.load(path, weights_only=True)["params"]
     assert neumiss.load(path).get_params()["class_weight"] is None

@@ -30,13 +30,13 @@ ModuleT = TypeVar("ModuleT", bound=nn.Module)
 
 #: Values ``copy.deepcopy`` returns as they are (its atomic types, and torch's dtypes,
 #: which it returns as they are through their ``__reduce__``).
-_ATOMIC = (
+_ATOMIC = frozenset({
     type(None), int, float, bool, complex, str, bytes, type, range, property,
     types.BuiltinFunctionType, types.FunctionType, types.CodeType, weakref.ref,
     torch.dtype,
-)
+})
 #: Containers rebuilt by their type's constructor when every item is atomic.
-_CONTAINERS = (dict, OrderedDict, set, frozenset, list, tuple)
+_CONTAINERS = frozenset({dict, OrderedDict, set, frozenset, list, tuple})
 
 
 def clone_module(module: ModuleT, memo: dict[int, Any] | None = None) -> ModuleT:
@@ -62,39 +62,6 @@ def clone_module(module: ModuleT, memo: dict[int, Any] | None = None) -> ModuleT
     state = {name: _copy_value(value, memo) for name, value in module.__getstate__().items()}
     clone.__setstate__(state)
     return clone
-
-
-#: :func:`float64_copy`'s copies, by original module (an entry goes with its module): the
-#: module's tensors (held, so that their ids stay theirs), their memory and versions, the copy.
-_FLOAT64_COPIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_FLOAT64_LOCK = threading.Lock()
-#: Modules of more elements (parameters and buffers) than this are copied at every call
-#: rather than kept: 8 MiB in float64, where the copy's time is small beside the products'.
-FLOAT64_KEPT_ELEMENTS = 2**20
-
-
-def float64_copy(module: nn.Module) -> nn.Module:
-    """A copy of ``module`` in float64 (``clone_module(module).double()``), in eval mode.
-
-    Made once and given again while every parameter and buffer of ``module`` is the one it
-    was made from, unchanged: the same tensor object, memory and version (a change in
-    place, ``load_state_dict`` say, raises the version; ``.data =`` moves the memory).
-    Repeated predictions then skip the copy, 2-3 ms a call on a network of five members.
-    Modules of more than :data:`FLOAT64_KEPT_ELEMENTS` elements are copied at every call.
-    A kept copy is shared: read it, never change it."""
-    tensors = tuple(itertools.chain(module.parameters(), module.buffers()))
-    if sum(tensor.numel() for tensor in tensors) > FLOAT64_KEPT_ELEMENTS:
-        return clone_module(module).double().eval()
-    state = tuple((tensor.data_ptr(), tensor._version) for tensor in tensors)
-    with _FLOAT64_LOCK:
-        made = _FLOAT64_COPIES.get(module)
-    if (made is not None and made[1] == state and len(made[0]) == len(tensors)
-            and all(old is new for old, new in zip(made[0], tensors))):
-        return made[2]
-    copied = clone_module(module).double().eval()
-    with _FLOAT64_LOCK:
-        _FLOAT64_COPIES[module] = (tensors, state, copied)
-    return copied
 
 
 def _copy_value(value: Any, memo: dict[int, Any]) -> Any:
@@ -134,3 +101,36 @@ def _copies_by_state(cls: type) -> bool:
     return (getattr(cls, "__deepcopy__", None) is None
             and cls.__reduce_ex__ is object.__reduce_ex__
             and cls.__reduce__ is object.__reduce__)
+
+
+#: :func:`float64_copy`'s copies, by original module (an entry goes with its module): the
+#: module's tensors (held, so that their ids stay theirs), their memory and versions, the copy.
+_FLOAT64_COPIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_FLOAT64_LOCK = threading.Lock()
+#: Modules of more elements (parameters and buffers) than this are copied at every call
+#: rather than kept: 8 MiB in float64, where the copy's time is small beside the products'.
+FLOAT64_KEPT_ELEMENTS = 2**20
+
+
+def float64_copy(module: nn.Module) -> nn.Module:
+    """A copy of ``module`` in float64 (``clone_module(module).double()``), in eval mode.
+
+    Made once and given again while every parameter and buffer of ``module`` is the one it
+    was made from, unchanged: the same tensor object, memory and version (a change in
+    place, ``load_state_dict`` say, raises the version; ``.data =`` moves the memory).
+    Repeated predictions then skip the copy, 2-3 ms a call on a network of five members.
+    Modules of more than :data:`FLOAT64_KEPT_ELEMENTS` elements are copied at every call.
+    A kept copy is shared: read it, never change it."""
+    tensors = tuple(itertools.chain(module.parameters(), module.buffers()))
+    if sum(tensor.numel() for tensor in tensors) > FLOAT64_KEPT_ELEMENTS:
+        return clone_module(module).double().eval()
+    state = tuple((tensor.data_ptr(), tensor._version) for tensor in tensors)
+    with _FLOAT64_LOCK:
+        made = _FLOAT64_COPIES.get(module)
+    if (made is not None and made[1] == state and len(made[0]) == len(tensors)
+            and all(old is new for old, new in zip(made[0], tensors))):
+        return made[2]
+    copied = clone_module(module).double().eval()
+    with _FLOAT64_LOCK:
+        _FLOAT64_COPIES[module] = (tensors, state, copied)
+    return copied
