@@ -358,3 +358,48 @@ def test_a_tables_output_in_chunks_is_the_forward_output(
             # to float32 rounding: the bits follow the CPU's choice of product kernels
             torch.testing.assert_close(block.table_output(x, mask, columns),
                                        block(x, mask, columns), rtol=1e-5, atol=1e-5)
+
+
+@settings(max_examples=30, deadline=None)
+@given(n_rows=st.integers(1, 60), n_features=st.integers(1, 12), depth=st.integers(1, 4),
+       weights=st.sampled_from(["independent", "shared"]), residual=st.booleans(),
+       complete_share=st.sampled_from([0.0, 0.5, 0.9, 1.0]), bounded=st.booleans(),
+       given_missing=st.booleans(), seed=st.integers(0, 2**16))
+def test_the_iterations_run_on_incomplete_rows_only_for_the_same_outputs_and_gradients(
+        n_rows, n_features, depth, weights, residual, complete_share, bounded, given_missing,
+        seed):
+    """A complete row's output is its ``x`` (bounded), bit for bit; the others', and every
+    gradient, are those of every row through the iterations (``_estimate``)."""
+    generator = torch.Generator().manual_seed(seed)
+    block = NeuMissBlock(n_features, depth=depth, weight_sharing=weights,
+                         residual=residual).double()
+    block.reset_parameters(generator)
+    with torch.no_grad():
+        for parameter in block.parameters():
+            parameter.add_(0.3 * torch.randn(parameter.shape, generator=generator,
+                                             dtype=torch.float64))
+    if bounded:
+        block.set_range(-np.ones(n_features), np.ones(n_features))
+    mask = (torch.rand(n_rows, n_features, generator=generator, dtype=torch.float64) < 0.4)
+    complete = torch.rand(n_rows, generator=generator) < complete_share
+    mask = (mask & ~complete[:, None]).double()
+    x = 2 * torch.randn(n_rows, n_features, generator=generator, dtype=torch.float64) * (1 - mask)
+    missing = mask.any(dim=0).nonzero().squeeze(1) if given_missing else None
+    upstream = torch.randn(n_rows, n_features, generator=generator, dtype=torch.float64)
+
+    def run(forward):
+        block.zero_grad(set_to_none=True)
+        out = forward(x, mask, missing)
+        if out.requires_grad:  # not when every row is complete: no parameter reached
+            (out * upstream).sum().backward()
+        return out.detach(), [torch.zeros_like(p) if p.grad is None else p.grad.clone()
+                              for p in block.parameters()]
+
+    out, grads = run(block)
+    expected, expected_grads = run(block._estimate)
+    rows = ~mask.bool().any(dim=1)
+    kept = x[rows] if not bounded else torch.clamp(x[rows], -1.0, 1.0)
+    assert torch.equal(out[rows], kept)
+    torch.testing.assert_close(out, expected)
+    for grad, expected_grad in zip(grads, expected_grads, strict=True):
+        torch.testing.assert_close(grad, expected_grad)
