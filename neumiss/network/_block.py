@@ -233,8 +233,8 @@ class NeuMissBlock(nn.Module):
         if rows.shape[0] == x.shape[0]:
             return self._estimate(x, mask, missing)
         out = x if self.lower is None else torch.clamp(x, self.lower, self.upper)
-        if rows.shape[0] == 0:
-            return out
+        # even without an incomplete row: every weight then gets its zero gradient, as
+        # through every row (Adam steps on it; data-parallel training needs each weight used)
         return out.index_copy(0, rows, self._estimate(
             x.index_select(0, rows), mask.index_select(0, rows), missing))
 
