@@ -397,9 +397,9 @@ def test_the_iterations_run_on_incomplete_rows_only_for_the_same_outputs_and_gra
 
     out, grads = run(block)
     expected, expected_grads = run(block._estimate)
-    rows = ~mask.bool().any(dim=1)
-    kept = x[rows] if not bounded else torch.clamp(x[rows], -1.0, 1.0)
-    assert torch.equal(out[rows], kept)
+    observed = ~mask.bool().any(dim=1)  # the complete rows
+    kept = x[observed] if not bounded else torch.clamp(x[observed], -1.0, 1.0)
+    assert torch.equal(out[observed], kept)
     torch.testing.assert_close(out, expected)
     for grad, expected_grad in zip(grads, expected_grads, strict=True):
         torch.testing.assert_close(grad, expected_grad)

@@ -217,10 +217,10 @@ class NeuMissBlock(nn.Module):
 
         Notes
         -----
-        A row observed in every column (of ``missing``, when given) is its own output,
-        bounded by the range: its iterations reach its output through ``* mask`` only. On
-        the CPU, where the iterations' products are the cost, a block of depth 1 or more
-        runs them on the other rows alone (the same outputs and gradients, up to float32
+        A row observed in every column is its own output, bounded by the range: its
+        iterations reach its output through ``* mask`` only. On the CPU, where the
+        iterations' products are the cost, a block of depth 1 or more runs them on the
+        other rows alone (the same outputs and gradients, up to float32
         rounding of those rows' sums): a table with few incomplete rows trains a deep
         block for little more than a shallow one. At depth 0 (no iteration), and on an
         accelerator (a CUDA graph replays products of fixed shapes,
@@ -228,8 +228,8 @@ class NeuMissBlock(nn.Module):
         """
         if self.depth == 0 or x.device.type != "cpu":  # depth 0: W_mix's product alone
             return self._estimate(x, mask, missing)
-        held = mask if missing is None else mask.index_select(1, missing)
-        rows = held.any(dim=1).nonzero().squeeze(1)  # the rows with a missing entry
+        # the rows with a missing entry (in ``missing`` only, when given: its contract)
+        rows = mask.any(dim=1).nonzero().squeeze(1)
         if rows.shape[0] == x.shape[0]:
             return self._estimate(x, mask, missing)
         out = x if self.lower is None else torch.clamp(x, self.lower, self.upper)
