@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from neumiss import NeuMissRegressor
+from neumiss.estimators._parallel_fit import dask_workers
 
 dd = pytest.importorskip("dask.dataframe", reason="Dask is in the dev extra")
 
@@ -196,6 +197,33 @@ def test_dask_fit_trains_on_two_workers_and_saves_an_ordinary_model(dask_client,
         assert estimator.score(X, y) > 0.7
 
 
+def test_dask_fit_asks_the_scheduler_for_its_workers(dask_client, monkeypatch):
+    """The client's cached scheduler information, which its periodic update leaves
+    without workers (distributed 2026.8), is not what the fit reads: with that cache
+    empty it still trains on both workers, and ``dask_workers`` names them."""
+    from distributed import Client
+
+    workers = dask_workers(dask_client)
+    assert len(workers) == 2 and all(w["host"] == "127.0.0.1" for w in workers.values())
+    emptied = {**dask_client.scheduler_info(), "workers": {}}
+    monkeypatch.setattr(Client, "scheduler_info", lambda self, *args, **kwargs: emptied)
+    X, y = _table(2000)
+    estimator = _small().fit(dd.from_pandas(X, npartitions=4), dd.from_pandas(y, npartitions=4))
+    assert estimator.n_validation_rows_ == 200  # a tenth of each worker's 1,000 rows
+
+
+def test_dask_fit_without_workers_says_so(dask_client, monkeypatch):
+    """A scheduler without workers is refused by name, before any computation."""
+    from neumiss.estimators import _parallel_fit
+
+    monkeypatch.setattr(_parallel_fit, "dask_workers", lambda client: {})
+    X, y = _table(200)
+    estimator = _small()
+    with pytest.raises(ValueError, match="its scheduler .* has none: start some"):
+        estimator.fit(dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2))
+    assert not hasattr(estimator, "network_")
+
+
 def _die():
     """Kill the process that runs this (a Dask worker, from ``client.run``)."""
     import os
@@ -222,7 +250,7 @@ def test_dask_fit_fails_naming_a_worker_that_dies(dask_client, monkeypatch):
     import time
 
     X, y = _table(2000)
-    rank_1 = list(dask_client.scheduler_info()["workers"])[1]
+    rank_1 = list(dask_workers(dask_client))[1]
 
     def kill_rank_1():
         for _ in range(600):  # until the training tasks run (at most a minute)

@@ -229,6 +229,15 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+def dask_workers(client) -> dict[str, dict]:
+    """The workers the scheduler of ``client`` holds now, by address: each one's identity
+    (``host``, ``nthreads``, ...), asked of the scheduler. ``client.scheduler_info()``
+    returns the client's cached copy, which its periodic update (every 2 s) overwrites,
+    and recent versions of distributed (2026.8) update it without the workers: read just
+    after that, every worker looked gone (a fit failed naming both as dead)."""
+    return client.sync(client.scheduler.identity)["workers"]
+
+
 def fit_dask(estimator, X, y):
     """Fit ``estimator`` on a Dask DataFrame ``X`` and a Dask Series ``y`` of the same
     partitions, one training process on each worker of the current Dask client (the
@@ -248,11 +257,16 @@ def fit_dask(estimator, X, y):
     except ValueError as exc:
         raise ValueError("fitting a Dask DataFrame trains on the workers of a Dask client: "
                          "start one first (distributed.Client)") from exc
-    workers = list(client.scheduler_info()["workers"])
+    identities = dask_workers(client)
+    workers = list(identities)
+    if not workers:
+        raise ValueError("fitting a Dask DataFrame trains on the workers of the current Dask "
+                         f"client, and its scheduler ({client.scheduler.address}) has none: "
+                         "start some, or wait for them (client.wait_for_workers)")
     table = DaskTable(X, y)
     payload, callbacks = _plan(estimator, table, len(workers))
     parts = client.compute(table.rows.to_delayed())
-    host = client.scheduler_info()["workers"][workers[0]]["host"]
+    host = identities[workers[0]]["host"]
     port = client.run(_free_port, workers=[workers[0]])[workers[0]]
     token = uuid.uuid4().hex
     futures = [client.submit(train_rank, payload, parts[rank::len(workers)], TARGET_COLUMN,
@@ -271,7 +285,7 @@ def _wait_for_ranks(client, workers: list[str], futures) -> bytes:
     """Rank 0's result once every process is done; a RuntimeError naming the workers
     that died, or the ranks that failed (and their errors), as soon as one does."""
     while True:
-        alive = set(client.scheduler_info()["workers"])
+        alive = set(dask_workers(client))
         dead = [f"rank {rank} on worker {worker}" for rank, worker in enumerate(workers)
                 if worker not in alive]
         failed = [(rank, workers[rank], future.exception())
