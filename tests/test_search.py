@@ -795,6 +795,28 @@ def test_out_of_fold_the_block_trains_with_rows_enough_for_its_parameters():
         assert trains_block(held_out, block, least)
 
 
+def test_a_block_of_depth_0_started_from_the_moments_never_trains():
+    """The data start's block of depth 0 (the order-0 estimate from the moments) stays as
+    started, held out or not, while deeper data starts and the chain from the identity
+    (``from_data=False``) train theirs; a training leaves the frozen block as it was."""
+    train, val = _self_masked(400, 0), _self_masked(200, 1)
+    assert not trains_block(None, NeuMissNetwork(4, depth=0).block, 10**6, from_moments=True)
+    assert trains_block(None, NeuMissNetwork(4, depth=2).block, 1, from_moments=True)
+    search = DepthSearch(_build, train, val, OBJECTIVE, seed=0, n_members=2,
+                         moments=observed_moments(train))
+
+    def trains(depth, from_data=True):
+        block = search.members(depth, "shared", 0, None, from_data=from_data).block
+        return {p.requires_grad for p in block.parameters()}
+
+    assert trains(0) == {False} and trains(2) == {True}
+    assert trains(0, from_data=False) == {True}
+    started = search.members(0, "shared", 0, None).block.state_dict()
+    trained = search.fit(0, "shared", 0, None, TrainingConfig(max_epochs=3))
+    for name, value in trained.network.block.state_dict().items():
+        torch.testing.assert_close(value, started[name], rtol=0, atol=0, msg=name)
+
+
 def test_out_of_fold_member_weights_stay_in_the_identity_chain(monkeypatch):
     """Members held out of their validation fold keep out of it in the chain too."""
     train, val = _self_masked(400, 0), _self_masked(400, 0)

@@ -130,20 +130,33 @@ def clearly_lower(losses: torch.Tensor, reference: torch.Tensor,
             and reference_mean - mean >= min_gain * reference_mean)
 
 
-def trains_block(val_data: TrainingData | None, block: torch.nn.Module, n_train: int) -> bool:
-    """Whether the search trains the members' shared ``block`` on ``n_train`` rows: always,
-    unless the members validate out of fold (``val_data.held_out_by``); then only with at
-    least :data:`OUT_OF_FOLD_ROWS_PER_PARAMETER` rows per parameter of the block. Each
-    member's head trains on its own rows only, but one block serves them all, so that
-    trained, it is fitted to every row through the members that train on it, and a row's
-    held-out member scores it through a block that has seen it: the out-of-fold losses
-    then choose epochs and candidates that overfit (simulated, 300 rows: validation log
-    loss 0.53 for a test one of 0.76; with the block at its start from the training rows'
-    moments, which never see the target, 0.64 and 0.62). A block of few parameters for
-    its rows learns little of any one row, and a self-masked table needs it trained (the
-    README's example, 5,000 rows, d = 5: test R² 0.570 with the block at its start, 0.632
-    trained). An untrained block keeps its start: mean imputation at depth 0, the Neumann
-    approximation of the conditional expectation deeper."""
+def trains_block(val_data: TrainingData | None, block: torch.nn.Module, n_train: int,
+                 from_moments: bool = False) -> bool:
+    """Whether the search trains the members' shared ``block`` on ``n_train`` rows.
+
+    Never a block of depth 0 started ``from_moments`` (the order-0 Neumann estimate from
+    the training rows' moments, :func:`~neumiss.network.start_from_moments`): trained, its
+    ``d (d + 1)`` parameters refit that imputation to the target, which on the real-data
+    suite gained nothing (mean rank 2.17 either way over both halves;
+    results/realdata/README.md), while the gradient of its output, through the spline's
+    ramps and the MLP heads' first layer, took about a third of each step (tbc_hgt and
+    brandsma_lpo fit 30% faster with it frozen). The paper's chain from the identity start
+    (``from_moments`` False) trains its own.
+
+    Otherwise always, unless the members validate out of fold (``val_data.held_out_by``);
+    then only with at least :data:`OUT_OF_FOLD_ROWS_PER_PARAMETER` rows per parameter of
+    the block. Each member's head trains on its own rows only, but one block serves them
+    all, so that trained, it is fitted to every row through the members that train on it,
+    and a row's held-out member scores it through a block that has seen it: the
+    out-of-fold losses then choose epochs and candidates that overfit (simulated, 300
+    rows: validation log loss 0.53 for a test one of 0.76; with the block at its start
+    from the training rows' moments, which never see the target, 0.64 and 0.62). A block
+    of few parameters for its rows learns little of any one row, and a self-masked table
+    needs it trained (the README's example, 5,000 rows, d = 5: test R² 0.570 with the
+    block at its start, 0.632 trained). An untrained block keeps its start: from the
+    moments, the Neumann approximation of the conditional expectation of its order."""
+    if from_moments and block.depth == 0:
+        return False
     if val_data is None or val_data.held_out_by is None:
         return True
     return n_train >= OUT_OF_FOLD_ROWS_PER_PARAMETER * sum(p.numel() for p in block.parameters())

@@ -216,8 +216,9 @@ class DepthSearch:
                 self.fit_linear_parts(networks)
             stacked = StackedNetwork(networks, self.combine, *self.shortcuts).to(
                 self.train_data.device)
-        stacked.block.requires_grad_(trains_block(self.val_data, stacked.block,
-                                                  len(self.train_data)))
+        stacked.block.requires_grad_(trains_block(
+            self.val_data, stacked.block, len(self.train_data),
+            from_moments=self.moments is not None and from_data))
         return stacked
 
     def start(self, networks: list[NeuMissNetwork]) -> StackedNetwork:
