@@ -350,7 +350,10 @@ def test_the_blend_kept_has_the_weight_of_lowest_validation_loss(nonlinear, out_
     if max(losses) <= min(losses) * (1 + 1e-6):  # one function: the most linear blend
         assert weight == 0.0
     assert search.blend_weight(trained.network, linear, chunk=7) == weight  # in chunks
-    assert (weight > 0.5) is nonlinear
+    if nonlinear:
+        assert weight > 0.5
+    else:  # the MLP heads have little to add: the linear heads within 0.5% of the best blend
+        assert losses[0] <= min(losses) * 1.005
     assert summary["epochs"] == 0 and summary["val_loss"] == pytest.approx(losses[0], rel=1e-5)
     if weight == 0.0:
         assert kept.mlp_depth == 0

@@ -22,8 +22,8 @@ beside a linear skip), then each other head is fine-tuned from the chosen
 network and kept if it lowers the validation loss, except that an MLP head training
 kept at its start (its MLP's last layer still zero: the network computes a linear
 head's function) becomes the linear head as it is, untrained: the fine-tune would start
-from a function training did not improve on; and that at depth 0 (mean imputation) the
-linear heads are fitted on the block's output directly, untrained
+from a function training did not improve on; and that at depth 0 (the order-0
+imputation, untrained) the linear heads are fitted on the block's output directly, untrained
 (:meth:`DepthSearch.fitted_linear_head`: real tables, the same run: better scores, mean
 rank 3.69 -> 3.44), then blended with the MLP heads in the proportion that validates
 best (real tables, both halves of the development suite: the mean rank among the anchors
@@ -105,7 +105,7 @@ from ._start import (
 )
 from ._training import HISTORY, MIN_AUTO_BATCH_SIZE, TrainingConfig, TrainingResult, train
 
-#: Depths tried by ``depth="auto"``: mean imputation feeding the head, then a deep block
+#: Depths tried by ``depth="auto"``: the order-0 imputation feeding the head, then a deep block
 #: started from the data's moments (:mod:`~neumiss.network._start`), the Neumann
 #: approximation of the conditional expectation before any training: the depths between
 #: need no training on the way (results/README.md, "Depth search").
@@ -271,7 +271,7 @@ class DepthSearch:
 
     def mask_term_helps(self) -> bool:
         """Whether the mask's own linear term (``mask_skip``) clearly lowers the validation
-        losses of the linear start at depth 0 (mean imputation; :meth:`term_helps`); sets
+        losses of the linear start at depth 0 (order-0 imputation; :meth:`term_helps`); sets
         :attr:`mask_skip` to the answer."""
         return self.term_helps("mask_skip", 0, "shared")
 

@@ -80,7 +80,7 @@
 #'   validation split, each new block starting from the Neumann iterates of
 #'   the training data's covariance (with `"auto"`, depth 16 is trained only
 #'   when that start, with linear heads fitted on it, validates clearly better
-#'   (by one standard error) than depth 0's mean imputation).
+#'   (by one standard error) than depth 0's order-0 imputation, never trained).
 #' @param mlp_depth,mlp_width Hidden layers (and their width) of an MLP head
 #'   after the block, for nonlinear targets; `mlp_depth = 0` is the paper's
 #'   linear head. `"auto"` (Python's default) chooses between the linear head

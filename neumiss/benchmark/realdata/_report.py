@@ -211,7 +211,8 @@ def format_choices(runs: pd.DataFrame, method: str = CHOSEN_BY) -> list[str]:
     titles = [CHOICES[key] for key in ("spline", "mask_skip", "log_target", "integer_levels")]
     return [
         "", f"## What `{method}` chose", "",
-        "Per task, over its folds: the block's depth (0: mean imputation feeding the head), "
+        "Per task, over its folds: the block's depth (0: the order-0 estimate from the "
+        "moments, untrained, feeding the head), "
         "the head, in how many folds the heads kept the spline term, the mask's own term, "
         "the log of the target and indicator columns for integer values, the median weight "
         "of the MLP head in the head kept (``mlp_weight_``: 0 the linear head, 1 an MLP "
