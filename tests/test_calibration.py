@@ -161,13 +161,14 @@ def _observed_means(model, X):
 
 
 def test_out_of_fold_the_shared_block_trains_only_with_rows_enough_for_its_parameters():
-    params = dict(depth=0, mlp_depth=0, max_epochs=20, random_state=0, calibration="none")
-    # 10 columns: a block of d (d + 1) = 110 parameters, under 10 rows each on 400 rows
+    params = dict(depth=1, mlp_depth=0, max_epochs=20, random_state=0, calibration="none")
+    # 10 columns: a block of depth 1 holds 2 d^2 + d = 210 parameters, under 10 rows each
+    # on 400 rows
     X, y = _binary_table(400, seed=7, n_noise=6)
     oof = NeuMissClassifier(**params).fit(X, y)
     holdout = NeuMissClassifier(validation_fraction=0.2, **params).fit(X, y)
     assert oof.validation_scheme_ == "out_of_fold" and oof.n_epochs_ > 0
-    # mean imputation at depth 0: the block's means stay the observed ones
+    # the block keeps its start from the moments: its means stay the observed ones
     for member in oof.network_.members:
         np.testing.assert_allclose(member.block.mu.detach().numpy(), _observed_means(oof, X),
                                    atol=1e-5)
@@ -178,9 +179,23 @@ def test_out_of_fold_the_shared_block_trains_only_with_rows_enough_for_its_param
     X_test, y_test = _binary_table(2000, seed=8, n_noise=6)
     test_loss = log_loss(y_test, oof.predict_proba(X_test)[:, 1])
     assert abs(-oof.validation_score_ - test_loss) < 0.05 + 3 * math.sqrt(0.25 / 400)
-    # 4 columns: 20 parameters, 20 rows each: out of fold too, the block trains
+    # 4 columns: 36 parameters, 11 rows each: out of fold too, the block trains
     X, y = _binary_table(400, seed=7)
     few = NeuMissClassifier(**params).fit(X, y)
     assert few.validation_scheme_ == "out_of_fold"
     assert not np.allclose(few.network_.members[0].block.mu.detach().numpy(),
                            _observed_means(few, X), atol=1e-3)
+
+
+def test_a_block_of_depth_0_keeps_its_start_held_out_or_out_of_fold():
+    """Depth 0's block, the order-0 estimate from the moments, is never trained: its means
+    stay the observed ones of the training rows, validated out of fold or on other rows."""
+    X, y = _binary_table(400, seed=7)
+    held_out = _binary_table(200, seed=9)
+    for validation_data in (None, held_out):
+        model = NeuMissClassifier(depth=0, mlp_depth=0, max_epochs=20, random_state=0,
+                                  calibration="none").fit(X, y, validation_data=validation_data)
+        assert model.n_epochs_ > 0
+        for member in model.network_.members:
+            np.testing.assert_allclose(member.block.mu.detach().numpy(),
+                                       _observed_means(model, X), atol=1e-5)
