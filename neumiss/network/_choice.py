@@ -31,9 +31,9 @@ ROUNDING = 1e-6
 UNTIE_ROWS_PER_PARAMETER = 10
 
 #: Out of fold, the members' shared block trains only with at least this many training rows
-#: per parameter it holds (:func:`trains_block`): ``d (d + 1)`` at depth 0 (its means,
-#: and the mixing matrix deeper blocks apply), ``3 d^2 + d`` deeper with one shared Neumann
-#: matrix. Counting the means alone at depth 0 trained them on real tables of hundreds of
+#: per parameter it holds (:func:`trains_block`): ``2 d^2 + d`` at depth 1, ``3 d^2 + d``
+#: deeper with one shared Neumann matrix (a block of depth 0 started from the moments never
+#: trains). Counting the means alone at depth 0 trained them on real tables of hundreds of
 #: columns, which lost (spi_age R² 0.540 -> 0.505; results/realdata/README.md).
 OUT_OF_FOLD_ROWS_PER_PARAMETER = 10
 
