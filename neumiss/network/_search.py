@@ -209,16 +209,16 @@ class DepthSearch:
                 network.warm_start_from(start, keep_mlp=start.block.depth == depth)
             networks.append(network)
         new_depth = start_from is None or start_from.depth != depth
-        if self.moments is not None and new_depth and from_data:
+        from_moments = self.moments is not None and from_data
+        if from_moments and new_depth:
             stacked = self.start(networks)
         else:
             if refit_linear:
                 self.fit_linear_parts(networks)
             stacked = StackedNetwork(networks, self.combine, *self.shortcuts).to(
                 self.train_data.device)
-        stacked.block.requires_grad_(trains_block(
-            self.val_data, stacked.block, len(self.train_data),
-            from_moments=self.moments is not None and from_data))
+        stacked.block.requires_grad_(trains_block(self.val_data, stacked.block,
+                                                  len(self.train_data), from_moments))
         return stacked
 
     def start(self, networks: list[NeuMissNetwork]) -> StackedNetwork:
