@@ -20,20 +20,28 @@ import torch
 RIDGE_PENALTIES = tuple(np.logspace(-3, 4, 15))
 
 
-def per_distinct_member(solve: Callable[[int], np.ndarray], *arrays: np.ndarray) -> np.ndarray:
-    """``solve(k)`` for every member ``k``, stacked (K, ...), each distinct problem solved
-    once: members whose rows of every one of ``arrays`` (each (K, ...): the member's row
-    weights, its starting point) are equal share the first one's solution. The members of
-    an ensemble validated on held-out rows all train on the same rows (gapminder_lifeexp:
-    five ridge solves of 500 columns on 8,400 rows, 1.4 s of a 5.5 s fit, where one
-    gives the same solutions bit for bit)."""
+def distinct_members(*arrays: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The members of distinct problems: members whose rows of every one of ``arrays``
+    (each (K, ...): the member's row weights, its starting point) are equal pose the same
+    problem. Returns the first member of each distinct problem (K',), in member order, and
+    for every member the index of its problem among those (K,)."""
     keys = [b"".join(np.ascontiguousarray(a[k]).tobytes() for a in arrays)
             for k in range(len(arrays[0]))]
     first: dict[bytes, int] = {}
     for k, key in enumerate(keys):
         first.setdefault(key, k)
-    solved = {k: solve(k) for k in first.values()}  # in member order
-    return np.stack([solved[first[key]] for key in keys])
+    index = {key: i for i, key in enumerate(first)}
+    return np.asarray(list(first.values())), np.asarray([index[key] for key in keys])
+
+
+def per_distinct_member(solve: Callable[[int], np.ndarray], *arrays: np.ndarray) -> np.ndarray:
+    """``solve(k)`` for every member ``k``, stacked (K, ...), each distinct problem
+    (:func:`distinct_members` of ``arrays``) solved once, by its first member. The members
+    of an ensemble validated on held-out rows all train on the same rows
+    (gapminder_lifeexp: five ridge solves of 500 columns on 8,400 rows, 1.4 s of a 5.5 s
+    fit, where one gives the same solutions bit for bit)."""
+    firsts, index = distinct_members(*arrays)
+    return np.stack([solve(k) for k in firsts])[index]
 
 
 def ridge_penalty(features: torch.Tensor, target: torch.Tensor, case_weight: torch.Tensor,

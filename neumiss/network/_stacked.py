@@ -89,6 +89,17 @@ class StackedNetwork(nn.Module):
     -----
     Shapes: :meth:`member_outputs` maps ``x`` and ``mask`` (batch, d) to
     (K, batch, n_outputs); :meth:`forward` maps them to (batch, n_outputs).
+
+    The heads read the spline's ramps **centred**: less each ramp's mean were its bins of
+    equal mass (:meth:`~neumiss.network._spline.PiecewiseLinearEncoding.centres`), the
+    biases of the layers reading them shifted to compute the same function
+    (:meth:`_centring_shifts`; :meth:`networks` gives the members back with the
+    ramps as they are). A reparametrization for the training only: a ramp is 1 above its
+    bin, so most of a column's ramps are 1 or 0 together and Adam's steps of their
+    weights (each about the learning rate) add up in the first layer of an MLP head.
+    Uncentred, an MLP head reading 480 ramps (30 columns) stopped within 6 epochs on a
+    simulated binary task of 8,000 rows (log loss 0.38 against 0.15 without the spline);
+    centred, 0.20 (results/realdata/README.md, "The ramps centred").
     """
 
     def __init__(self, networks: list[NeuMissNetwork], combine: str,
@@ -125,6 +136,25 @@ class StackedNetwork(nn.Module):
             torch.ones(template.block.n_features, dtype=torch.bool).index_fill(0, columns, False),
             torch.ones(_ramps(template), dtype=torch.bool)]).nonzero().squeeze(1),
             persistent=False)
+        self.register_buffer("centres", None if self.encoding is None
+                             else self.encoding.centres(), persistent=False)
+        with torch.no_grad():  # the heads compute on centred ramps what they did on ramps
+            for name, shift in self._centring_shifts().items():
+                self.heads[name].add_(shift)
+
+    def _centring_shifts(self) -> dict[str, torch.Tensor]:
+        """What centring the ramps takes from each layer reading them, to be added to that
+        layer's bias, by the name of the bias in :attr:`heads`: the output's (the spline's
+        weights times the centres, (K, n_outputs)) and, for an MLP head, its first layer's
+        (its weights on the ramps times the centres, (K, width)). Empty without ramps."""
+        if self.centres is None:
+            return {}
+        shifts = {f"{self._layers[-1]}__bias": self.heads["spline__weight"] @ self.centres}
+        if "skip__weight" in self.heads:  # the MLP's first layer reads the ramps last
+            first = self.heads[f"{self._layers[0]}__weight"]  # (K, width, d + R)
+            on_ramps = first[..., first.shape[-1] - self.centres.shape[0]:]
+            shifts[f"{self._layers[0]}__bias"] = on_ramps @ self.centres
+        return {name: shift.detach() for name, shift in shifts.items()}
 
     @property
     def depth(self) -> int:
@@ -166,7 +196,8 @@ class StackedNetwork(nn.Module):
         """What the heads read: the block's output (batch, d), and the spline's ramps of it
         (batch, R) beside it when there are: (batch, F)."""
         block_out = self.block(x, mask, self.missing)  # (batch, d)
-        ramps = None if self.encoding is None else self.encoding(block_out)  # (batch, R)
+        # the ramps centred (class notes): (batch, R)
+        ramps = None if self.encoding is None else self.encoding(block_out) - self.centres
         # an MLP head's first layer reads the ramps beside the block's output, as the
         # spline's weights do; a linear head reads the block's output only
         return block_out if ramps is None else torch.cat([block_out, ramps], dim=-1)
@@ -321,16 +352,19 @@ class StackedNetwork(nn.Module):
 
     def networks(self) -> list[NeuMissNetwork]:
         """The members as separate networks (copies of the block, the spline's knots and of
-        each head, on this network's device)."""
+        each head, on this network's device), reading the ramps as they are."""
         members = []
         shared = {f"block.{name}": value.detach()
                   for name, value in self.block.state_dict().items()}
         if self.encoding is not None:
             shared.update({f"encoding.{name}": value
                            for name, value in self.encoding.state_dict().items()})
+        stacked = {name: value.detach() for name, value in self.heads.items()}
+        for name, shift in self._centring_shifts().items():
+            stacked[name] = stacked[name] - shift
         for k in range(self.n_members):
             member = clone_module(self._template).to(self.block.mu.device)
-            heads = {name: self.heads[_key(name)][k].detach()
+            heads = {name: stacked[_key(name)][k]
                      for name, _ in member.named_parameters() if not name.startswith("block.")}
             member.load_state_dict({**shared, **heads})
             members.append(member.eval())
