@@ -10,6 +10,7 @@ from neumiss.network import _start
 from neumiss.network._ridge import (
     RIDGE_PENALTIES,
     _solve_gram,
+    distinct_members,
     per_distinct_member,
     ridge_penalty,
     ridge_solutions,
@@ -28,6 +29,33 @@ def test_per_distinct_member_solves_each_distinct_problem_once_in_member_order()
     out = per_distinct_member(solve, weights, starts)
     assert calls == [0, 1, 3]  # member 2 is member 0's problem
     np.testing.assert_array_equal(out, [[0, 2, 0], [10, 2, 0], [0, 2, 0], [30, 2, 2]])
+
+
+def test_distinct_members_names_each_problems_first_member_and_every_members_problem():
+    weights = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 0.0], [1.0, 1.0], [1.0, 1.0]])
+    starts = np.array([[0.0], [0.0], [0.0], [0.0], [2.0]])
+    firsts, index = distinct_members(weights, starts)
+    np.testing.assert_array_equal(firsts, [0, 1, 4])
+    np.testing.assert_array_equal(index, [0, 1, 0, 1, 2])
+
+
+def test_the_penalized_start_solves_members_sharing_rows_and_start_once():
+    def cross_entropy(output, target):
+        return torch.nn.functional.cross_entropy(output, target, reduction="none")
+
+    rng = np.random.default_rng(2)
+    features = torch.as_tensor(rng.normal(size=(150, 5)))
+    target = torch.as_tensor(rng.integers(0, 3, 150))
+    held = torch.as_tensor(rng.random(150) < 0.3).double()
+    row_weight = torch.stack([torch.ones(150, dtype=torch.float64), 1.0 - held,
+                              torch.ones(150, dtype=torch.float64)], dim=1)
+    weight, bias = _start._penalized(features, target, row_weight, 3, cross_entropy, 0.01)
+    assert weight.shape == (3, 3, 5) and bias.shape == (3, 3)
+    assert torch.equal(weight[0], weight[2]) and torch.equal(bias[0], bias[2])
+    distinct, distinct_bias = _start._penalized(features, target, row_weight[:, :2], 3,
+                                                cross_entropy, 0.01)
+    assert torch.equal(weight[:2], distinct) and torch.equal(bias[:2], distinct_bias)
+    assert not torch.allclose(weight[0], weight[1])  # member 1 holds rows out: its own fit
 
 
 def _leave_one_out_error(features, target, weight, alpha):

@@ -64,6 +64,27 @@ def test_the_ramps_are_clipped_bin_positions_and_with_the_column_span_its_linear
     np.testing.assert_allclose(design @ solution, target, atol=1e-4)
 
 
+def test_the_centres_are_the_ramps_means_over_the_rows_their_quantile_bins_cut():
+    rng = np.random.default_rng(3)
+    h = np.column_stack([rng.uniform(size=5000), rng.normal(size=5000),
+                         rng.exponential(size=5000)])
+    feature, left, width = quantile_ramps(h, np.zeros_like(h), 8)
+    encoding = PiecewiseLinearEncoding(len(feature))
+    encoding.set_ramps(feature, left, width)
+    means = encoding(torch.as_tensor(h, dtype=torch.float32)).mean(dim=0)
+    # values spread evenly within their bins (uniform): the means themselves
+    torch.testing.assert_close(encoding.centres()[feature == 0], means[feature == 0],
+                               rtol=0, atol=6e-3)
+    # otherwise between the shares of rows above the bin and above its left knot: within
+    # half a bin's share (1 / 16) of the centre
+    assert (encoding.centres() - means).abs().max() <= 0.5 / 8 + 2e-3
+    # written out: the j-th of a column's B ramps is centred on 1 - (j + 0.5) / B
+    encoding = PiecewiseLinearEncoding(5)
+    encoding.set_ramps([0, 0, 1, 1, 1], [0.0] * 5, [1.0] * 5)
+    torch.testing.assert_close(encoding.centres(),
+                               torch.tensor([0.75, 0.25, 5 / 6, 0.5, 1 / 6]))
+
+
 def test_set_ramps_refuses_another_number_of_ramps():
     with pytest.raises(ValueError, match="feature has shape"):
         PiecewiseLinearEncoding(3).set_ramps([0, 1], [0.0, 1.0], [1.0, 1.0])

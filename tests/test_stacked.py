@@ -107,6 +107,24 @@ def test_each_member_computes_what_it_computes_alone(shape, n_members, seed):
             torch.testing.assert_close(member(x, mask), members[k](x, mask))
 
 
+@pytest.mark.parametrize("mlp_depth", [0, 2])
+def test_the_heads_read_the_ramps_centred_and_give_them_back_as_they_are(mlp_depth):
+    members = _members(3, 5, n_ramps=len(RAMPS[0]), mlp_depth=mlp_depth, n_outputs=2)
+    stacked = StackedNetwork(members, "mean")
+    x, mask = _rows(20, 5)
+    block_out = stacked.block(x, mask)
+    ramps = members[0].encoding(block_out)
+    inputs = stacked._head_inputs(x, mask)
+    torch.testing.assert_close(inputs[:, 4:], ramps - members[0].encoding.centres())
+    # the heads' biases absorb the centres: each member's function and weights unchanged
+    for k, member in enumerate(stacked.networks()):
+        for name, value in member.named_parameters():
+            torch.testing.assert_close(value, dict(members[k].named_parameters())[name])
+    first = f"head__{0}__bias"
+    assert not torch.allclose(stacked.heads[first],
+                              torch.stack([m.head[0].bias for m in members]))
+
+
 @settings(max_examples=25, deadline=None)
 @given(shape=SHAPES, n_members=st.integers(1, 4), seed=st.integers(0, 1000),
        two_valued=st.booleans())

@@ -101,12 +101,13 @@ class PiecewiseLinearEncoding(nn.Module):
             buffer.copy_(value.to(buffer.dtype))
 
     def centres(self) -> torch.Tensor:
-        """Each ramp's mean over the training rows were its column's bins of equal mass, as
-        quantile bins are: ``1 - (j + 0.5) / B`` for the ``j``-th of the ``B`` ramps of its
-        column (they are in order, :func:`quantile_ramps`), shape (n_ramps,). A ramp is 1
-        above its bin and 0 below, so the ramps of a column are far from centred: the
-        first near 1, the last near 0 (what the training subtracts,
-        :class:`~neumiss.network.StackedNetwork`)."""
+        """``1 - (j + 0.5) / B`` for the ``j``-th of the ``B`` ramps of its column (they are
+        in order, :func:`quantile_ramps`), shape (n_ramps,): the ramp's mean over the
+        training rows were the bins of equal mass (as quantile bins are) and the values
+        spread evenly within them; whatever the spread, within ``0.5 / B`` of that mean (a
+        ramp is 1 above its bin and 0 below it). The ramps of a column are far from
+        centred, the first near 1, the last near 0: the training subtracts these
+        (:class:`~neumiss.network.StackedNetwork`)."""
         counts = torch.bincount(self.feature)  # ramps per column
         first = torch.cumsum(counts, 0) - counts  # the index of each column's first ramp
         position = torch.arange(self.n_ramps, device=self.feature.device) - first[self.feature]
