@@ -143,7 +143,8 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         up to 16 quantile bins of its observed training values (at most 512 ramps in
         all: fewer bins on wide tables), so that even the linear head fits an additive
         spline of each feature, a target that bends with a feature; an MLP head reads
-        the ramps too. ``"auto"`` adds it when the linear start at the deepest depth to
+        the ramps too (centred in training: :class:`~neumiss.network.StackedNetwork`).
+        ``"auto"`` adds it when the linear start at the deepest depth to
         be trained (with the mask's term as ``mask_skip`` decided) is clearly better on
         the validation rows with the ramps than without, and (for a regression) its
         validation loss at least 1% lower
