@@ -99,7 +99,7 @@ class StackedNetwork(nn.Module):
     weights (each about the learning rate) add up in the first layer of an MLP head.
     Uncentred, an MLP head reading 480 ramps (30 columns) stopped within 6 epochs on a
     simulated binary task of 8,000 rows (log loss 0.38 against 0.15 without the spline);
-    centred, 0.20 (results/realdata/README.md, "The ramps centred").
+    centred, 0.20 (results/realdata/README.md, "The ramps centred in training").
     """
 
     def __init__(self, networks: list[NeuMissNetwork], combine: str,
