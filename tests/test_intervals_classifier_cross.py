@@ -5,7 +5,7 @@ load."""
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import neumiss
@@ -13,6 +13,7 @@ from neumiss.estimators import NeuMissClassifier
 from neumiss.intervals import SET_METHODS, ConformalClassifier, assign_cells
 from neumiss.intervals._cells import own_cells
 from neumiss.intervals._cross import _plus_sets
+from neumiss.intervals._ranks import upper_rank
 from neumiss.intervals._sets import SCORE_TOLERANCE
 
 from ._interval_helpers import ALPHA, TINY, imputed_logistic, kth, simulated_classes
@@ -35,13 +36,14 @@ def _class_scores(method, model, X):
 
 def _sets_by_hand(model, method, X_test, rows_of, alpha=ALPHA):
     """Class k of x is kept iff #{i in rows_of(x) : E_i < s_k(x; model_fold(i)) - t} <
-    ceil((1 - alpha)(n + 1)), t the score tolerance, with explicit loops."""
+    ceil((1 - alpha)(n + 1)) (``upper_rank``: whole numbers up to float error are whole),
+    t the score tolerance, with explicit loops."""
     scores, folds = model.calibration_scores_, model.calibration_folds_
     fold_scores = [_class_scores(method, m, X_test) for m in model.fold_estimators_]
     expected = np.zeros((len(X_test), len(model.classes_)), dtype=bool)
     for row in range(len(X_test)):
         rows = rows_of(row)
-        rank = int(np.ceil((1 - alpha) * (rows.size + 1)))
+        rank = upper_rank(rows.size, alpha)
         for k in range(len(model.classes_)):
             below = sum(scores[i] < fold_scores[folds[i]][row, k] - SCORE_TOLERANCE
                         for i in rows)
@@ -85,6 +87,7 @@ def test_cv_plus_sets_by_hand(method):
 @settings(max_examples=40, deadline=None)
 @given(n=st.integers(9, 60), n_classes=st.integers(2, 4), alpha=st.floats(0.1, 0.5),
        seed=st.integers(0, 2**16))
+@example(n=53, n_classes=2, alpha=1 / 3, seed=466)  # a rank that is whole up to float error
 def test_with_one_model_the_rule_is_the_split_rule(n, n_classes, alpha, seed):
     # K = 1: every row is scored by the same model, so s_k(x) is compared with all
     # scores at once; scores on a coarse grid make ties (E_i = s_k(x)) common, and class
@@ -94,7 +97,9 @@ def test_with_one_model_the_rule_is_the_split_rule(n, n_classes, alpha, seed):
     scores = rng.integers(0, 8, n) / 8
     nudge = rng.choice([-2, -0.5, 0, 0.5, 2], (1, 30, n_classes)) * SCORE_TOLERANCE
     class_scores = rng.integers(0, 9, (1, 30, n_classes)) / 8 + nudge
-    q = kth(scores, int(np.ceil((1 - alpha) * (n + 1))))
+    # the rank as the package rounds it: (1 - 1/3)(53 + 1) is 36 up to float error, which
+    # np.ceil made 37 (upper_rank is tested on its own in test_intervals_ranks.py)
+    q = kth(scores, upper_rank(n, alpha))
     np.testing.assert_array_equal(_plus_sets(class_scores, np.zeros(n, dtype=int), scores,
                                              alpha), class_scores[0] <= q + SCORE_TOLERANCE)
 
