@@ -24,9 +24,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 
 from neumiss.benchmark.realdata._cache import DEFAULT_CACHE, load_task
+from neumiss.benchmark.realdata._methods import METHODS, predict
 from neumiss.benchmark.realdata._protocol import fold_indices, method_seed, score
 from neumiss.benchmark.realdata._tasks import select_tasks
 
@@ -41,18 +41,14 @@ def task_scores(task, cache, drop: tuple[str, ...] = (), seed: int = 0) -> pd.Da
     loss) on the fold's test rows."""
     X, y = load_task(task, cache)
     X = X.drop(columns=[c for c in drop if c in X.columns])
-    model = HistGradientBoostingRegressor if task.kind == "regression" else (
-        HistGradientBoostingClassifier)
     metric = "r2" if task.kind == "regression" else "log_loss"
     rows = []
     for repeat in range(REPEATS):
         for fold, (train, test) in enumerate(fold_indices(y, task.kind, repeat, seed)):
-            for variant, options in VARIANTS.items():
-                fitted = model(categorical_features="from_dtype", **options,
-                               random_state=method_seed(seed, repeat, fold))
-                fitted.fit(X.iloc[train], y[train])
-                predicted = (fitted.predict(X.iloc[test]) if task.kind == "regression"
-                             else fitted.predict_proba(X.iloc[test])[:, 1])
+            for variant, options in VARIANTS.items():  # the suite's hgb, then constrained
+                fitted = METHODS["hgb"].build(task.kind, method_seed(seed, repeat, fold))
+                fitted.set_params(**options).fit(X.iloc[train], y[train])
+                predicted = predict(fitted, task.kind, X.iloc[test])
                 rows.append({"task": task.name, "half": task.half, "metric": metric,
                              "variant": variant, "repeat": repeat, "fold": fold,
                              "score": score(task.kind, y[test], predicted)[metric]})

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from neumiss.network import _start
+from neumiss.network._losses import MultinomialLogLoss
 from neumiss.network._ridge import (
     RIDGE_PENALTIES,
     _solve_gram,
@@ -40,9 +41,7 @@ def test_distinct_members_names_each_problems_first_member_and_every_members_pro
 
 
 def test_the_penalized_start_solves_members_sharing_rows_and_start_once():
-    def cross_entropy(output, target):
-        return torch.nn.functional.cross_entropy(output, target, reduction="none")
-
+    cross_entropy = MultinomialLogLoss(3)  # the multiclass loss the start is given
     rng = np.random.default_rng(2)
     features = torch.as_tensor(rng.normal(size=(150, 5)))
     target = torch.as_tensor(rng.integers(0, 3, 150))
