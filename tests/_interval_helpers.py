@@ -7,6 +7,7 @@ The conformal logic is checked with base models whose bounds are known in closed
 
 import functools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -69,12 +70,28 @@ def kth(values, rank):
     return np.sort(values)[rank - 1]
 
 
+def _exact(alpha):
+    """``alpha`` as the fraction it stands for (0.1 -> 1/10, 1/3 -> 1/3), so that the ranks
+    below are computed in exact arithmetic, not rounded across a whole number."""
+    return Fraction(alpha).limit_denominator(10_000)
+
+
+def usual_rank(n, alpha):
+    """``ceil((1 - alpha)(n + 1))``, in exact arithmetic."""
+    return math.ceil((1 - _exact(alpha)) * (n + 1))
+
+
+def nested_lower_rank(n, alpha):
+    """``floor(alpha (n + 1))``, in exact arithmetic."""
+    return math.floor(_exact(alpha) * (n + 1))
+
+
 def conformal_rank(n, alpha, confidence):
     """The rank of the calibration quantile, from the Beta law of the coverage of the
     k-th smallest of n scores: the smallest k with P(coverage < 1 - alpha) <= 1 - confidence
     (the usual ``ceil((1 - alpha)(n + 1))`` for None)."""
     if confidence is None:
-        return math.ceil((1 - alpha) * (n + 1))
+        return usual_rank(n, alpha)
     return next(k for k in range(1, n + 1) if beta.cdf(1 - alpha, k, n + 1 - k) <= 1 - confidence)
 
 

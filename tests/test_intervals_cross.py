@@ -18,8 +18,10 @@ from ._interval_helpers import (
     LinearQuantiles,
     imputed_logistic,
     kth,
+    nested_lower_rank,
     simulated,
     simulated_classes,
+    usual_rank,
 )
 
 
@@ -49,7 +51,7 @@ def test_every_row_is_scored_by_the_model_that_did_not_see_it():
 def test_cv_plus_intervals_by_hand(method):
     model, _, _, X_test = _cross(method)
     scores, folds, n = model.calibration_scores_, model.calibration_folds_, 150
-    low_rank, high_rank = int(np.floor(ALPHA * (n + 1))), int(np.ceil((1 - ALPHA) * (n + 1)))
+    low_rank, high_rank = nested_lower_rank(n, ALPHA), usual_rank(n, ALPHA)
     expected = []
     for x in X_test:
         bounds = np.array([m.predict_quantiles(x[None])[0, [0, 2]] if method == "cqr"
@@ -75,8 +77,8 @@ def test_mondrian_calibrates_a_large_cell_on_its_rows_and_a_small_one_on_all(alp
         n = rows.sum()
         bounds = np.array([m.predict_quantiles(x[None])[0, [0, 2]]
                            for m in model.fold_estimators_])
-        low = kth(bounds[folds[rows], 0] - scores[rows], int(np.floor(alpha * (n + 1))))
-        high = kth(bounds[folds[rows], 1] + scores[rows], int(np.ceil((1 - alpha) * (n + 1))))
+        low = kth(bounds[folds[rows], 0] - scores[rows], nested_lower_rank(n, alpha))
+        high = kth(bounds[folds[rows], 1] + scores[rows], usual_rank(n, alpha))
         np.testing.assert_allclose(got, (low, high))
     text = model.summary()
     assert "cross-conformal (CV+, 10 folds), every one of the 400 rows" in text

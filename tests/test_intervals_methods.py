@@ -16,7 +16,13 @@ from neumiss.intervals import (
     SplitMethod,
 )
 
-from ._interval_helpers import FixedQuantiles, conformal_rank, kth
+from ._interval_helpers import (
+    FixedQuantiles,
+    conformal_rank,
+    kth,
+    nested_lower_rank,
+    usual_rank,
+)
 
 BASE = FixedQuantiles()
 
@@ -111,7 +117,7 @@ def _nested_loop(calibration, x, alpha):
         lows.append(low - score)
         highs.append(high + score)
     n = len(lows)
-    return kth(lows, math.floor(alpha * (n + 1))), kth(highs, math.ceil((1 - alpha) * (n + 1)))
+    return kth(lows, nested_lower_rank(n, alpha)), kth(highs, usual_rank(n, alpha))
 
 
 def _exact_loop(calibration, x, alpha):
@@ -122,7 +128,7 @@ def _exact_loop(calibration, x, alpha):
         return _nested_loop(calibration, x, alpha)
     scores = [_cqr_score(np.where(mask, np.nan, calibration.rows[k]), calibration.targets[k])
               for k in inside]
-    q = kth(scores, math.ceil((1 - alpha) * (len(inside) + 1)))
+    q = kth(scores, usual_rank(len(inside), alpha))
     low, _, high = BASE.predict_quantiles(x[None])[0]
     return low - q, high + q
 
