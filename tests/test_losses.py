@@ -4,6 +4,8 @@ stratification, and the estimators' choice of them."""
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.metrics import log_loss, mean_pinball_loss, r2_score
 
 from neumiss import NeuMissClassifier, NeuMissQuantileRegressor, NeuMissRegressor
@@ -56,6 +58,39 @@ def test_the_pinball_loss_is_sklearns_averaged_over_the_levels():
     mean = float(loss(torch.tensor(out), torch.tensor(y)).mean())
     expected = np.mean([mean_pinball_loss(y, out[:, k], alpha=a) for k, a in enumerate((0.1, 0.9))])
     assert mean == pytest.approx(expected) and loss.n_outputs == 2
+
+
+def _loss_and_target(kind, seed):
+    rng = np.random.default_rng(seed)
+    if kind == "squared":
+        return SquaredError(), torch.tensor(rng.normal(size=30))
+    if kind == "binary":
+        return BinaryLogLoss(), torch.tensor(rng.integers(0, 2, 30).astype(float))
+    if kind == "multinomial":
+        return MultinomialLogLoss(4), torch.tensor(rng.integers(0, 4, 30))
+    return PinballLoss([0.05, 0.5, 0.9]), torch.tensor(rng.normal(size=30))
+
+
+@settings(max_examples=40, deadline=None)
+@given(kind=st.sampled_from(["squared", "binary", "multinomial", "pinball"]),
+       seed=st.integers(0, 2**16), scale=st.floats(0.1, 20.0))
+def test_each_losss_raw_gradient_is_its_derivative(kind, seed, scale):
+    # The closed form against autograd, and against central differences of the loss
+    # (the pinball loss is linear between its kinks: an exact difference away from them).
+    loss, target = _loss_and_target(kind, seed)
+    output = (torch.tensor(np.random.default_rng(seed + 1).normal(size=(30, loss.n_outputs)))
+              * scale).requires_grad_()
+    loss(output, target).sum().backward()
+    gradient = loss.raw_gradient(output.detach(), target)
+    assert gradient.shape == output.shape
+    torch.testing.assert_close(gradient, output.grad, rtol=1e-10, atol=1e-12)
+    step = 1e-6
+    for j in range(loss.n_outputs):
+        shift = torch.zeros_like(output.detach())
+        shift[:, j] = step
+        change = (loss(output.detach() + shift, target) - loss(output.detach() - shift, target))
+        np.testing.assert_allclose(change.numpy() / (2 * step), gradient[:, j].numpy(),
+                                   rtol=1e-5, atol=1e-6)
 
 
 def test_class_losses_stratify_when_every_class_can_be_split():

@@ -26,6 +26,7 @@ from neumiss.network._data import (
     missing_columns,
     two_valued_columns,
 )
+from neumiss.network._losses import BinaryLogLoss, SquaredError
 from neumiss.network._ridge import ridge_penalty
 from neumiss.network._stacked import GivenBlockOutput
 from neumiss.network._start import (
@@ -430,13 +431,7 @@ def test_the_data_start_is_the_analytic_block_of_the_moments():
         torch.testing.assert_close(value, before[name])
 
 
-def _squared(output, target):
-    return (output[:, 0] - target) ** 2
-
-
-def _logistic(output, target):
-    return torch.nn.functional.binary_cross_entropy_with_logits(output[:, 0], target,
-                                                                reduction="none")
+_squared, _logistic = SquaredError(), BinaryLogLoss()  # losses given to the linear start
 
 
 def _started(n, n_members, mlp_depth, seed=0, mask_skip=False, n_ramps=0):

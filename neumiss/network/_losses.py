@@ -20,7 +20,10 @@ needs to know about the target:
 - ``spline_min_gain``: the share of the linear start's validation loss the spline term
   must remove to be added;
 - ``inverse_link(raw)``: raw outputs (n, n_outputs) in the units of the prediction
-  (class probabilities for the log losses; the outputs themselves otherwise).
+  (class probabilities for the log losses; the outputs themselves otherwise);
+- ``raw_gradient(output, target)``: the derivative of each row's loss with respect to
+  its outputs (batch, n_outputs), in closed form, as scikit-learn's losses give theirs
+  (the linear starts solved by L-BFGS use it).
 
 The search trains on an :class:`Objective`: the loss object and the score of its
 validation rows.
@@ -89,6 +92,10 @@ class SquaredError(TargetLoss):
     def __call__(self, output, target):
         return (output[:, 0] - target) ** 2
 
+    def raw_gradient(self, output, target):
+        """``2 (output_i - y_i)``, (batch, 1)."""
+        return 2.0 * (output - target[:, None])
+
     def score(self, val_loss, y_val, w_val):
         """R²: one minus the mean loss over the variance of ``y_val`` (minus the loss
         when ``y_val`` is constant)."""
@@ -113,6 +120,13 @@ class PinballLoss(TargetLoss):
         levels = torch.as_tensor(self.quantiles, dtype=output.dtype, device=output.device)
         error = target[:, None] - output
         return torch.maximum(levels * error, (levels - 1) * error).mean(dim=1)
+
+    def raw_gradient(self, output, target):
+        """``d loss_i / d output_ij`` (batch, n_outputs): ``(1[output_ij > y_i] - q_j) /
+        n_outputs`` (at ``output_ij = y_i``, where the loss has no derivative, ``-q_j /
+        n_outputs``, the slope from the left)."""
+        levels = torch.as_tensor(self.quantiles, dtype=output.dtype, device=output.device)
+        return ((output > target[:, None]).to(output.dtype) - levels) / self.n_outputs
 
 
 class _ClassLoss(TargetLoss):
@@ -147,6 +161,10 @@ class BinaryLogLoss(_ClassLoss):
     def __call__(self, output, target):
         return F.binary_cross_entropy_with_logits(output[:, 0], target, reduction="none")
 
+    def raw_gradient(self, output, target):
+        """``sigmoid(output_i) - y_i``, (batch, 1)."""
+        return torch.sigmoid(output) - target[:, None]
+
     def inverse_link(self, raw):
         """Class probabilities (n, 2) of the logits ``raw`` (n, 1)."""
         p1 = expit(raw[:, 0])
@@ -169,6 +187,13 @@ class MultinomialLogLoss(_ClassLoss):
 
     def __call__(self, output, target):
         return F.cross_entropy(output, target, reduction="none")
+
+    def raw_gradient(self, output, target):
+        """``d loss_i / d output_ik`` (batch, n_classes): ``softmax(output_i)_k -
+        1[y_i = k]``."""
+        gradient = torch.softmax(output, dim=1)
+        gradient[torch.arange(target.shape[0], device=target.device), target] -= 1.0
+        return gradient
 
     def target_tensor(self, y, device):
         """Class codes as an int64 tensor."""
