@@ -16,6 +16,7 @@ from neumiss.network import (
     MultinomialLogLoss,
     PinballLoss,
     SquaredError,
+    TargetLoss,
 )
 from neumiss.network._losses import SPLINE_MIN_GAIN
 
@@ -91,6 +92,17 @@ def test_each_losss_raw_gradient_is_its_derivative(kind, seed, scale):
         change = (loss(output.detach() + shift, target) - loss(output.detach() - shift, target))
         np.testing.assert_allclose(change.numpy() / (2 * step), gradient[:, j].numpy(),
                                    rtol=1e-5, atol=1e-6)
+
+
+def test_a_loss_defining_only_its_rows_losses_gets_its_gradient_by_autograd():
+    class Cubic(TargetLoss):  # a loss object of the user's, with no closed form given
+        def __call__(self, output, target):
+            return (output[:, 0] - target) ** 4
+
+    output, target = torch.tensor([[0.5], [-1.0], [2.0]]), torch.tensor([0.0, 1.0, 1.5])
+    np.testing.assert_allclose(Cubic().raw_gradient(output, target).numpy(),
+                               4 * (output[:, :1] - target[:, None]).numpy() ** 3)
+    assert not output.requires_grad  # the caller's tensor is left as it was
 
 
 def test_class_losses_stratify_when_every_class_can_be_split():

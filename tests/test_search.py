@@ -261,8 +261,8 @@ def test_a_moments_start_is_solved_once_whatever_the_head_depth(monkeypatch):
 
     train, val = _correlated(400, 0, 0.9), _correlated(200, 1, 0.9)
     solves = []
-    solve = start_module.minimize_lbfgs
-    monkeypatch.setattr(start_module, "minimize_lbfgs",
+    solve = start_module.lbfgs
+    monkeypatch.setattr(start_module, "lbfgs",
                         lambda *args, **kwargs: solves.append(1) or solve(*args, **kwargs))
 
     def search():

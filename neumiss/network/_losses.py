@@ -23,7 +23,8 @@ needs to know about the target:
   (class probabilities for the log losses; the outputs themselves otherwise);
 - ``raw_gradient(output, target)``: the derivative of each row's loss with respect to
   its outputs (batch, n_outputs), in closed form, as scikit-learn's losses give theirs
-  (the linear starts solved by L-BFGS use it).
+  (the linear starts solved by L-BFGS use it; by autograd for a loss object that
+  defines only ``__call__``).
 
 The search trains on an :class:`Objective`: the loss object and the score of its
 validation rows.
@@ -82,6 +83,15 @@ class TargetLoss:
     def inverse_link(self, raw: np.ndarray) -> np.ndarray:
         """The raw outputs, unchanged."""
         return raw
+
+    def raw_gradient(self, output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """``d loss_i / d output_i``, (batch, n_outputs): by autograd for a loss that
+        defines only ``__call__`` (each row's loss depends on its own outputs only, so the
+        gradient of their sum is it); the package's losses give it in closed form."""
+        with torch.enable_grad():
+            output = output.detach().requires_grad_()
+            (gradient,) = torch.autograd.grad(self(output, target).sum(), output)
+        return gradient
 
 
 class SquaredError(TargetLoss):
