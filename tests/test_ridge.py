@@ -1,13 +1,14 @@
 """Tests of neumiss.network._ridge (the linear start's ridge: its penalty by leave-one-out
 error, each member's solution) and of the per-member solves of the linear start: each
-distinct member's problem is solved once, and every member gets its own solution."""
+distinct member's problem is solved once, and every member gets its own solution; the
+iterative (multinomial, quantile) start against independent solvers."""
 
 import numpy as np
 import pytest
 import torch
 
 from neumiss.network import _start
-from neumiss.network._losses import MultinomialLogLoss
+from neumiss.network._losses import MultinomialLogLoss, PinballLoss
 from neumiss.network._ridge import (
     RIDGE_PENALTIES,
     _solve_gram,
@@ -55,6 +56,60 @@ def test_the_penalized_start_solves_members_sharing_rows_and_start_once():
                                                 cross_entropy, 0.01)
     assert torch.equal(weight[:2], distinct) and torch.equal(bias[:2], distinct_bias)
     assert not torch.allclose(weight[0], weight[1])  # member 1 holds rows out: its own fit
+
+
+def _members_problem(seed=0, n=300, p=4):
+    rng = np.random.default_rng(seed)
+    features = rng.normal(size=(n, p))
+    member_weight = rng.poisson(1.0, (n, 2)).astype(float)  # two members, their own rows
+    return rng, features, member_weight
+
+
+def test_the_multinomial_start_is_scikit_learns_multinomial_logistic_regression():
+    # Per member: sum_i w_ik l_i + n P |B_k|^2, i.e. scikit-learn's C = 1 / (2 n P); the
+    # intercepts are unpenalized in both (and defined up to a constant: the probabilities
+    # are compared).
+    from sklearn.linear_model import LogisticRegression
+
+    rng, features, member_weight = _members_problem()
+    logits = features @ rng.normal(size=(3, 4)).T
+    proba = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    target = np.array([rng.choice(3, p=row) for row in proba])
+    penalty = 0.01
+    weight, bias = _start._penalized(torch.tensor(features), torch.tensor(target),
+                                     torch.tensor(member_weight), 3, MultinomialLogLoss(3),
+                                     penalty)
+    for k in range(2):
+        expected = LogisticRegression(C=1 / (2 * 300 * penalty), tol=1e-12, max_iter=10_000).fit(
+            features, target, sample_weight=member_weight[:, k])
+        z = features @ weight[k].numpy().T + bias[k].numpy()
+        got = np.exp(z - z.max(axis=1, keepdims=True))
+        np.testing.assert_allclose(got / got.sum(axis=1, keepdims=True),
+                                   expected.predict_proba(features), atol=1e-4)
+        np.testing.assert_allclose(weight[k].numpy(), expected.coef_, atol=1e-4)
+
+
+def test_the_quantile_start_reaches_the_linear_programs_minimum():
+    # Unpenalized, each level's start is a weighted linear quantile regression: a linear
+    # program (scipy's HiGHS) gives its minimum; L-BFGS on the kinked loss comes within
+    # 0.5% of it.
+    from scipy.optimize import linprog
+
+    rng, features, member_weight = _members_problem(1)
+    target = features @ np.array([1.0, -1.0, 0.5, 0.0]) + rng.standard_t(3, size=300)
+    levels = (0.1, 0.5, 0.9)
+    weight, bias = _start._penalized(torch.tensor(features), torch.tensor(target),
+                                     torch.tensor(member_weight), 3, PinballLoss(levels), 0.0)
+    design = np.hstack([features, np.ones((300, 1)), np.eye(300), -np.eye(300)])
+    for k in range(2):
+        w = member_weight[:, k]
+        for j, q in enumerate(levels):  # y - f = u - v, u, v >= 0: minimise w (q u + (1-q) v)
+            cost = np.concatenate([np.zeros(5), q * w, (1 - q) * w])
+            best = linprog(cost, A_eq=design, b_eq=target, method="highs",
+                           bounds=[(None, None)] * 5 + [(0, None)] * 600).fun
+            error = target - features @ weight[k, j].numpy() - bias[k, j].item()
+            got = np.sum(w * np.maximum(q * error, (q - 1) * error))
+            assert best * (1 - 1e-9) <= got <= best * 1.005
 
 
 def _leave_one_out_error(features, target, weight, alpha):
