@@ -500,7 +500,7 @@ def test_the_linear_start_is_each_members_ridge_fit_on_the_blocks_output(mlp_dep
                                        atol=1e-3)
 
 
-@pytest.mark.parametrize("logistic", [False, True], ids=["autograd", "newton"])
+@pytest.mark.parametrize("logistic", [False, True], ids=["lbfgs", "newton"])
 def test_the_logistic_start_is_scikit_learns_penalized_logistic_regression(logistic):
     from sklearn.linear_model import LogisticRegression
 
@@ -551,7 +551,7 @@ def test_newton_and_lbfgs_solve_the_same_logistic_start_on_the_ramps(monkeypatch
         assert abs(residual.sum()) < 1e-8
 
 
-def test_the_closed_form_logistic_gradient_finds_each_members_autograd_minimum():
+def test_the_closed_form_logistic_gradient_finds_each_members_iterative_minimum():
     # Members on their own weighted rows, the mask's term too: both paths minimise the
     # same objective, each member's its own (sklearn's logistic regression per member).
     from sklearn.linear_model import LogisticRegression
@@ -567,7 +567,7 @@ def test_the_closed_form_logistic_gradient_finds_each_members_autograd_minimum()
         weight, bias = start_linear_parts(networks, data, _logistic, logistic=logistic)
         solutions.append(np.concatenate([weight.numpy().reshape(3, -1),
                                          bias.numpy().reshape(3, 1)], axis=1))
-    # autograd's L-BFGS stops within 2e-4 of the minimum; Newton's method converges to it
+    # the iterative start (L-BFGS) stops within 2e-4 of the minimum; Newton's method converges to it
     np.testing.assert_allclose(solutions[1], solutions[0], atol=5e-4)
     design = np.hstack([features, mask.numpy()])
     for k in range(3):

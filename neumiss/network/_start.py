@@ -369,8 +369,8 @@ def _logistic(features: torch.Tensor, target: torch.Tensor, row_weight: torch.Te
               penalty: float,
               initial: tuple[torch.Tensor, torch.Tensor] | None = None
               ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per member ``k``, the minimiser of the objective :func:`_penalized` minimises by
-    autograd, for the log loss of one logit: ``mean_ik(w_ik l(y_i, f_i .
+    """Per member ``k``, the minimiser of the objective :func:`_penalized` minimises,
+    for the log loss of one logit: ``mean_ik(w_ik l(y_i, f_i .
     beta_k + b_k)) + penalty sum_k |beta_k|^2 / K``: ``features`` (n, p), ``target``
     (n,) in {0, 1}, ``row_weight`` (n, K), float64; from zero (or ``initial``). Up to
     :data:`NEWTON_MAX_COLUMNS` columns by Newton's method (:func:`_newton_logistic`),
