@@ -27,7 +27,13 @@ import pandas as pd
 
 from neumiss.benchmark.realdata._cache import DEFAULT_CACHE, load_task
 from neumiss.benchmark.realdata._methods import METHODS, predict
-from neumiss.benchmark.realdata._protocol import fold_indices, method_seed, score
+from neumiss.benchmark.realdata._protocol import (
+    RANKING_METRIC,
+    fold_indices,
+    method_seed,
+    score,
+)
+from neumiss.benchmark.realdata._report import add_utility
 from neumiss.benchmark.realdata._tasks import select_tasks
 
 #: The suite's cross-validation repeats.
@@ -41,7 +47,7 @@ def task_scores(task, cache, drop: tuple[str, ...] = (), seed: int = 0) -> pd.Da
     loss) on the fold's test rows."""
     X, y = load_task(task, cache)
     X = X.drop(columns=[c for c in drop if c in X.columns])
-    metric = "r2" if task.kind == "regression" else "log_loss"
+    metric = RANKING_METRIC[task.kind][0]
     rows = []
     for repeat in range(REPEATS):
         for fold, (train, test) in enumerate(fold_indices(y, task.kind, repeat, seed)):
@@ -61,12 +67,12 @@ def summary(scores: pd.DataFrame, runs: pd.DataFrame | None) -> pd.DataFrame:
     mean from ``runs`` (``neumiss`` rows, the same folds) where given."""
     wide = scores.pivot_table(index=["task", "half", "metric", "repeat", "fold"],
                               columns="variant", values="score").reset_index()
-    sign = np.where(wide["metric"] == "r2", 1.0, -1.0)
+    higher = dict(RANKING_METRIC.values())  # metric -> higher is better
+    sign = np.where(wide["metric"].map(higher), 1.0, -1.0)
     wide["interaction_gain"] = sign * (wide["hgb"] - wide["hgb_additive"])
-    if runs is not None:
-        defaults = runs[runs["method"] == "neumiss"]
-        defaults = defaults.assign(neumiss=np.where(defaults["kind"] == "regression",
-                                                    defaults["r2"], defaults["log_loss"]))
+    if runs is not None:  # the defaults' ranking metric on each fold
+        defaults = add_utility(runs[runs["method"] == "neumiss"]).rename(
+            columns={"metric": "neumiss"})
         wide = wide.merge(defaults[["task", "repeat", "fold", "neumiss"]],
                           on=["task", "repeat", "fold"], how="left")
     table = wide.groupby(["task", "half", "metric"], sort=False).agg(

@@ -276,10 +276,8 @@ def _penalized(features: torch.Tensor, target: torch.Tensor, row_weight: torch.T
                initial: tuple[torch.Tensor, torch.Tensor] | None = None
                ) -> tuple[torch.Tensor, torch.Tensor]:
     """Per member ``k``, the minimiser of ``mean_ik(w_ik loss_fn(f_i . beta_k + b_k, y_i))
-    + penalty sum_k |beta_k|^2 / K`` by L-BFGS from zero (or ``initial``), the gradient in
-    closed form from ``loss_fn.raw_gradient`` (autograd's backward pass through the
-    members' product took four times its forward pass: 21 of 31 s of a 5-class fit of
-    15,000 rows and 540 columns): ``features`` (n, p) float64, ``target`` (n,),
+    + penalty sum_k |beta_k|^2 / K`` by L-BFGS from zero (or ``initial``)
+    (:func:`_penalized_lbfgs`): ``features`` (n, p) float64, ``target`` (n,),
     ``row_weight`` (n, K) float64. Returns the weights (K, n_outputs, p) and biases
     (K, n_outputs), float64.
 
@@ -287,19 +285,32 @@ def _penalized(features: torch.Tensor, target: torch.Tensor, row_weight: torch.T
     same rows and start), each solved once: the members of an ensemble validated on
     held-out rows pose one (a 5-class table of 15,000 training rows and 540 columns with
     the ramps: 160 s a fit, most of it in these starts, for five identical solutions)."""
-    (n, p), n_members = features.shape, row_weight.shape[1]
+    n_members = row_weight.shape[1]
     if initial is None:
-        initial = (torch.zeros(n_members, n_outputs, p, dtype=torch.float64),
+        initial = (torch.zeros(n_members, n_outputs, features.shape[1], dtype=torch.float64),
                    torch.zeros(n_members, n_outputs, dtype=torch.float64))
     firsts, index = distinct_members(row_weight.T.cpu().numpy(),
                                      *(start.cpu().numpy() for start in initial))
-    if len(firsts) < n_members:
-        firsts = torch.as_tensor(firsts)
-        weight, bias = _penalized(features, target, row_weight[:, firsts.to(row_weight.device)],
-                                  n_outputs, loss_fn, penalty,
-                                  tuple(start[firsts] for start in initial))
-        index = torch.as_tensor(index, device=weight.device)
-        return weight[index], bias[index]
+    if len(firsts) == n_members:
+        return _penalized_lbfgs(features, target, row_weight, n_outputs, loss_fn, penalty,
+                                initial)
+    firsts = torch.as_tensor(firsts)
+    weight, bias = _penalized_lbfgs(features, target, row_weight[:, firsts.to(row_weight.device)],
+                                    n_outputs, loss_fn, penalty,
+                                    tuple(start[firsts] for start in initial))
+    index = torch.as_tensor(index, device=weight.device)
+    return weight[index], bias[index]
+
+
+def _penalized_lbfgs(features: torch.Tensor, target: torch.Tensor, row_weight: torch.Tensor,
+                     n_outputs: int, loss_fn: TargetLoss, penalty: float,
+                     initial: tuple[torch.Tensor, torch.Tensor]
+                     ) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`_penalized`'s objective for every member of ``row_weight`` (n, K), by
+    L-BFGS from ``initial``, the gradient in closed form from ``loss_fn.raw_gradient``
+    (autograd's backward pass through the members' product took four times its forward
+    pass: 21 of 31 s of a 5-class fit of 15,000 rows and 540 columns)."""
+    (n, p), n_members = features.shape, row_weight.shape[1]
     targets = target.repeat(n_members)
     rows_weight = row_weight.T.reshape(-1) / (n_members * n)  # the mean's weights, (K n,)
     n_weights = n_members * n_outputs * p
