@@ -137,10 +137,15 @@ def test_the_spline_terms_bar_is_the_loss_objects(monkeypatch):
     monkeypatch.setattr(DepthSearch, "term_helps", spy)
     X = RNG.normal(size=(300, 2))
     y = X[:, 0] ** 2 + 0.1 * RNG.normal(size=300)
-    params = dict(depth=0, max_epochs=2, random_state=0)
+    # with a deeper block to train the start decides; at depth 0 alone only a multiclass
+    # loss asks it (``spline_at_depth_0``)
+    params = dict(depth=[0, 2], max_epochs=2, random_state=0)
     NeuMissRegressor(**params).fit(X, y)
     NeuMissClassifier(**params).fit(X, y > 1)
-    assert seen == [(SquaredError, SPLINE_MIN_GAIN), (BinaryLogLoss, 0.0)]
+    NeuMissClassifier(**{**params, "depth": 0}).fit(X, y > 1)
+    NeuMissClassifier(**{**params, "depth": 0}).fit(X, np.digitize(y, [0.5, 1.5]))
+    assert seen == [(SquaredError, SPLINE_MIN_GAIN), (BinaryLogLoss, 0.0),
+                    (MultinomialLogLoss, 0.0)]
     assert SPLINE_MIN_GAIN > 0.0
 
 

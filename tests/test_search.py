@@ -17,6 +17,7 @@ from neumiss.network import (
     DEPTH_PATIENCE,
     UNTIE_ROWS_PER_PARAMETER,
     Candidate,
+    MultinomialLogLoss,
     NeuMissBlock,
     NeuMissNetwork,
     Objective,
@@ -557,22 +558,26 @@ def test_spline_term_helps_compares_the_linear_starts_at_the_depth_asked(bent, d
         assert network.head[0].in_features == 3 + network.encoding.n_ramps
 
 
+@pytest.mark.parametrize("multiclass", [False, True])
 @pytest.mark.parametrize("validated", [True, False])
 @pytest.mark.parametrize("depths", [[0], [0, 4]])
 def test_auto_spline_asks_the_start_only_when_a_deeper_block_is_to_train(
-        monkeypatch, depths, validated):
-    # depth 0 alone: the term is added unasked; with a deeper block the linear start at the
-    # deepest depth decides (here: says no); without validation rows "auto" adds nothing
+        monkeypatch, depths, validated, multiclass):
+    # depth 0 alone: the term is added unasked (a multiclass loss asks its start still);
+    # with a deeper block the linear start at the deepest depth decides (here: says no);
+    # without validation rows "auto" adds nothing
     train, val = _data(600, 0), _data(300, 1)
-    search = DepthSearch(_build, train, val if validated else None, OBJECTIVE, seed=0,
+    objective = Objective(MultinomialLogLoss(3), lambda loss: -loss) if multiclass else OBJECTIVE
+    search = DepthSearch(_build, train, val if validated else None, objective, seed=0,
                          n_members=2, moments=observed_moments(train), ramps=data_ramps(train))
     asked = []
     monkeypatch.setattr(search, "spline_term_helps",
                         lambda depth, weight_sharing: asked.append(depth) or False)
     kept, starts = search.decide(depths, "shared", False, "auto", screen=False)
     assert kept == depths and starts is None
-    assert search.spline is (validated and depths == [0])
-    assert asked == ([depths[-1]] if validated and depths != [0] else [])
+    unasked = depths == [0] and not multiclass
+    assert search.spline is (validated and unasked)
+    assert asked == ([depths[-1]] if validated and not unasked else [])
     forced = DepthSearch(_build, train, None, OBJECTIVE, seed=0, n_members=2,
                          moments=observed_moments(train), ramps=data_ramps(train))
     forced.decide(depths, "shared", False, True, screen=False)

@@ -18,7 +18,9 @@ needs to know about the target:
 - ``informative_rows(y)``: how many rows a validation loss rests on (out-of-fold
   validation is chosen by it);
 - ``spline_min_gain``: the share of the linear start's validation loss the spline term
-  must remove to be added;
+  must remove to be added; ``spline_at_depth_0``: whether ``spline="auto"`` adds it
+  unasked when depth 0 alone is to be trained
+  (:meth:`~neumiss.network.DepthSearch.decide`);
 - ``inverse_link(raw)``: raw outputs (n, n_outputs) in the units of the prediction
   (class probabilities for the log losses; the outputs themselves otherwise);
 - ``raw_gradient(output, target)``: the derivative of each row's loss with respect to
@@ -61,6 +63,7 @@ class TargetLoss:
     squared = False
     logistic = False
     spline_min_gain = SPLINE_MIN_GAIN
+    spline_at_depth_0 = True
 
     def __call__(self, output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """The loss of each row: (batch, n_outputs), (batch,) -> (batch,)."""
@@ -187,12 +190,20 @@ class MultinomialLogLoss(_ClassLoss):
     """The log loss of the softmax of one logit per class; members average their
     probabilities.
 
+    The spline term at depth 0 alone is decided by its linear start as with a deeper
+    block (``spline_at_depth_0`` False): one set of ramps per class, the trained network
+    did worse with it than without (the paper's simulation cut into three classes,
+    Gaussian self-masking, 2,000 rows, one member: log loss 0.527 -> 0.553 over six
+    seeds; 20,000 rows of five classes, results/realdata/README.md), and the real suite
+    has no multiclass task to say otherwise.
+
     Parameters
     ----------
     n_classes : int, at least 3
     """
 
     combine = "probability"
+    spline_at_depth_0 = False
 
     def __init__(self, n_classes: int) -> None:
         self.n_outputs = int(n_classes)

@@ -46,8 +46,9 @@ one-standard-error rule): informative missingness (self-masking, missing-not-at-
 tables) is then used, and a mask that says nothing of the target adds no parameters.
 With ``spline="auto"``, the heads get the spline term (piecewise-linear ramps of the
 block's output on quantile bins, :mod:`~neumiss.network._spline`), the mask's term and the
-depths to train decided: always when depth 0 alone is to be trained, else when it makes
-the linear start at the deepest of those depths clearly better in the same way
+depths to train decided: always when depth 0 alone is to be trained (but for a multiclass
+loss), else when it makes the linear start at the deepest of those depths clearly better
+in the same way
 (:meth:`DepthSearch.spline_term_helps`): an additive spline of each feature, fitted in
 closed form, for targets that bend with a feature, and numeric embeddings for an MLP head.
 
@@ -309,8 +310,9 @@ class DepthSearch:
         """The heads' terms and the depths to train, in this order: the mask's term
         (``mask_skip="auto"``: :meth:`mask_term_helps`), the depths (with ``screen``:
         :meth:`screen`), the spline term (True: always, for a table with :attr:`ramps`;
-        ``"auto"``: always when the depths are depth 0 alone, else
-        :meth:`spline_term_helps` at the deepest of them), then, with the ramps, the depths
+        ``"auto"``: always when the depths are depth 0 alone and the loss object's
+        ``spline_at_depth_0`` says so, else :meth:`spline_term_helps` at the deepest of
+        them), then, with the ramps, the depths
         again (they may fit at depth 0 what made a deeper start clearly better). Deciding
         needs validation rows and :attr:`moments`. Returns the depths and, per depth
         screened, its start's summary (None when not screened).
@@ -329,7 +331,8 @@ class DepthSearch:
         if screen and len(depths) > 1 and decidable:
             depths, starts = self.screen(depths, weight_sharing)
         if self.ramps is not None and (spline is True or (spline == "auto" and decidable)):
-            self.spline = (spline is True or list(depths) == [0]
+            alone = list(depths) == [0] and self.objective.loss.spline_at_depth_0
+            self.spline = (spline is True or alone
                            or self.spline_term_helps(depths[-1], weight_sharing))
             if self.spline and starts is not None and len(depths) > 1:
                 depths, starts = self.screen(depths, weight_sharing)
