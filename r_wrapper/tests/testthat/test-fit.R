@@ -125,7 +125,9 @@ test_that("estimator parameters reach Python", {
   expect_equal(fit$params[names(expected)], expected)
   expect_equal(fit$mlp_depth, 1L)
   expect_equal(fit$mlp_weight, 1)  # the MLP head alone: nothing blended
-  expect_output(print(fit), "MLP head \\(1 hidden layer\\), ")
+  # depth 0 alone takes the spline term unasked (spline = "auto"); print() says which
+  expect_output(print(fit), if (isTRUE(fit$spline)) "MLP head \\(1 hidden layer\\) with splines, "
+                else "MLP head \\(1 hidden layer\\), ")
   expect_lte(fit$n_epochs, 3L)
   expect_error(neumiss(data$x, data$y, not_a_parameter = 1),
                "unknown parameter\\(s\\) not_a_parameter")
