@@ -146,10 +146,10 @@ class NeuMissRegressor(RegressorMixin, BaseNeuMiss):
         the ramps too (centred in training: :class:`~neumiss.network.StackedNetwork`).
         ``"auto"`` adds it whenever depth 0 alone is to be trained (``depth=0``,
         or the screen of ``depth="auto"`` finds no deeper start clearly better; not for
-        a classifier of three classes or more), else when
-        the linear start at the deepest depth to be trained (with the mask's term as
-        ``mask_skip`` decided) is clearly better on the validation rows with the ramps
-        than without, and (for a regression) its validation loss at least 1% lower
+        a classifier of three classes or more), else when the linear start at the
+        deepest depth to be trained (with the mask's term as ``mask_skip`` decided) is
+        clearly better on the validation rows with the ramps than without, and (for a
+        regression) its validation loss at least 1% lower
         (:meth:`neumiss.network.DepthSearch.decide`). Without
         validation rows and in :meth:`fit_stream`, ``"auto"`` is False; ``True`` needs
         the rows in memory (the knots are quantiles), so :meth:`fit_stream` refuses it.

@@ -44,8 +44,9 @@ from scipy.special import expit
 
 #: With a deeper block to train, the spline term is added only when it lowers the linear
 #: start's validation loss by this fraction at least
-#: (:meth:`~neumiss.network.DepthSearch.spline_term_helps`; at depth 0 alone it is always
-#: added: :meth:`~neumiss.network.DepthSearch.decide`), beside the
+#: (:meth:`~neumiss.network.DepthSearch.spline_term_helps`; at depth 0 alone it is added
+#: unasked where the loss object's ``spline_at_depth_0`` says so:
+#: :meth:`~neumiss.network.DepthSearch.decide`), beside the
 #: one-standard-error rule: starts better by 1.3% on ten thousand rows once did not stay
 #: better trained (grid, d = 10, n = 2e4: MAR R² - Bayes -0.0043 -> -0.0083, an engine
 #: ago); at 1% rather than 2% the real suite gains on both halves (gapminder_lifeexp's

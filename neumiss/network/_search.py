@@ -48,9 +48,9 @@ With ``spline="auto"``, the heads get the spline term (piecewise-linear ramps of
 block's output on quantile bins, :mod:`~neumiss.network._spline`), the mask's term and the
 depths to train decided: always when depth 0 alone is to be trained (but for a multiclass
 loss), else when it makes the linear start at the deepest of those depths clearly better
-in the same way
-(:meth:`DepthSearch.spline_term_helps`): an additive spline of each feature, fitted in
-closed form, for targets that bend with a feature, and numeric embeddings for an MLP head.
+in the same way (:meth:`DepthSearch.spline_term_helps`): an additive spline of each
+feature, fitted in closed form, for targets that bend with a feature, and numeric
+embeddings for an MLP head.
 
 A candidate started from the data whose training stays far behind the lowest validation
 loss the search has seen (:func:`~neumiss.network._stopping.abandon_level`) is abandoned
@@ -312,10 +312,10 @@ class DepthSearch:
         :meth:`screen`), the spline term (True: always, for a table with :attr:`ramps`;
         ``"auto"``: always when the depths are depth 0 alone and the loss object's
         ``spline_at_depth_0`` says so, else :meth:`spline_term_helps` at the deepest of
-        them), then, with the ramps, the depths
-        again (they may fit at depth 0 what made a deeper start clearly better). Deciding
-        needs validation rows and :attr:`moments`. Returns the depths and, per depth
-        screened, its start's summary (None when not screened).
+        them), then, with the ramps, the depths again (they may fit at depth 0 what made
+        a deeper start clearly better). Deciding needs validation rows and
+        :attr:`moments`. Returns the depths and, per depth screened, its start's summary
+        (None when not screened).
 
         Why depth 0 alone takes the term unasked: the linear start's gain is asked at the
         deepest depth so that the ramps do not fit at depth 0 what a deeper block computes
